@@ -1,0 +1,115 @@
+// A small RAII layer over the HDF5 C API: files, groups, n-d numeric datasets with an `axes` attribute
+// (and optional `units`), scalar and string attributes, and reading them back. Every lexp output file
+// goes through this, so every dataset is self-describing. Files are written to "<name>.tmp" and
+// renamed on Commit(), so a crash never leaves a half file under the final name.
+#pragma once
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lexp::h5 {
+
+class Handle {
+ public:
+  Handle() = default;
+  Handle(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  Handle(Handle&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = -1; }
+  Handle& operator=(Handle&& o) noexcept {
+    Reset();
+    id_ = o.id_;
+    closer_ = o.closer_;
+    o.id_ = -1;
+    return *this;
+  }
+  ~Handle() { Reset(); }
+  hid_t id() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+
+ private:
+  void Reset() {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = -1;
+  }
+  hid_t id_ = -1;
+  herr_t (*closer_)(hid_t) = nullptr;
+};
+
+// A group (or the file's root) to which datasets and attributes are written or read.
+class Group {
+ public:
+  Group() = default;
+  explicit Group(Handle h) : h_(std::move(h)) {}
+  hid_t id() const { return h_.id(); }
+
+  Group CreateGroup(const std::string& name) const;  // creates or opens
+  Group OpenGroup(const std::string& name) const;
+  bool Has(const std::string& name) const;
+  std::vector<std::string> Children() const;
+
+  // Row-major n-d datasets. `axes` names each dimension ("layer,head,query,key"); units optional.
+  void WriteDoubles(const std::string& name, const std::vector<double>& data,
+                    const std::vector<uint64_t>& dims, const std::string& axes,
+                    const std::string& units = "") const;
+  void WriteFloats(const std::string& name, const std::vector<float>& data,
+                   const std::vector<uint64_t>& dims, const std::string& axes,
+                   const std::string& units = "") const;
+  void WriteInts(const std::string& name, const std::vector<int64_t>& data,
+                 const std::vector<uint64_t>& dims, const std::string& axes,
+                 const std::string& units = "") const;
+  void WriteString(const std::string& name, const std::string& text) const;  // scalar string dataset
+
+  std::vector<double> ReadDoubles(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
+  std::vector<int64_t> ReadInts(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
+  std::string ReadString(const std::string& name) const;
+
+  void SetAttr(const std::string& name, const std::string& value) const;
+  void SetAttr(const std::string& name, const char* value) const { SetAttr(name, std::string(value)); }
+  void SetAttr(const std::string& name, double value) const;
+  void SetAttr(const std::string& name, int64_t value) const;
+  void SetAttr(const std::string& name, int value) const { SetAttr(name, static_cast<int64_t>(value)); }
+  void SetAttr(const std::string& name, bool value) const { SetAttr(name, static_cast<int64_t>(value)); }
+  // Attributes of a child object (dataset or group) of this group.
+  void SetChildAttr(const std::string& child, const std::string& name, const std::string& value) const;
+  bool HasAttr(const std::string& name) const;
+  std::string AttrString(const std::string& name) const;
+  double AttrDouble(const std::string& name) const;
+  int64_t AttrInt(const std::string& name) const;
+  std::string ChildAttrString(const std::string& child, const std::string& name) const;
+
+ private:
+  Handle h_;
+};
+
+// A file being written: lives at "<path>.tmp" until Commit() renames it to `path`.
+class Writer {
+ public:
+  explicit Writer(const std::string& path);
+  ~Writer();  // an uncommitted file is removed
+  Group& root() { return root_; }
+  void Flush();
+  void Commit();
+
+ private:
+  std::string path_, tmp_;
+  Handle file_;
+  Group root_;
+  bool committed_ = false;
+};
+
+// A file opened read-only.
+class Reader {
+ public:
+  explicit Reader(const std::string& path);
+  const Group& root() const { return root_; }
+
+ private:
+  Handle file_;
+  Group root_;
+};
+
+}  // namespace lexp::h5

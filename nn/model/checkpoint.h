@@ -1,0 +1,64 @@
+// Model + optimizer state to and from HDF5, so that a restored run continues bit-identically.
+// Layout: /params/<name>, /adam/m/<name>, /adam/v/<name> (double), attribute adam_step, and any
+// named integer vectors the caller adds (the training loop stores its RNG states and step there).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/optim/adamw.h"
+#include "nn/position_hooks.h"
+
+namespace lexp {
+
+using CheckpointInts = std::map<std::string, std::vector<int64_t>>;
+
+template <typename S>
+void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
+                    AdamW<S>& opt, const CheckpointInts& extra) {
+  h5::Writer w(path);
+  h5::Group params_g = w.root().CreateGroup("params");
+  h5::Group adam = w.root().CreateGroup("adam");
+  h5::Group m = adam.CreateGroup("m"), v = adam.CreateGroup("v");
+  adam.SetAttr("adam_step", static_cast<int64_t>(opt.step_count()));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    std::vector<double> vals(p.value, p.value + p.size);
+    params_g.WriteDoubles(p.name, vals, {static_cast<uint64_t>(p.size)}, "element");
+    m.WriteDoubles(p.name, opt.first_moments()[i], {static_cast<uint64_t>(p.size)}, "element");
+    v.WriteDoubles(p.name, opt.second_moments()[i], {static_cast<uint64_t>(p.size)}, "element");
+  }
+  h5::Group ex = w.root().CreateGroup("extra");
+  for (const auto& [k, vec] : extra) ex.WriteInts(k, vec, {vec.size()}, "element");
+  w.Commit();
+}
+
+template <typename S>
+CheckpointInts LoadCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
+                              AdamW<S>& opt) {
+  h5::Reader r(path);
+  h5::Group params_g = r.root().OpenGroup("params");
+  h5::Group adam = r.root().OpenGroup("adam");
+  h5::Group m = adam.OpenGroup("m"), v = adam.OpenGroup("v");
+  opt.Attach(params);
+  opt.set_step_count(adam.AttrInt("adam_step"));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& p = params[i];
+    LEXP_CHECK(params_g.Has(p.name), "checkpoint '" + path + "' has no parameter " + p.name);
+    std::vector<double> vals = params_g.ReadDoubles(p.name);
+    LEXP_CHECK(static_cast<long>(vals.size()) == p.size,
+               "checkpoint '" + path + "': parameter " + p.name + " has another shape");
+    for (long j = 0; j < p.size; ++j) p.value[j] = static_cast<S>(vals[j]);
+    opt.first_moments()[i] = m.ReadDoubles(p.name);
+    opt.second_moments()[i] = v.ReadDoubles(p.name);
+  }
+  CheckpointInts extra;
+  h5::Group ex = r.root().OpenGroup("extra");
+  for (const auto& name : ex.Children()) extra[name] = ex.ReadInts(name);
+  return extra;
+}
+
+}  // namespace lexp

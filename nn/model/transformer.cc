@@ -1,0 +1,297 @@
+// Forward and backward of the whole transformer (see transformer.h).
+#include "nn/model/transformer.h"
+
+#include <cmath>
+
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+template <typename S>
+void InitLinear(LinearParams<S>& p, int in, int out, Rng& rng, double gain) {
+  // PyTorch's default fan-in bound, without random biases.
+  const double bound = gain / std::sqrt(static_cast<double>(in));
+  p.w.resize(in, out);
+  for (long i = 0; i < p.w.size(); ++i) p.w.data()[i] = static_cast<S>(rng.Uniform(-bound, bound));
+  p.b.setZero(out);
+}
+
+template <typename S>
+void InitNorm(LayerNormParams<S>& p, int c) {
+  p.g.setOnes(c);
+  p.b.setZero(c);
+}
+
+template <typename S>
+void ZeroLike(LinearParams<S>& g, const LinearParams<S>& p) {
+  g.w.setZero(p.w.rows(), p.w.cols());
+  g.b.setZero(p.b.size());
+}
+template <typename S>
+void ZeroLike(LayerNormParams<S>& g, const LayerNormParams<S>& p) {
+  g.g.setZero(p.g.size());
+  g.b.setZero(p.b.size());
+}
+
+template <typename S>
+void AddRefs(std::vector<ParamRef<S>>& out, const std::string& name, LinearParams<S>& p,
+             LinearParams<S>& g) {
+  out.push_back({name + ".w", p.w.data(), g.w.data(), static_cast<long>(p.w.size())});
+  out.push_back({name + ".b", p.b.data(), g.b.data(), static_cast<long>(p.b.size())});
+}
+template <typename S>
+void AddRefs(std::vector<ParamRef<S>>& out, const std::string& name, LayerNormParams<S>& p,
+             LayerNormParams<S>& g) {
+  out.push_back({name + ".g", p.g.data(), g.g.data(), static_cast<long>(p.g.size())});
+  out.push_back({name + ".b", p.b.data(), g.b.data(), static_cast<long>(p.b.size())});
+}
+
+}  // namespace
+
+template <typename S>
+Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
+    : cfg_(cfg), enc_(enc), pattern_(cfg.causal) {
+  LEXP_CHECK(cfg.vocab > 0, "model: vocabulary size must be positive");
+  LEXP_CHECK(cfg.d_model > 0 && cfg.n_heads > 0 && cfg.d_model % cfg.n_heads == 0,
+             "model: d_model must be a positive multiple of n_heads");
+  LEXP_CHECK(cfg.n_layers > 0, "model: n_layers must be positive");
+  LEXP_CHECK(enc != nullptr, "model: an encoding is required (use 'nope' for none)");
+  const int C = cfg.d_model, F = cfg.FF(), V = cfg.vocab;
+  p_.tok_emb.setZero(V, C);
+  p_.blocks.resize(cfg.n_layers);
+  for (auto& b : p_.blocks) {
+    InitNorm(b.ln1, C);
+    InitNorm(b.ln2, C);
+    b.qkv.w.setZero(C, 3 * C);
+    b.qkv.b.setZero(3 * C);
+    b.proj.w.setZero(C, C);
+    b.proj.b.setZero(C);
+    b.fc1.w.setZero(C, F);
+    b.fc1.b.setZero(F);
+    b.fc2.w.setZero(F, C);
+    b.fc2.b.setZero(C);
+  }
+  InitNorm(p_.ln_f, C);
+  p_.head.w.setZero(C, V);
+  p_.head.b.setZero(V);
+  g_ = p_;
+  ZeroGrad();
+  cache_.resize(cfg.n_layers);
+  xs_.resize(cfg.n_layers + 1);
+}
+
+template <typename S>
+void Transformer<S>::Init(Rng& rng) {
+  const int C = cfg_.d_model, F = cfg_.FF(), V = cfg_.vocab;
+  // Residual projections are scaled by 1/sqrt(2L) (GPT-2) so the stream's variance stays bounded.
+  const double resid_gain = 1.0 / std::sqrt(2.0 * cfg_.n_layers);
+  for (long i = 0; i < p_.tok_emb.size(); ++i) p_.tok_emb.data()[i] = static_cast<S>(rng.Normal());
+  for (auto& b : p_.blocks) {
+    InitNorm(b.ln1, C);
+    InitNorm(b.ln2, C);
+    InitLinear(b.qkv, C, 3 * C, rng, 1.0);
+    InitLinear(b.proj, C, C, rng, resid_gain);
+    InitLinear(b.fc1, C, F, rng, 1.0);
+    InitLinear(b.fc2, F, C, rng, resid_gain);
+  }
+  InitNorm(p_.ln_f, C);
+  InitLinear(p_.head, C, V, rng, 1.0);
+  Rng pe_rng = rng.Split("pe");
+  enc_->Init(pe_rng);
+}
+
+template <typename S>
+void Transformer<S>::ZeroGrad() {
+  g_.tok_emb.setZero(p_.tok_emb.rows(), p_.tok_emb.cols());
+  g_.blocks.resize(p_.blocks.size());
+  for (size_t l = 0; l < p_.blocks.size(); ++l) {
+    ZeroLike(g_.blocks[l].ln1, p_.blocks[l].ln1);
+    ZeroLike(g_.blocks[l].ln2, p_.blocks[l].ln2);
+    ZeroLike(g_.blocks[l].qkv, p_.blocks[l].qkv);
+    ZeroLike(g_.blocks[l].proj, p_.blocks[l].proj);
+    ZeroLike(g_.blocks[l].fc1, p_.blocks[l].fc1);
+    ZeroLike(g_.blocks[l].fc2, p_.blocks[l].fc2);
+  }
+  ZeroLike(g_.ln_f, p_.ln_f);
+  ZeroLike(g_.head, p_.head);
+  for (auto& r : enc_->Parameters()) std::fill(r.grad, r.grad + r.size, S(0));
+}
+
+template <typename S>
+std::vector<ParamRef<S>> Transformer<S>::Parameters() {
+  std::vector<ParamRef<S>> out;
+  out.push_back({"tok_emb", p_.tok_emb.data(), g_.tok_emb.data(),
+                 static_cast<long>(p_.tok_emb.size())});
+  for (size_t l = 0; l < p_.blocks.size(); ++l) {
+    const std::string n = "layer" + std::to_string(l);
+    auto& pb = p_.blocks[l];
+    auto& gb = g_.blocks[l];
+    AddRefs(out, n + ".ln1", pb.ln1, gb.ln1);
+    AddRefs(out, n + ".attn.qkv", pb.qkv, gb.qkv);
+    AddRefs(out, n + ".attn.proj", pb.proj, gb.proj);
+    AddRefs(out, n + ".ln2", pb.ln2, gb.ln2);
+    AddRefs(out, n + ".mlp.fc1", pb.fc1, gb.fc1);
+    AddRefs(out, n + ".mlp.fc2", pb.fc2, gb.fc2);
+  }
+  AddRefs(out, std::string("ln_f"), p_.ln_f, g_.ln_f);
+  AddRefs(out, std::string("head"), p_.head, g_.head);
+  for (auto& r : enc_->Parameters()) out.push_back(r);
+  return out;
+}
+
+template <typename S>
+void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool backward) {
+  const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
+  const long C = cfg_.d_model;
+  ParallelFor(static_cast<long>(B_) * H, [&](long task) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    AttentionContext ctx{l, h, H, D, T, pos_.data(), &ActivePattern()};
+    S* x = m.data() + static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    if (backward)
+      enc_->TransformQKBackward(ctx, is_query, x, C);
+    else
+      enc_->TransformQK(ctx, is_query, x, C);
+  });
+}
+
+template <typename S>
+void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
+  auto& p = p_.blocks[l];
+  auto& c = cache_[l];
+  const long N = x_in.rows(), C = cfg_.d_model;
+  AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  const Mat<S>* a_in = &x_in;
+  if (cfg_.pre_ln) {
+    LayerNormForward(x_in, p.ln1, c.a_in, c.ln1);
+    a_in = &c.a_in;
+  }
+  LinearForward(*a_in, p.qkv, c.qkv);
+  Resize(c.q, N, C);
+  Resize(c.k, N, C);
+  Resize(c.v, N, C);
+  c.q = c.qkv.leftCols(C);
+  c.k = c.qkv.middleCols(C, C);
+  c.v = c.qkv.rightCols(C);
+  if (enc_->Uses(kSiteQKTransform)) {
+    ApplyQKTransform(l, c.q, true, false);
+    ApplyQKTransform(l, c.k, false, false);
+  }
+  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l,
+                   training || c.attn.capture_logits, c.attn, c.att);
+  LinearForward(c.att, p.proj, c.tmp);
+  Resize(c.x_mid, N, C);
+  if (cfg_.pre_ln) {
+    c.x_mid = x_in + c.tmp;
+    LayerNormForward(c.x_mid, p.ln2, c.m_in, c.ln2);
+  } else {
+    c.tmp += x_in;
+    LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
+    c.m_in = c.x_mid;
+  }
+  LinearForward(c.m_in, p.fc1, c.f1);
+  GeluForward(c.f1, c.g);
+  LinearForward(c.g, p.fc2, c.tmp);
+  Resize(x_out, N, C);
+  if (cfg_.pre_ln) {
+    x_out = c.x_mid + c.tmp;
+  } else {
+    c.tmp += c.x_mid;
+    // c.a_in is free in post-LN (attention reads x_in); use it as LN2's input copy.
+    c.a_in = c.tmp;
+    LayerNormForward(c.a_in, p.ln2, x_out, c.ln2);
+  }
+}
+
+template <typename S>
+void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
+                             const std::vector<double>& pos, bool training, bool capture,
+                             Mat<S>& logits) {
+  LEXP_CHECK(static_cast<long>(tokens.size()) == static_cast<long>(B) * T,
+             "model: tokens size is not B*T");
+  LEXP_CHECK(static_cast<int>(pos.size()) == T, "model: position ids size is not T");
+  B_ = B;
+  T_ = T;
+  pos_ = pos;
+  for (auto& c : cache_) c.attn.capture_logits = capture;
+  enc_->Prepare(pos_);
+  EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
+  if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, B, xs_[0]);
+  for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, xs_[l], xs_[l + 1], training);
+  LayerNormForward(xs_[cfg_.n_layers], p_.ln_f, hf_, lnf_cache_);
+  LinearForward(hf_, p_.head, logits);
+}
+
+template <typename S>
+void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
+  // On entry d_x = dL/dx_out; on exit dL/dx_in.
+  auto& p = p_.blocks[l];
+  auto& g = g_.blocks[l];
+  auto& c = cache_[l];
+  const long N = x_in.rows(), C = cfg_.d_model, F = cfg_.FF();
+  AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  // d_mid_: gradient w.r.t. the MLP branch's residual input.
+  if (cfg_.pre_ln) {
+    d_mid_ = d_x;  // x_out = x_mid + MLP(LN2(x_mid))
+  } else {
+    d_mid_.setZero(N, C);  // x_out = LN2(x_mid + MLP(x_mid))
+    LayerNormBackward(p.ln2, c.ln2, d_x, d_mid_, g.ln2);
+    d_x = d_mid_;  // d_x now holds d(r2) = gradient of x_mid + MLP(x_mid)
+  }
+  const Mat<S>& d_y2 = d_x;
+  d_g_.setZero(N, F);
+  LinearBackward(c.g, p.fc2, d_y2, &d_g_, g.fc2);
+  d_big_.setZero(N, F);
+  GeluBackward(c.f1, d_g_, d_big_);
+  if (cfg_.pre_ln) {
+    d_h_.setZero(N, C);
+    LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1);
+    LayerNormBackward(p.ln2, c.ln2, d_h_, d_mid_, g.ln2);
+  } else {
+    LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1);  // m_in = x_mid
+    d_h_.setZero(N, C);
+    LayerNormBackward(p.ln1, c.ln1, d_mid_, d_h_, g.ln1);  // x_mid = LN1(x_in + attn)
+    d_mid_ = d_h_;
+  }
+  // d_mid_ = gradient w.r.t. (x_in + attention branch).
+  d_att_.setZero(N, C);
+  LinearBackward(c.att, p.proj, d_mid_, &d_att_, g.proj);
+  d_q_.setZero(N, C);
+  d_k_.setZero(N, C);
+  d_v_.setZero(N, C);
+  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_,
+                    d_k_, d_v_);
+  if (enc_->Uses(kSiteQKTransform)) {
+    ApplyQKTransform(l, d_q_, true, true);
+    ApplyQKTransform(l, d_k_, false, true);
+  }
+  Resize(d_qkv_, N, 3 * C);
+  d_qkv_.leftCols(C) = d_q_;
+  d_qkv_.middleCols(C, C) = d_k_;
+  d_qkv_.rightCols(C) = d_v_;
+  d_x = d_mid_;  // residual path
+  if (cfg_.pre_ln) {
+    d_h_.setZero(N, C);
+    LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv);
+    LayerNormBackward(p.ln1, c.ln1, d_h_, d_x, g.ln1);
+  } else {
+    LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv);
+  }
+}
+
+template <typename S>
+void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_logits) {
+  const long N = static_cast<long>(B_) * T_, C = cfg_.d_model;
+  d_h_.setZero(N, C);
+  LinearBackward(hf_, p_.head, d_logits, &d_h_, g_.head);
+  d_x_.setZero(N, C);
+  LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
+  for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);
+  if (enc_->Uses(kSiteEmbedding)) enc_->EmbeddingBackward(pos_, B_, d_x_);
+  EmbeddingBackward(tokens, d_x_, g_.tok_emb);
+}
+
+template class Transformer<float>;
+template class Transformer<double>;
+
+}  // namespace lexp

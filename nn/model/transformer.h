@@ -1,0 +1,121 @@
+// The decoder-only (causal) or encoder (bidirectional) transformer of lexp: token embedding, L blocks
+// of multi-head attention and a GELU MLP with pre-LN (default) or post-LN residuals, a final LayerNorm
+// and an untied output head (Vaswani et al. 2017, arXiv:1706.03762; pre-LN as in Xiong et al. 2020,
+// arXiv:2002.04745). The encoding enters only through nn/position_hooks.h.
+//
+// Templated on the scalar: float is the fast path, double is the reference for gradient checks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "nn/ops/attention.h"
+#include "nn/ops/embedding.h"
+#include "nn/ops/gelu.h"
+#include "nn/ops/layernorm.h"
+#include "nn/ops/linear.h"
+#include "nn/position_hooks.h"
+#include "nn/rng.h"
+
+namespace lexp {
+
+struct ModelConfig {
+  int vocab = 0;
+  int d_model = 64;
+  int n_heads = 4;
+  int n_layers = 2;
+  int d_ff = 0;  // 0 means 4 * d_model
+  bool pre_ln = true;
+  bool causal = true;
+  int FF() const { return d_ff > 0 ? d_ff : 4 * d_model; }
+  int HeadDim() const { return d_model / n_heads; }
+};
+
+template <typename S>
+struct BlockParams {
+  LayerNormParams<S> ln1, ln2;
+  LinearParams<S> qkv;   // [C, 3C]: q | k | v
+  LinearParams<S> proj;  // [C, C]
+  LinearParams<S> fc1;   // [C, F]
+  LinearParams<S> fc2;   // [F, C]
+};
+
+template <typename S>
+struct ModelParams {
+  Mat<S> tok_emb;  // [V, C]
+  std::vector<BlockParams<S>> blocks;
+  LayerNormParams<S> ln_f;
+  LinearParams<S> head;  // [C, V]
+};
+
+template <typename S>
+struct BlockCache {
+  Mat<S> a_in;                 // [N, C] attention input (LN1(x) for pre-LN, x for post-LN)
+  LayerNormCache<S> ln1, ln2;
+  Mat<S> qkv;                  // [N, 3C]
+  Mat<S> q, k, v;              // [N, C] after site 3
+  AttentionCache<S> attn;
+  Mat<S> att;                  // [N, C] attention output before the projection
+  Mat<S> x_mid;                // [N, C] residual stream after attention (post-LN: after LN1)
+  Mat<S> m_in;                 // [N, C] MLP input
+  Mat<S> f1, g;                // [N, F] pre- and post-GELU
+  Mat<S> tmp;                  // [N, C] scratch
+};
+
+template <typename S>
+class Transformer {
+ public:
+  Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc);
+
+  const ModelConfig& config() const { return cfg_; }
+  PositionEncoding<S>& encoding() { return *enc_; }
+  const AttentionPattern& pattern() const { return pattern_; }
+  void set_pattern(const AttentionPattern* p) { pattern_override_ = p; }
+
+  void Init(Rng& rng);
+  void ZeroGrad();
+  // Model parameters then the encoding's ("pe.*"), in a fixed order.
+  std::vector<ParamRef<S>> Parameters();
+
+  // tokens: [B*T]; pos: [T] from the encoding's site 1. logits: [B*T, V].
+  // `training` keeps what Backward needs; `capture` also keeps pre-softmax logits of every layer.
+  void Forward(const std::vector<int>& tokens, int B, int T, const std::vector<double>& pos,
+               bool training, bool capture, Mat<S>& logits);
+  // d_logits: [B*T, V]. Accumulates into the gradients of Parameters().
+  void Backward(const std::vector<int>& tokens, const Mat<S>& d_logits);
+
+  // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
+  const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
+  const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
+
+  ModelParams<S>& params() { return p_; }
+  ModelParams<S>& grads() { return g_; }
+
+ private:
+  const AttentionPattern& ActivePattern() const {
+    return pattern_override_ ? *pattern_override_ : pattern_;
+  }
+  void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
+  void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
+  void ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool backward);
+
+  ModelConfig cfg_;
+  PositionEncoding<S>* enc_;
+  AttentionPattern pattern_;
+  const AttentionPattern* pattern_override_ = nullptr;
+  ModelParams<S> p_, g_;
+
+  // Workspace, sized once per (B, T).
+  int B_ = 0, T_ = 0;
+  std::vector<double> pos_;
+  std::vector<Mat<S>> xs_;  // L+1 residual streams; xs_[0] is the embedded input
+  std::vector<BlockCache<S>> cache_;
+  Mat<S> hf_;               // [N, C] final-norm output
+  LayerNormCache<S> lnf_cache_;
+  Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
+};
+
+extern template class Transformer<float>;
+extern template class Transformer<double>;
+
+}  // namespace lexp

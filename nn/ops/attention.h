@@ -1,0 +1,243 @@
+// Scaled dot-product multi-head attention with the encoding's sites 3-6 plugged in
+// (Vaswani et al. 2017, arXiv:1706.03762, eq. 1). Work is split into independent (sequence, head)
+// tasks, and each task into blocks of 64 queries that only touch the keys their pattern allows, so a
+// causal mask costs about half of the dense product.
+//
+// Two paths with the same result:
+//  * materialised: keeps the [T, T] probabilities of every task (training, and probes that capture
+//    logits/probabilities);
+//  * streaming: evaluation without capture; keys are visited in blocks of 256 with an online softmax
+//    (Milakov & Gimelshein 2018, arXiv:1805.02867), so memory is O(T), and 16k-token sequences fit.
+#pragma once
+
+#include <tbb/enumerable_thread_specific.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/parallel.h"
+#include "nn/position_hooks.h"
+#include "nn/tensor.h"
+
+namespace lexp {
+
+inline constexpr int kQueryBlock = 64;
+inline constexpr int kKeyBlock = 256;
+
+struct AttentionShape {
+  int B = 1, T = 1, H = 1, D = 1;
+  long C() const { return static_cast<long>(H) * D; }
+  long Tasks() const { return static_cast<long>(B) * H; }
+};
+
+template <typename S>
+struct AttentionScratch {
+  Mat<S> a;    // [64, T] scores or d_probs
+  Mat<S> acc;  // [64, D] streaming accumulator
+  Vec<S> m, l;
+};
+
+template <typename S>
+struct AttentionCache {
+  bool materialized = false;
+  bool capture_logits = false;
+  Mat<S> probs;   // [B*H*T, T] softmax probabilities (materialised path), 0 where masked
+  Mat<S> logits;  // [B*H*T, T] pre-softmax logits (capture only), -inf where masked
+  tbb::enumerable_thread_specific<AttentionScratch<S>> scratch;
+};
+
+namespace attention_detail {
+
+template <typename S>
+using Rows = Eigen::Map<Mat<S>, 0, Eigen::OuterStride<>>;
+template <typename S>
+using ConstRows = Eigen::Map<const Mat<S>, 0, Eigen::OuterStride<>>;
+
+// Bounds [jb, je) of all keys visible to any query of [i0, i1).
+inline void BlockKeyBounds(const AttentionPattern& pat, int i0, int i1, int T, int* jb, int* je) {
+  *jb = T;
+  *je = 0;
+  for (int i = i0; i < i1; ++i) {
+    int b, e;
+    pat.KeyBounds(i, T, &b, &e);
+    *jb = std::min(*jb, b);
+    *je = std::max(*je, e);
+  }
+  if (*je < *jb) *je = *jb;
+}
+
+// Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
+template <typename S>
+void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
+                   const S* k, long ld, int i0, int i1, int j0, int j1, S* s, long lds) {
+  const int D = ctx.head_dim;
+  const int n = i1 - i0, m = j1 - j0;
+  if (m <= 0) return;
+  ConstRows<S> Q(q + static_cast<long>(i0) * ld, n, D, Eigen::OuterStride<>(ld));
+  ConstRows<S> K(k + static_cast<long>(j0) * ld, m, D, Eigen::OuterStride<>(ld));
+  Rows<S> out(s, n, m, Eigen::OuterStride<>(lds));
+  const S inv_sqrt_d = S(1) / std::sqrt(S(D));
+  out.noalias() = (Q * K.transpose()) * inv_sqrt_d;
+  if (enc.Uses(kSiteLogitScale)) {
+    for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
+  }
+  if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, q, ld, s, lds);
+  const S neg_inf = -std::numeric_limits<S>::infinity();
+  const AttentionPattern& pat = *ctx.pattern;
+  for (int r = 0; r < n; ++r) {
+    int b, e;
+    pat.KeyBounds(i0 + r, ctx.T, &b, &e);
+    for (int j = j0; j < std::min(b, j1); ++j) out(r, j - j0) = neg_inf;
+    for (int j = std::max(e, j0); j < j1; ++j) out(r, j - j0) = neg_inf;
+    if (!pat.Contiguous()) {
+      for (int j = std::max(b, j0); j < std::min(e, j1); ++j)
+        if (!pat.Visible(i0 + r, j, ctx.T)) out(r, j - j0) = neg_inf;
+    }
+  }
+}
+
+}  // namespace attention_detail
+
+// q, k, v: [B*T, C] (head h in columns [h*D, (h+1)*D)); pos: [T]. out: [B*T, C].
+template <typename S>
+void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
+                      const std::vector<double>& pos, const AttentionPattern& pattern,
+                      const PositionEncoding<S>& enc, int layer, bool materialize,
+                      AttentionCache<S>& cache, Mat<S>& out) {
+  using namespace attention_detail;
+  const int T = sh.T, D = sh.D;
+  const long C = sh.C();
+  LEXP_CHECK(static_cast<int>(pos.size()) == T, "attention: position ids do not match T");
+  Resize(out, static_cast<long>(sh.B) * T, C);
+  cache.materialized = materialize;
+  if (materialize) {
+    Resize(cache.probs, sh.Tasks() * T, T);
+    if (cache.capture_logits) Resize(cache.logits, sh.Tasks() * T, T);
+  }
+  const S neg_inf = -std::numeric_limits<S>::infinity();
+  ParallelFor(sh.Tasks(), [&](long task) {
+    const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern};
+    const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    const S* qh = q.data() + base;
+    const S* kh = k.data() + base;
+    ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
+    Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
+    AttentionScratch<S>& sc = cache.scratch.local();
+    for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
+      const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
+      int jb, je;
+      BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
+      if (materialize) {
+        auto P = cache.probs.block(task * T + i0, 0, n, T);
+        P.setZero();
+        S* s = cache.probs.data() + (task * T + i0) * T + jb;
+        ComputeLogits(enc, ctx, qh, kh, C, i0, i1, jb, je, s, T);
+        if (cache.capture_logits) {
+          auto Lg = cache.logits.block(task * T + i0, 0, n, T);
+          Lg.setConstant(neg_inf);
+          Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
+        }
+        for (int r = 0; r < n; ++r) {
+          auto row = P.row(r).segment(jb, je - jb);
+          const S mx = row.maxCoeff();
+          LEXP_CHECK(mx > neg_inf, "attention: a query sees no key");
+          row = (row.array() - mx).exp();
+          row /= row.sum();
+        }
+        O.middleRows(i0, n).noalias() = P.middleCols(jb, je - jb) * V.middleRows(jb, je - jb);
+      } else {
+        Resize(sc.a, kQueryBlock, kKeyBlock);
+        Resize(sc.acc, kQueryBlock, D);
+        sc.m.setConstant(kQueryBlock, neg_inf);
+        sc.l.setZero(kQueryBlock);
+        sc.acc.setZero();
+        for (int j0 = jb; j0 < je; j0 += kKeyBlock) {
+          const int j1 = std::min(je, j0 + kKeyBlock), m = j1 - j0;
+          ComputeLogits(enc, ctx, qh, kh, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
+          for (int r = 0; r < n; ++r) {
+            auto row = sc.a.row(r).head(m);
+            const S bmax = row.maxCoeff();
+            if (bmax == neg_inf) {
+              row.setZero();
+              continue;
+            }
+            const S m_new = std::max(sc.m[r], bmax);
+            const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
+            row = (row.array() - m_new).exp();
+            sc.l[r] = sc.l[r] * corr + row.sum();
+            sc.acc.row(r) *= corr;
+            sc.m[r] = m_new;
+          }
+          sc.acc.topRows(n).noalias() += sc.a.topLeftCorner(n, m) * V.middleRows(j0, m);
+        }
+        for (int r = 0; r < n; ++r) {
+          LEXP_CHECK(sc.l[r] > S(0), "attention: a query sees no key");
+          O.row(i0 + r) = sc.acc.row(r) / sc.l[r];
+        }
+      }
+    }
+  });
+}
+
+// Forward (per task, visible keys only): a = scale_i q.k/sqrt(D) + b(i,j); p = softmax(a); o = p v.
+// Backward: d_p = d_o v^T;  d_v += p^T d_o;  d_a = p * (d_p - rowsum(d_p * p));
+//           d_b = d_a (site 4);  d_q += scale_i d_a k / sqrt(D);  d_k += (scale d_a)^T q / sqrt(D).
+// Needs the materialised forward. d_q, d_k, d_v: [B*T, C], accumulated.
+template <typename S>
+void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
+                       const std::vector<double>& pos, const AttentionPattern& pattern,
+                       PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
+                       const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v) {
+  using namespace attention_detail;
+  LEXP_CHECK(cache.materialized, "attention backward needs the materialised forward");
+  const int T = sh.T, D = sh.D;
+  const long C = sh.C();
+  const S inv_sqrt_d = S(1) / std::sqrt(S(D));
+  const bool has_term = enc.Uses(kSiteLogitTerm);
+  const bool has_scale = enc.Uses(kSiteLogitScale);
+  if (has_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
+  ParallelFor(sh.Tasks(), [&](long task) {
+    const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern};
+    const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
+    ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));
+    ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
+    ConstRows<S> dO(d_out.data() + base, T, D, Eigen::OuterStride<>(C));
+    Rows<S> dQ(d_q.data() + base, T, D, Eigen::OuterStride<>(C));
+    Rows<S> dK(d_k.data() + base, T, D, Eigen::OuterStride<>(C));
+    Rows<S> dV(d_v.data() + base, T, D, Eigen::OuterStride<>(C));
+    AttentionScratch<S>& sc = cache.scratch.local();
+    Resize(sc.a, kQueryBlock, T);
+    for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
+      const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
+      int jb, je;
+      BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
+      const int m = je - jb;
+      auto P = cache.probs.block(task * T + i0, jb, n, m);
+      auto dA = sc.a.topLeftCorner(n, m);
+      dA.noalias() = dO.middleRows(i0, n) * V.middleRows(jb, m).transpose();
+      dV.middleRows(jb, m).noalias() += P.transpose() * dO.middleRows(i0, n);
+      for (int r = 0; r < n; ++r) {
+        const S dot = dA.row(r).dot(P.row(r));
+        dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
+      }
+      if (has_term) {
+        enc.LogitTermBackward(ctx, i0, i1, jb, je, q.data() + base, C, sc.a.data(), T,
+                              d_q.data() + base, C, static_cast<int>(task));
+      }
+      if (has_scale) {
+        for (int r = 0; r < n; ++r) dA.row(r) *= enc.LogitScale(ctx, i0 + r);
+      }
+      dA *= inv_sqrt_d;
+      dQ.middleRows(i0, n).noalias() += dA * K.middleRows(jb, m);
+      dK.middleRows(jb, m).noalias() += dA.transpose() * Q.middleRows(i0, n);
+    }
+  });
+  if (has_term) enc.EndBackward();
+}
+
+}  // namespace lexp

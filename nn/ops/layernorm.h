@@ -1,0 +1,76 @@
+// Layer normalisation over the feature axis (Ba, Kiros & Hinton 2016, arXiv:1607.06450), eps 1e-5 as in
+// PyTorch, with learnable gain and bias.
+#pragma once
+
+#include <cmath>
+
+#include "nn/parallel.h"
+#include "nn/ops/linear.h"
+#include "nn/tensor.h"
+
+namespace lexp {
+
+inline constexpr double kLayerNormEps = 1e-5;
+
+template <typename S>
+struct LayerNormParams {
+  RowVec<S> g;  // [C]
+  RowVec<S> b;  // [C]
+};
+
+template <typename S>
+struct LayerNormCache {
+  Mat<S> xhat;    // [N, C] normalised input
+  Vec<S> rstd;    // [N]
+};
+
+// x: [N, C] -> y: [N, C]
+template <typename S>
+void LayerNormForward(const Mat<S>& x, const LayerNormParams<S>& p, Mat<S>& y,
+                      LayerNormCache<S>& cache) {
+  const long N = x.rows(), C = x.cols();
+  Resize(y, N, C);
+  Resize(cache.xhat, N, C);
+  cache.rstd.resize(N);
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    for (long r = r0; r < r1; ++r) {
+      const S mean = x.row(r).mean();
+      const S var = (x.row(r).array() - mean).square().mean();
+      const S rstd = S(1) / std::sqrt(var + S(kLayerNormEps));
+      cache.rstd[r] = rstd;
+      cache.xhat.row(r) = (x.row(r).array() - mean) * rstd;
+      y.row(r) = cache.xhat.row(r).cwiseProduct(p.g) + p.b;
+    }
+  });
+}
+
+// Forward: xhat = (x - mean) * rstd;  y = xhat * g + b.
+// Backward: d_xhat = d_y * g;  d_x += rstd * (d_xhat - mean(d_xhat) - xhat * mean(d_xhat * xhat)).
+template <typename S>
+void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
+                       const Mat<S>& d_y, Mat<S>& d_x, LayerNormParams<S>& d_p) {
+  const long N = d_y.rows(), C = d_y.cols();
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    for (long r = r0; r < r1; ++r) {
+      const RowVec<S> d_xhat = d_y.row(r).cwiseProduct(p.g);
+      const S m1 = d_xhat.mean();
+      const S m2 = d_xhat.cwiseProduct(cache.xhat.row(r)).mean();
+      d_x.row(r).array() +=
+          cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
+    }
+  });
+  // Parameter gradients reduce over rows: column chunks keep the summation order fixed.
+  ParallelChunks(C, kColGrain, [&](long c0, long c1) {
+    for (long c = c0; c < c1; ++c) {
+      S sg = 0, sb = 0;
+      for (long r = 0; r < N; ++r) {
+        sg += d_y(r, c) * cache.xhat(r, c);
+        sb += d_y(r, c);
+      }
+      d_p.g[c] += sg;
+      d_p.b[c] += sb;
+    }
+  });
+}
+
+}  // namespace lexp

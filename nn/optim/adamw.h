@@ -1,0 +1,98 @@
+// AdamW with decoupled weight decay (Loshchilov & Hutter 2019, arXiv:1711.05101), global gradient-norm
+// clipping, and a linear warm-up followed by cosine decay to `min_lr_ratio * lr`.
+// Matches torch.optim.AdamW: p -= lr*wd*p; m,v updated; p -= lr * mhat / (sqrt(vhat) + eps).
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+
+namespace lexp {
+
+struct AdamWConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+  double clip_norm = 1.0;  // <= 0 disables clipping
+  int warmup_steps = 100;
+  int total_steps = 1000;
+  double min_lr_ratio = 0.1;
+};
+
+// Learning rate at 0-based `step`: linear warm-up over warmup_steps, then cosine to min_lr_ratio*lr.
+inline double ScheduledLr(const AdamWConfig& c, long step) {
+  if (c.warmup_steps > 0 && step < c.warmup_steps)
+    return c.lr * static_cast<double>(step + 1) / c.warmup_steps;
+  const long decay_steps = std::max(1L, static_cast<long>(c.total_steps) - c.warmup_steps);
+  const double t = std::min(1.0, static_cast<double>(step - c.warmup_steps) / decay_steps);
+  const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979323846 * t));
+  return c.lr * (c.min_lr_ratio + (1.0 - c.min_lr_ratio) * cosine);
+}
+
+template <typename S>
+class AdamW {
+ public:
+  explicit AdamW(const AdamWConfig& cfg) : cfg_(cfg) {}
+
+  // Sizes the moment buffers for these parameters (once).
+  void Attach(const std::vector<ParamRef<S>>& params) {
+    m_.resize(params.size());
+    v_.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      m_[i].assign(params[i].size, 0.0);
+      v_[i].assign(params[i].size, 0.0);
+    }
+  }
+
+  // Global L2 norm of all gradients, summed in parameter order in double.
+  static double GradNorm(const std::vector<ParamRef<S>>& params) {
+    double ss = 0;
+    for (const auto& p : params)
+      for (long i = 0; i < p.size; ++i) ss += static_cast<double>(p.grad[i]) * p.grad[i];
+    return std::sqrt(ss);
+  }
+
+  // One update; returns the gradient norm before clipping. Parameters named "*.b", "*.g" (biases,
+  // norm gains) and embeddings are decayed too, as torch's AdamW does with a single parameter group.
+  double Step(const std::vector<ParamRef<S>>& params, double lr) {
+    LEXP_CHECK(params.size() == m_.size(), "AdamW: Attach() was not called for these parameters");
+    const double norm = GradNorm(params);
+    const double clip =
+        (cfg_.clip_norm > 0 && norm > cfg_.clip_norm) ? cfg_.clip_norm / (norm + 1e-6) : 1.0;
+    ++t_;
+    const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(t_));
+    const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
+    for (size_t k = 0; k < params.size(); ++k) {
+      const auto& p = params[k];
+      double* m = m_[k].data();
+      double* v = v_[k].data();
+      for (long i = 0; i < p.size; ++i) {
+        const double g = static_cast<double>(p.grad[i]) * clip;
+        double w = static_cast<double>(p.value[i]);
+        w -= lr * cfg_.weight_decay * w;
+        m[i] = cfg_.beta1 * m[i] + (1 - cfg_.beta1) * g;
+        v[i] = cfg_.beta2 * v[i] + (1 - cfg_.beta2) * g * g;
+        w -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + cfg_.eps);
+        p.value[i] = static_cast<S>(w);
+      }
+    }
+    return norm;
+  }
+
+  long step_count() const { return t_; }
+  void set_step_count(long t) { t_ = t; }
+  std::vector<std::vector<double>>& first_moments() { return m_; }
+  std::vector<std::vector<double>>& second_moments() { return v_; }
+
+ private:
+  AdamWConfig cfg_;
+  long t_ = 0;
+  std::vector<std::vector<double>> m_, v_;
+};
+
+}  // namespace lexp

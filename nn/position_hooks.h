@@ -1,0 +1,132 @@
+// The interface through which a positional encoding touches the transformer, and nothing else does.
+// Six named sites (../shared/STYLE.md, "Encodings plug into attention at named sites"):
+//   1. position ids     token index -> position used (may differ between training and evaluation)
+//   2. input embedding  vector added to the token embedding
+//   3. q/k transform    rotation / scaling of each head's queries and keys by position
+//   4. logit term       b_h(i, j) or a content-position term (may read q_i) added after 1/sqrt(D)
+//   5. mask / pattern   which keys query i may see and at what effective distance (AttentionPattern)
+//   6. logit scale      per-query temperature multiplying q.k/sqrt(D) (not the logit term)
+// The attention logit of head h is  a_ij = scale_i * q_i.k_j / sqrt(D) + b_h(i, j, q_i)  for visible j.
+// nn/ knows only this interface; encodings live in pe/.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/rng.h"
+#include "nn/tensor.h"
+
+namespace lexp {
+
+// A learnable tensor as seen by the optimizer, checkpoints and gradient checks.
+template <typename S>
+struct ParamRef {
+  std::string name;  // "layer0.attn.qkv.w", "pe.t5.table", ...
+  S* value;
+  S* grad;
+  long size;
+};
+
+// Mask / pattern site. Causal and bidirectional are the two built-in patterns; later patterns (Lambda,
+// sliding window, sinks, ...) override KeyBounds/Visible/EffectiveDistance.
+class AttentionPattern {
+ public:
+  explicit AttentionPattern(bool causal) : causal_(causal) {}
+  virtual ~AttentionPattern() = default;
+  virtual std::string Name() const { return causal_ ? "causal" : "bidirectional"; }
+  bool causal() const { return causal_; }
+  // Keys [*begin, *end) bound the keys query i may see in a sequence of length T.
+  virtual void KeyBounds(int i, int T, int* begin, int* end) const {
+    *begin = 0;
+    *end = causal_ ? i + 1 : T;
+  }
+  // True when every key inside the bounds is visible (then Visible is never called).
+  virtual bool Contiguous() const { return true; }
+  virtual bool Visible(int /*i*/, int /*j*/, int /*T*/) const { return true; }
+  // Distance at which query i sees key j, for distance-based encodings (positions, not indices).
+  virtual double EffectiveDistance(int i, int j, const double* pos) const { return pos[i] - pos[j]; }
+
+ private:
+  bool causal_;
+};
+
+// Everything an encoding may need to know about the attention call it is plugged into.
+struct AttentionContext {
+  int layer = 0;
+  int head = 0;
+  int num_heads = 1;
+  int head_dim = 1;
+  int T = 0;                     // sequence length (keys = queries)
+  const double* pos = nullptr;   // [T] position ids from site 1
+  const AttentionPattern* pattern = nullptr;
+  double Distance(int i, int j) const { return pattern->EffectiveDistance(i, j, pos); }
+};
+
+enum Site : unsigned {
+  kSitePositionIds = 1u << 0,
+  kSiteEmbedding = 1u << 1,
+  kSiteQKTransform = 1u << 2,
+  kSiteLogitTerm = 1u << 3,
+  kSitePattern = 1u << 4,
+  kSiteLogitScale = 1u << 5,
+};
+
+template <typename S>
+class PositionEncoding {
+ public:
+  virtual ~PositionEncoding() = default;
+  virtual std::string Name() const = 0;
+  virtual unsigned Sites() const = 0;  // bit mask of Site; the model skips the sites not listed
+  bool Uses(Site s) const { return (Sites() & s) != 0; }
+
+  // Called once per forward pass with the batch's position ids, before any other site, so that
+  // encodings can build per-length tables (rotation angles, bucket maps) outside the hot loops.
+  virtual void Prepare(const std::vector<double>& /*pos*/) {}
+
+  // Site 1. Fills pos[t] for t in [0, T); one position vector is shared by the whole batch.
+  virtual void PositionIds(int T, bool /*training*/, Rng& /*rng*/, std::vector<double>& pos) const {
+    pos.resize(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
+  }
+
+  // Site 2. x: [B*T, C]; adds e(pos[t]) to every row of sequence position t.
+  virtual void AddEmbedding(const std::vector<double>& /*pos*/, int /*B*/, Mat<S>& /*x*/) {}
+  // d_x: [B*T, C]; accumulates parameter gradients of the embedding (if learnable).
+  virtual void EmbeddingBackward(const std::vector<double>& /*pos*/, int /*B*/,
+                                 const Mat<S>& /*d_x*/) {}
+
+  // Site 3. x: [T, D] rows with leading dimension ld, one (sequence, head); transformed in place.
+  virtual void TransformQK(const AttentionContext& /*ctx*/, bool /*is_query*/, S* /*x*/,
+                           long /*ld*/) const {}
+  // d_x: [T, D]; replaces the gradient w.r.t. the transformed vectors by the gradient w.r.t. the
+  // untransformed ones (multiplies by the transposed Jacobian), in place.
+  virtual void TransformQKBackward(const AttentionContext& /*ctx*/, bool /*is_query*/, S* /*d_x*/,
+                                   long /*ld*/) const {}
+
+  // Site 4. Adds b(i, j) to scores[(i-i0)*lds + (j-j0)] for queries [i0, i1) and keys [j0, j1).
+  // q: [T, D] rows of this head's queries (after site 3), for content-dependent terms.
+  virtual void AddLogitTerm(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/, int /*j0*/,
+                            int /*j1*/, const S* /*q*/, long /*ldq*/, S* /*scores*/,
+                            long /*lds*/) const {}
+  // Backward of site 4 for one (sequence, head) task: d_scores has the layout of scores. Accumulates
+  // parameter gradients into the per-task slot `task` (see BeginBackward) and d_q (may be null).
+  virtual void LogitTermBackward(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/,
+                                 int /*j0*/, int /*j1*/, const S* /*q*/, long /*ldq*/,
+                                 const S* /*d_scores*/, long /*lds*/, S* /*d_q*/, long /*ldq_grad*/,
+                                 int /*task*/) {}
+  // Called before/after the parallel backward of one attention layer with `tasks` independent tasks;
+  // EndBackward reduces the per-task slots into the gradients in task order (bit-identical).
+  virtual void BeginBackward(int /*tasks*/) {}
+  virtual void EndBackward() {}
+
+  // Site 6. Temperature on q.k/sqrt(D) for query i.
+  virtual S LogitScale(const AttentionContext& /*ctx*/, int /*i*/) const { return S(1); }
+
+  // Learnable parameters (names start with "pe."), empty for fixed encodings.
+  virtual std::vector<ParamRef<S>> Parameters() { return {}; }
+  // Deterministic initialisation of the learnable parameters.
+  virtual void Init(Rng& /*rng*/) {}
+};
+
+}  // namespace lexp

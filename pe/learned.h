@@ -1,0 +1,34 @@
+// Learned absolute position table added to the token embedding (Gehring et al. 2017,
+// arXiv:1705.03122; formulas.md 1.2). No value exists past the table: `beyond = "error"` (default)
+// refuses such positions, `beyond = "clamp"` reuses the last row. The table holds `max_len` rows
+// (0 = the run's longest evaluation length, so rows past the training length exist but were
+// never trained: the usual behaviour of a learned table evaluated long).
+#pragma once
+
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+template <typename S>
+class LearnedAbsolute final : public PositionEncoding<S> {
+ public:
+  LearnedAbsolute(const EncodingShape& shape, const EncodingOptions& opt);
+  std::string Name() const override { return "learned"; }
+  unsigned Sites() const override { return kSiteEmbedding; }
+  void Init(Rng& rng) override;
+  void AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) override;
+  void EmbeddingBackward(const std::vector<double>& pos, int B, const Mat<S>& d_x) override;
+  std::vector<ParamRef<S>> Parameters() override;
+
+ private:
+  int Row(double pos) const;
+  Mat<S> table_, d_table_;  // [max_len, C]
+  bool clamp_;
+  double init_std_;
+};
+
+}  // namespace lexp

@@ -1,0 +1,41 @@
+// Options of an encoding, as given in a recipe (`[model.options]`), validated against the encoding's
+// declared option list so that a misspelt or out-of-range option is an error naming what exists.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lexp {
+
+struct OptionSpec {
+  std::string name;
+  std::string default_value;
+  std::string help;
+};
+
+// What the rest of the model tells an encoding when it is created.
+struct EncodingShape {
+  int d_model = 64;
+  int n_heads = 4;
+  int n_layers = 2;
+  bool causal = true;
+  int max_length = 0;  // longest sequence the run will ever evaluate (tokens)
+};
+
+class EncodingOptions {
+ public:
+  EncodingOptions(const std::string& encoding, const std::vector<OptionSpec>& specs,
+                  const std::map<std::string, std::string>& given);
+  double Double(const std::string& name) const;
+  int Int(const std::string& name) const;
+  bool Bool(const std::string& name) const;
+  std::string String(const std::string& name, const std::vector<std::string>& allowed) const;
+
+ private:
+  const std::string& Raw(const std::string& name) const;
+  std::string encoding_;
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace lexp

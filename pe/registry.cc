@@ -1,0 +1,63 @@
+#include "pe/registry.h"
+
+#include "nn/check.h"
+#include "pe/alibi.h"
+#include "pe/learned.h"
+#include "pe/nope.h"
+#include "pe/rope.h"
+#include "pe/sinusoidal.h"
+#include "pe/t5.h"
+
+namespace lexp {
+
+const std::vector<EncodingInfo>& ListEncodings() {
+  static const std::vector<EncodingInfo> kList = {
+      {"nope", "none", "-", "Kazemnejad et al. 2023, arXiv:2305.19466", {}},
+      {"sinusoidal", "absolute", "input embedding", "Vaswani et al. 2017, arXiv:1706.03762",
+       {{"base", "10000", "frequency base: w_k = base^(-2k/d_model)"}}},
+      {"learned", "absolute", "input embedding", "Gehring et al. 2017, arXiv:1705.03122",
+       {{"max_len", "0", "table rows (0 = the run's longest evaluation length)"},
+        {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
+        {"init_std", "1.0", "standard deviation of the initial table"}}},
+      {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
+      {"rope", "rotary", "q/k transform", "Su et al. 2021, arXiv:2104.09864",
+       {{"base", "10000", "rotary base: theta_k = base^(-2k/D)"},
+        {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"}}},
+      {"t5", "relative bias", "logit term", "Raffel et al. 2020, arXiv:1910.10683",
+       {{"num_buckets", "32", "number of buckets (per direction halves when bidirectional)"},
+        {"max_distance", "128", "distance at which the log buckets end"},
+        {"per_layer", "false", "own table per layer (T5 shares one across layers)"}}},
+  };
+  return kList;
+}
+
+const EncodingInfo& FindEncoding(const std::string& name) {
+  std::string known;
+  for (const auto& e : ListEncodings()) {
+    if (e.name == name) return e;
+    known += (known.empty() ? "" : ", ") + e.name;
+  }
+  Fail(__FILE__, __LINE__, "unknown encoding '" + name + "'; known encodings: " + known);
+}
+
+template <typename S>
+std::unique_ptr<PositionEncoding<S>> CreateEncoding(
+    const std::string& name, const std::map<std::string, std::string>& options,
+    const EncodingShape& shape) {
+  const EncodingInfo& info = FindEncoding(name);
+  const EncodingOptions opt(name, info.options, options);
+  if (name == "nope") return std::make_unique<NoPE<S>>();
+  if (name == "sinusoidal") return std::make_unique<Sinusoidal<S>>(shape, opt);
+  if (name == "learned") return std::make_unique<LearnedAbsolute<S>>(shape, opt);
+  if (name == "alibi") return std::make_unique<Alibi<S>>(shape, opt);
+  if (name == "rope") return std::make_unique<Rope<S>>(shape, opt);
+  if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
+  Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");
+}
+
+template std::unique_ptr<PositionEncoding<float>> CreateEncoding<float>(
+    const std::string&, const std::map<std::string, std::string>&, const EncodingShape&);
+template std::unique_ptr<PositionEncoding<double>> CreateEncoding<double>(
+    const std::string&, const std::map<std::string, std::string>&, const EncodingShape&);
+
+}  // namespace lexp

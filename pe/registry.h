@@ -1,0 +1,31 @@
+// Creates an encoding from its recipe name and options. Adding an encoding is one entry here.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+struct EncodingInfo {
+  std::string name;
+  std::string family;  // absolute / relative bias / rotary / none
+  std::string sites;   // hook sites it uses
+  std::string paper;
+  std::vector<OptionSpec> options;
+};
+
+const std::vector<EncodingInfo>& ListEncodings();
+const EncodingInfo& FindEncoding(const std::string& name);  // error lists the known names
+
+template <typename S>
+std::unique_ptr<PositionEncoding<S>> CreateEncoding(
+    const std::string& name, const std::map<std::string, std::string>& options,
+    const EncodingShape& shape);
+
+}  // namespace lexp

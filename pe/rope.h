@@ -1,0 +1,40 @@
+// RoPE: rotary position embedding of queries and keys (Su et al. 2021, RoFormer, arXiv:2104.09864,
+// eq. 34; formulas.md 3.1). Pair k of a head rotates by pos * theta_k, theta_k = base^(-2k/D).
+// Pairing layout (formulas.md 0.1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX, Hugging Face
+// and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J. Angles are
+// computed in double (pitfall 17); only cos/sin are cast.
+#pragma once
+
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// theta_k = base^(-2k/D) for k = 0..D/2-1.
+std::vector<double> RopeInverseFrequencies(int D, double base);
+
+template <typename S>
+class Rope final : public PositionEncoding<S> {
+ public:
+  Rope(const EncodingShape& shape, const EncodingOptions& opt);
+  std::string Name() const override { return "rope"; }
+  unsigned Sites() const override { return kSiteQKTransform; }
+  void Prepare(const std::vector<double>& pos) override;
+  void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
+  void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
+                           long ld) const override;
+  bool interleaved() const { return interleaved_; }
+
+ private:
+  void Rotate(S* x, long ld, int T, S sign) const;
+  int D_;
+  bool interleaved_;
+  std::vector<double> inv_freq_;
+  Mat<S> cos_, sin_;  // [T, D/2]
+  std::vector<double> prepared_pos_;
+};
+
+}  // namespace lexp

@@ -1,0 +1,31 @@
+// Sinusoidal absolute encoding added to the token embedding (Vaswani et al. 2017, arXiv:1706.03762,
+// sec. 3.5), paper layout: PE(p, 2k) = sin(p w_k), PE(p, 2k+1) = cos(p w_k), w_k = base^(-2k/C)
+// (formulas.md 1.1; the fairseq/t2t block layout is a different set of numbers, pitfall 15).
+#pragma once
+
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// The encoding vector of one (possibly non-integer) position; row-independent so tests can call it.
+void SinusoidalRow(double pos, int C, double base, double* out);
+
+template <typename S>
+class Sinusoidal final : public PositionEncoding<S> {
+ public:
+  Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt);
+  std::string Name() const override { return "sinusoidal"; }
+  unsigned Sites() const override { return kSiteEmbedding; }
+  void AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) override;
+
+ private:
+  int C_;
+  double base_;
+  std::vector<double> row_;
+};
+
+}  // namespace lexp

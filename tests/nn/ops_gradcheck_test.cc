@@ -1,0 +1,265 @@
+// Finite-difference gradient checks (double) for every op of nn/ and for the whole transformer.
+#include <gtest/gtest.h>
+
+#include "nn/model/transformer.h"
+#include "nn/ops/attention.h"
+#include "nn/ops/cross_entropy.h"
+#include "nn/ops/embedding.h"
+#include "nn/ops/gelu.h"
+#include "nn/ops/layernorm.h"
+#include "nn/ops/linear.h"
+#include "pe/registry.h"
+#include "tests/testing/gradcheck.h"
+
+namespace lexp {
+namespace {
+
+using testing::CheckGradients;
+using testing::CopyGrads;
+using testing::FillNormal;
+
+// Loss = sum(out * W) with fixed random W, so d_out = W.
+double Project(const MatD& out, const MatD& w) { return out.cwiseProduct(w).sum(); }
+
+TEST(GradCheck, Linear) {
+  Rng rng(1);
+  MatD x(5, 4), d_x;
+  LinearParams<double> p, g;
+  p.w.resize(4, 3);
+  p.b.resize(3);
+  FillNormal(x, rng);
+  FillNormal(p.w, rng);
+  FillNormal(p.b, rng);
+  MatD w(5, 3);
+  FillNormal(w, rng);
+  auto loss = [&] {
+    MatD y;
+    LinearForward(x, p, y);
+    return Project(y, w);
+  };
+  g.w.setZero(4, 3);
+  g.b.setZero(3);
+  d_x.setZero(5, 4);
+  LinearBackward(x, p, w, &d_x, g);
+  std::vector<ParamRef<double>> params = {{"x", x.data(), d_x.data(), x.size()},
+                                          {"w", p.w.data(), g.w.data(), p.w.size()},
+                                          {"b", p.b.data(), g.b.data(), p.b.size()}};
+  EXPECT_EQ(CheckGradients(loss, params, CopyGrads(params), 100).checked, 20 + 12 + 3);
+}
+
+TEST(GradCheck, LayerNorm) {
+  Rng rng(2);
+  MatD x(4, 6), d_x, w(4, 6);
+  LayerNormParams<double> p, g;
+  p.g.resize(6);
+  p.b.resize(6);
+  FillNormal(x, rng);
+  FillNormal(p.g, rng);
+  FillNormal(p.b, rng);
+  FillNormal(w, rng);
+  LayerNormCache<double> c;
+  auto loss = [&] {
+    MatD y;
+    LayerNormCache<double> cc;
+    LayerNormForward(x, p, y, cc);
+    return Project(y, w);
+  };
+  MatD y;
+  LayerNormForward(x, p, y, c);
+  g.g.setZero(6);
+  g.b.setZero(6);
+  d_x.setZero(4, 6);
+  LayerNormBackward(p, c, w, d_x, g);
+  std::vector<ParamRef<double>> params = {{"x", x.data(), d_x.data(), x.size()},
+                                          {"g", p.g.data(), g.g.data(), p.g.size()},
+                                          {"b", p.b.data(), g.b.data(), p.b.size()}};
+  CheckGradients(loss, params, CopyGrads(params), 100);
+}
+
+TEST(GradCheck, Gelu) {
+  Rng rng(3);
+  MatD x(3, 7), w(3, 7), d_x = MatD::Zero(3, 7);
+  FillNormal(x, rng, 2.0);
+  FillNormal(w, rng);
+  auto loss = [&] {
+    MatD y;
+    GeluForward(x, y);
+    return Project(y, w);
+  };
+  GeluBackward(x, w, d_x);
+  std::vector<ParamRef<double>> params = {{"x", x.data(), d_x.data(), x.size()}};
+  CheckGradients(loss, params, CopyGrads(params), 100);
+}
+
+TEST(GradCheck, Embedding) {
+  Rng rng(4);
+  MatD table(5, 3), d_table = MatD::Zero(5, 3), w(6, 3);
+  FillNormal(table, rng);
+  FillNormal(w, rng);
+  const std::vector<int> tokens = {0, 3, 3, 1, 4, 0};
+  auto loss = [&] {
+    MatD x;
+    EmbeddingForward(tokens, table, x);
+    return Project(x, w);
+  };
+  EmbeddingBackward(tokens, w, d_table);
+  std::vector<ParamRef<double>> params = {{"table", table.data(), d_table.data(), table.size()}};
+  CheckGradients(loss, params, CopyGrads(params), 100);
+}
+
+TEST(GradCheck, CrossEntropyMasked) {
+  Rng rng(5);
+  MatD logits(6, 4), d_logits;
+  FillNormal(logits, rng);
+  const std::vector<int> targets = {1, 0, 3, 2, 2, 1};
+  const std::vector<uint8_t> mask = {0, 1, 1, 0, 1, 1};
+  auto loss = [&] {
+    return CrossEntropyForwardBackward<double>(logits, targets, mask, nullptr, nullptr, nullptr)
+        .MeanLoss();
+  };
+  CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
+  for (int c = 0; c < 4; ++c) EXPECT_EQ(d_logits(0, c), 0.0) << "unmasked rows get no gradient";
+  std::vector<ParamRef<double>> params = {{"logits", logits.data(), d_logits.data(), logits.size()}};
+  CheckGradients(loss, params, CopyGrads(params), 100);
+}
+
+// Attention with each built-in encoding, causal and bidirectional, through q, k, v (and T5's table).
+struct AttentionCase {
+  std::string encoding;
+  bool causal;
+};
+
+class AttentionGradCheck : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
+  const auto& tc = GetParam();
+  const AttentionShape sh{2, 70, 2, 4};  // T = 70 crosses the 64-query block boundary
+  Rng rng(6);
+  EncodingShape es{8, 2, 1, tc.causal, 80};
+  auto enc = CreateEncoding<double>(tc.encoding, {}, es);
+  Rng pe_rng(9);
+  enc->Init(pe_rng);
+  AttentionPattern pat(tc.causal);
+  std::vector<double> pos(sh.T);
+  for (int t = 0; t < sh.T; ++t) pos[t] = t;
+  enc->Prepare(pos);
+  const long N = static_cast<long>(sh.B) * sh.T;
+  MatD q(N, 4 * 2), k(N, 8), v(N, 8), w(N, 8);
+  FillNormal(q, rng);
+  FillNormal(k, rng);
+  FillNormal(v, rng);
+  FillNormal(w, rng);
+  auto run = [&](const MatD& qq, const MatD& kk, MatD& out, AttentionCache<double>& c,
+                 bool materialize) {
+    MatD qr = qq, kr = kk;
+    for (long task = 0; task < sh.Tasks(); ++task) {
+      AttentionContext ctx{0, static_cast<int>(task % sh.H), sh.H, sh.D, sh.T, pos.data(), &pat};
+      const long base = (task / sh.H) * sh.T * 8 + (task % sh.H) * sh.D;
+      enc->TransformQK(ctx, true, qr.data() + base, 8);
+      enc->TransformQK(ctx, false, kr.data() + base, 8);
+    }
+    AttentionForward(qr, kr, v, sh, pos, pat, *enc, 0, materialize, c, out);
+    return std::pair<MatD, MatD>(qr, kr);
+  };
+  auto loss = [&] {
+    MatD out;
+    AttentionCache<double> c;
+    run(q, k, out, c, false);  // the streaming path must give the same loss
+    return Project(out, w);
+  };
+  MatD out, d_q = MatD::Zero(N, 8), d_k = MatD::Zero(N, 8), d_v = MatD::Zero(N, 8);
+  AttentionCache<double> cache;
+  auto [qr, kr] = run(q, k, out, cache, true);
+  MatD out_stream;
+  AttentionCache<double> c2;
+  run(q, k, out_stream, c2, false);
+  EXPECT_LT((out - out_stream).cwiseAbs().maxCoeff(), 1e-12) << "streaming != materialised";
+  for (auto& r : enc->Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
+  AttentionBackward(qr, kr, v, sh, pos, pat, *enc, 0, cache, w, d_q, d_k, d_v);
+  for (long task = 0; task < sh.Tasks(); ++task) {
+    AttentionContext ctx{0, static_cast<int>(task % sh.H), sh.H, sh.D, sh.T, pos.data(), &pat};
+    const long base = (task / sh.H) * sh.T * 8 + (task % sh.H) * sh.D;
+    enc->TransformQKBackward(ctx, true, d_q.data() + base, 8);
+    enc->TransformQKBackward(ctx, false, d_k.data() + base, 8);
+  }
+  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
+                                          {"k", k.data(), d_k.data(), k.size()},
+                                          {"v", v.data(), d_v.data(), v.size()}};
+  for (auto& r : enc->Parameters()) params.push_back(r);
+  CheckGradients(loss, params, CopyGrads(params), 60);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Encodings, AttentionGradCheck,
+    ::testing::Values(AttentionCase{"nope", true}, AttentionCase{"nope", false},
+                      AttentionCase{"alibi", true}, AttentionCase{"alibi", false},
+                      AttentionCase{"rope", true}, AttentionCase{"rope", false},
+                      AttentionCase{"t5", true}, AttentionCase{"t5", false}),
+    [](const auto& param_info) {
+      return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
+    });
+
+// The whole model, every parameter tensor, for each encoding and both LayerNorm placements.
+struct ModelCase {
+  std::string encoding;
+  bool pre_ln;
+  bool causal;
+};
+
+class ModelGradCheck : public ::testing::TestWithParam<ModelCase> {};
+
+TEST_P(ModelGradCheck, EveryParameterMatchesFiniteDifferences) {
+  const auto& tc = GetParam();
+  ModelConfig cfg;
+  cfg.vocab = 7;
+  cfg.d_model = 8;
+  cfg.n_heads = 2;
+  cfg.n_layers = 2;
+  cfg.d_ff = 12;
+  cfg.pre_ln = tc.pre_ln;
+  cfg.causal = tc.causal;
+  EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.causal, 16};
+  auto enc = CreateEncoding<double>(tc.encoding, {}, es);
+  Transformer<double> model(cfg, enc.get());
+  Rng rng(11);
+  model.Init(rng);
+  const int B = 2, T = 5;
+  std::vector<int> tokens(B * T), targets(B * T);
+  std::vector<uint8_t> mask(B * T);
+  for (int i = 0; i < B * T; ++i) {
+    tokens[i] = static_cast<int>(rng.UniformInt(0, 6));
+    targets[i] = static_cast<int>(rng.UniformInt(0, 6));
+    mask[i] = (i % 3 != 0);
+  }
+  std::vector<double> pos;
+  enc->PositionIds(T, true, rng, pos);
+  auto loss = [&] {
+    MatD logits;
+    model.Forward(tokens, B, T, pos, false, false, logits);
+    return CrossEntropyForwardBackward<double>(logits, targets, mask, nullptr, nullptr, nullptr)
+        .MeanLoss();
+  };
+  MatD logits, d_logits;
+  model.ZeroGrad();
+  model.Forward(tokens, B, T, pos, true, false, logits);
+  CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
+  model.Backward(tokens, d_logits);
+  auto params = model.Parameters();
+  const auto res = CheckGradients(loss, params, CopyGrads(params), 6);
+  EXPECT_GT(res.checked, 50);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Encodings, ModelGradCheck,
+    ::testing::Values(ModelCase{"nope", true, true}, ModelCase{"sinusoidal", true, true},
+                      ModelCase{"learned", true, true}, ModelCase{"alibi", true, true},
+                      ModelCase{"rope", true, true}, ModelCase{"t5", true, true},
+                      ModelCase{"rope", false, true}, ModelCase{"t5", true, false},
+                      ModelCase{"learned", false, false}),
+    [](const auto& param_info) {
+      return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +
+             (param_info.param.causal ? "_causal" : "_encoder");
+    });
+
+}  // namespace
+}  // namespace lexp
