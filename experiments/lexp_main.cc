@@ -1,1 +1,169 @@
-int main(){}
+// The `lexp` command: run recipes, redraw figures, list what exists, and benchmark.
+// Exit codes: 0 success; 1 a model of the sweep diverged or failed (run files say which);
+// 2 bad input (recipe, options, files); 3 internal error.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "experiments/default_recipe.h"
+#include "experiments/bench.h"
+#include "experiments/recipe.h"
+#include "experiments/sweep.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+#include "nn/parallel.h"
+#include "notebooks_cpp/figures.h"
+#include "pe/registry.h"
+
+namespace {
+
+void PrintLine(const std::string& s) {
+  std::fputs((s + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  LEXP_CHECK(f.good(), "cannot read recipe '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string RecipeKeysHelp() {
+  lexp::RecipeConfig c;
+  std::string s = "Recipe keys (TOML sections [run] [task] [model] [train] [eval] [probe]; "
+                  "defaults in brackets):\n";
+  for (const auto& f : lexp::Fields(c))
+    s += fmt::format("  {:<22} {:<16} {}  [{}]\n", f.key, lexp::FieldTypeName(f), f.help,
+                     lexp::FieldValueString(f));
+  s += "  encoding_options.<encoding>.<option>   per-encoding options (lexp list encodings)\n";
+  return s;
+}
+
+int ListCommand(const std::string& what) {
+  if (what == "encodings") {
+    for (const auto& e : lexp::ListEncodings()) {
+      PrintLine(fmt::format("{:<12} {:<14} sites: {:<16} {}", e.name, e.family, e.sites, e.paper));
+      for (const auto& o : e.options)
+        PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
+    }
+  } else if (what == "tasks") {
+    for (const auto& t : lexp::ListTasks())
+      PrintLine(fmt::format("{:<20} {}  ({})", t.name, t.description, t.source));
+  } else if (what == "keys") {
+    std::fputs(RecipeKeysHelp().c_str(), stdout);
+  } else {
+    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, tasks, keys");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "lexp: length-extrapolation experiments with positional encodings.\n"
+      "Trains small transformers from scratch on synthetic tasks, evaluates them past their\n"
+      "training length, measures attention, and writes one HDF5 file per model plus figures."};
+  app.set_version_flag("--version", std::string("lexp ") + LEXP_VERSION);
+  app.require_subcommand(1);
+  int threads = 0;
+  app.add_option("--threads", threads, "worker threads (0 = all cores; results do not depend on it)")
+      ->check(CLI::NonNegativeNumber);
+
+  auto* run = app.add_subcommand("run", "train and evaluate every model of a recipe");
+  std::string recipe_path, out_dir;
+  std::vector<std::string> sets;
+  bool resume = false, no_figures = false, print_recipe = false;
+  run->add_option("RECIPE", recipe_path,
+                  "TOML recipe (default: the embedded default recipe, experiments/recipes/default.toml)");
+  run->add_option("--set", sets, "override a recipe key: --set train.steps=200 "
+                                 "--set model.encodings=rope,alibi --set encoding_options.rope.base=500")
+      ->take_all();
+  run->add_option("--out", out_dir, "output directory (default: data/runs/<run.name>)");
+  run->add_flag("--resume", resume,
+                "continue interrupted models from their checkpoints; skip models already done");
+  run->add_flag("--no-figures", no_figures, "do not draw figures at the end");
+  run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
+  run->footer(RecipeKeysHelp());
+
+  auto* figures = app.add_subcommand("figures", "redraw every figure of a run directory from its files");
+  std::string fig_dir;
+  figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
+
+  auto* list = app.add_subcommand("list", "list encodings, tasks or recipe keys");
+  std::string topic;
+  list->add_option("TOPIC", topic, "encodings | tasks | keys")->required();
+
+  auto* bench = app.add_subcommand(
+      "bench", "time training steps and evaluation passes against the PyTorch reference");
+  lexp::BenchOptions bo;
+  bench->add_option("--config", bo.configs, "configurations: T S E512 E2048")->delimiter(',');
+  bench->add_option("--pos", bo.positions, "encodings: rope alibi")->delimiter(',');
+  bench->add_option("--steps", bo.steps, "timed steps per measurement (0 = 20 for T, 10 for S, 5 for E*)");
+  bench->add_option("--warmup", bo.warmup, "untimed steps before each measurement");
+  bench->add_option("--rounds", bo.rounds, "alternations of lexp and the reference (--compare)");
+  bench->add_flag("--compare", bo.compare,
+                  "also run the PyTorch reference (needs Debian's python3-torch), alternating");
+  bench->add_option("--python", bo.python, "python interpreter for --compare");
+  bench->add_option("--out", bo.out_file, "HDF5 results file (default data/bench/bench-<time>.h5)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+
+  try {
+    lexp::ThreadLimit limit(threads);
+    if (*list) return ListCommand(topic);
+    if (*figures) {
+      for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
+      return 0;
+    }
+    if (*bench) {
+      bo.threads = threads;
+      bo.print = PrintLine;
+      lexp::RunBench(bo);
+      return 0;
+    }
+    // run
+    lexp::RecipeConfig cfg =
+        recipe_path.empty()
+            ? lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>")
+            : lexp::ParseRecipe(ReadFile(recipe_path), recipe_path);
+    lexp::ApplyOverrides(cfg, sets);
+    lexp::ValidateRecipe(cfg);
+    if (print_recipe) {
+      std::fputs(lexp::RecipeToToml(cfg).c_str(), stdout);
+      return 0;
+    }
+    if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
+    if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
+    PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads, output {}",
+                          cfg.source_name, cfg.task, cfg.encodings.size(),
+                          lexp::ThreadLimit::Active(), out_dir));
+    lexp::SweepOptions so;
+    so.out_dir = out_dir;
+    so.resume = resume;
+    so.figures = !no_figures;
+    so.progress = PrintLine;
+    const auto runs = lexp::RunRecipe(cfg, so);
+    std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
+    for (const auto& r : runs)
+      if (r.state == "diverged" || r.state == "failed") return 1;
+    return 0;
+  } catch (const lexp::Error& e) {
+    std::fprintf(stderr, "lexp: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "lexp: internal error: %s\n", e.what());
+    return 3;
+  }
+}

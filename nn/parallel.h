@@ -41,6 +41,8 @@ class ThreadLimit {
       : control_(threads > 0 ? std::make_unique<tbb::global_control>(
                                    tbb::global_control::max_allowed_parallelism, threads)
                              : nullptr) {}
+  ThreadLimit(ThreadLimit&&) = default;
+  ThreadLimit& operator=(ThreadLimit&&) = default;
   static int Active() {
     return static_cast<int>(
         tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));

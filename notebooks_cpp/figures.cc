@@ -1,1 +1,194 @@
+#include "notebooks_cpp/figures.h"
+
+#include <fmt/core.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gnuplot-iostream.h>
+
 #include "nn/check.h"
+#include "nn/io/hdf5.h"
+
+namespace fs = std::filesystem;
+
+namespace lexp {
+namespace {
+
+struct RunData {
+  std::string encoding, state;
+  int train_max_length = 0;
+  std::vector<double> length, accuracy, exact;
+  std::vector<double> probe_length, entropy, log_visible, max_logit;
+};
+
+RunData ReadRun(const std::string& path) {
+  h5::Reader r(path);
+  RunData d;
+  d.encoding = r.root().AttrString("encoding");
+  d.train_max_length = static_cast<int>(r.root().AttrInt("train_max_length"));
+  d.state = r.root().OpenGroup("status").AttrString("state");
+  if (r.root().Has("eval") && r.root().OpenGroup("eval").Has("length")) {
+    h5::Group ev = r.root().OpenGroup("eval");
+    for (auto v : ev.ReadInts("length")) d.length.push_back(static_cast<double>(v));
+    d.accuracy = ev.ReadDoubles("token_accuracy");
+    d.exact = ev.ReadDoubles("exact_match");
+  }
+  if (r.root().Has("analysis") && r.root().OpenGroup("analysis").Has("probe_length")) {
+    h5::Group an = r.root().OpenGroup("analysis");
+    for (auto v : an.ReadInts("probe_length")) d.probe_length.push_back(static_cast<double>(v));
+    d.entropy = an.ReadDoubles("entropy_mean");
+    d.log_visible = an.ReadDoubles("log_visible_keys");
+    d.max_logit = an.ReadDoubles("max_logit_mean");
+  }
+  return d;
+}
+
+std::vector<RunData> ReadRuns(const std::string& run_dir) {
+  std::vector<RunData> runs;
+  for (const auto& p : FindRunFiles(run_dir)) runs.push_back(ReadRun(p));
+  LEXP_CHECK(!runs.empty(), "no run files (*.h5) in '" + run_dir + "'");
+  return runs;
+}
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+// Writes the script, runs it through gnuplot-iostream, checks the PNG exists.
+std::string Render(const fs::path& dir, const std::string& name, const std::string& script) {
+  const fs::path gp = dir / (name + ".gp"), png = dir / (name + ".png");
+  {
+    std::ofstream f(gp);
+    f << script;
+  }
+  fs::remove(png);
+  {
+    Gnuplot g("gnuplot 2>&1");
+    g << "cd " << Quote(dir.string()) << "\n";
+    g << "load " << Quote(gp.filename().string()) << "\n";
+  }  // closes the pipe and waits for gnuplot
+  LEXP_CHECK(fs::exists(png), "gnuplot did not write '" + png.string() + "' (see " + gp.string() + ")");
+  return png.string();
+}
+
+fs::path FigureDir(const std::string& run_dir) {
+  const fs::path dir = fs::path(run_dir) / "figures";
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+std::vector<std::string> FindRunFiles(const std::string& run_dir) {
+  LEXP_CHECK(fs::is_directory(run_dir), "'" + run_dir + "' is not a directory");
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(run_dir)) {
+    const std::string name = e.path().filename().string();
+    if (e.is_regular_file() && e.path().extension() == ".h5" &&
+        name.find(".ckpt.") == std::string::npos)
+      out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string DrawAccuracyVsLength(const std::string& run_dir) {
+  const std::vector<RunData> runs = ReadRuns(run_dir);
+  const fs::path dir = FigureDir(run_dir);
+  const std::string name = "accuracy_vs_length";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per encoding (blocks separated by two blank lines)\n"
+      << "# columns: length(tokens) token_accuracy exact_match\n";
+  int N = 0;
+  double max_len = 1;
+  std::string plot_acc, plot_em;
+  int block = 0;
+  for (const auto& r : runs) {
+    N = std::max(N, r.train_max_length);
+    if (r.length.empty()) continue;
+    dat << "# encoding " << r.encoding << " (" << r.state << ")\n";
+    for (size_t i = 0; i < r.length.size(); ++i) {
+      dat << r.length[i] << " " << r.accuracy[i] << " " << r.exact[i] << "\n";
+      max_len = std::max(max_len, r.length[i]);
+    }
+    dat << "\n\n";
+    const std::string sep = block ? ", " : "";
+    plot_acc += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep,
+                            name, block, block + 1, r.encoding);
+    plot_em += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep,
+                           name, block, block + 1, r.encoding);
+    ++block;
+  }
+  dat.close();
+  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
+  std::string s;
+  s += "# Accuracy vs evaluation length; data in " + name + ".dat (written by lexp from the run files)\n";
+  s += "set terminal pngcairo size 1200,520 font 'Sans,10'\n";
+  s += "set output '" + name + ".png'\n";
+  s += "set multiplot layout 1,2 title 'Length extrapolation: trained on lengths 1.." +
+       std::to_string(N) + "'\n";
+  s += "set grid\nset key bottom left\nset yrange [0:1.02]\n";
+  s += fmt::format("set xrange [1:{}]\n", max_len);
+  s += "set logscale x 2\n";
+  s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
+  s += fmt::format("set arrow 1 from {},0 to {},1.02 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
+  s += fmt::format("set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
+  for (int i = 0; i < block; ++i) s += fmt::format("set style line {} lw 2 pt 7 ps 0.5\n", i + 1);
+  s += "set ylabel 'token accuracy (fraction)'\nset title 'token accuracy'\n";
+  s += "plot " + plot_acc + "\n";
+  s += "set ylabel 'exact match (fraction of sequences)'\nset title 'sequence exact match'\n";
+  s += "plot " + plot_em + "\n";
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
+std::string DrawAttentionVsLength(const std::string& run_dir) {
+  const std::vector<RunData> runs = ReadRuns(run_dir);
+  const fs::path dir = FigureDir(run_dir);
+  const std::string name = "attention_vs_length";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per encoding (blocks separated by two blank lines)\n"
+      << "# columns: probe_length(tokens) entropy(nats) ln_visible_keys(nats) max_logit\n";
+  int N = 0, block = 0;
+  std::string plot_ent, plot_max;
+  for (const auto& r : runs) {
+    N = std::max(N, r.train_max_length);
+    if (r.probe_length.empty()) continue;
+    dat << "# encoding " << r.encoding << "\n";
+    for (size_t i = 0; i < r.probe_length.size(); ++i)
+      dat << r.probe_length[i] << " " << r.entropy[i] << " " << r.log_visible[i] << " "
+          << r.max_logit[i] << "\n";
+    dat << "\n\n";
+    const std::string sep = block ? ", " : "";
+    plot_ent += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 title '{}'",
+                            sep, name, block, r.encoding);
+    plot_max += fmt::format("{}'{}.dat' index {} using 1:4 with linespoints lw 2 pt 7 title '{}'",
+                            sep, name, block, r.encoding);
+    ++block;
+  }
+  dat.close();
+  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has attention analysis");
+  plot_ent += fmt::format(", '{}.dat' index 0 using 1:3 with lines dt 3 lw 2 lc rgb 'black' "
+                          "title 'uniform: mean ln(visible keys)'",
+                          name);
+  std::string s;
+  s += "# Attention entropy and max logit vs probe length; data in " + name + ".dat\n";
+  s += "set terminal pngcairo size 1200,520 font 'Sans,10'\n";
+  s += "set output '" + name + ".png'\n";
+  s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, queries)'\n";
+  s += "set grid\nset key top left\nset logscale x 2\n";
+  s += "set xlabel 'probe length n (tokens, log scale)'\n";
+  s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
+  s += "set ylabel 'attention entropy (nats)'\nset title 'entropy over visible keys'\n";
+  s += "plot " + plot_ent + "\n";
+  s += "set ylabel 'max pre-softmax logit'\nset title 'row maximum of the logits'\n";
+  s += "plot " + plot_max + "\n";
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
+std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
+  return {DrawAccuracyVsLength(run_dir), DrawAttentionVsLength(run_dir)};
+}
+
+}  // namespace lexp

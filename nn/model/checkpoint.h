@@ -14,11 +14,15 @@
 
 namespace lexp {
 
-using CheckpointInts = std::map<std::string, std::vector<int64_t>>;
+// What the caller stores beside the model and optimizer (step, RNG states, training history).
+struct CheckpointExtras {
+  std::map<std::string, std::vector<int64_t>> ints;
+  std::map<std::string, std::vector<double>> doubles;
+};
 
 template <typename S>
 void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
-                    AdamW<S>& opt, const CheckpointInts& extra) {
+                    AdamW<S>& opt, const CheckpointExtras& extra) {
   h5::Writer w(path);
   h5::Group params_g = w.root().CreateGroup("params");
   h5::Group adam = w.root().CreateGroup("adam");
@@ -32,12 +36,13 @@ void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& par
     v.WriteDoubles(p.name, opt.second_moments()[i], {static_cast<uint64_t>(p.size)}, "element");
   }
   h5::Group ex = w.root().CreateGroup("extra");
-  for (const auto& [k, vec] : extra) ex.WriteInts(k, vec, {vec.size()}, "element");
+  for (const auto& [k, vec] : extra.ints) ex.WriteInts("i_" + k, vec, {vec.size()}, "element");
+  for (const auto& [k, vec] : extra.doubles) ex.WriteDoubles("d_" + k, vec, {vec.size()}, "element");
   w.Commit();
 }
 
 template <typename S>
-CheckpointInts LoadCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
+CheckpointExtras LoadCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
                               AdamW<S>& opt) {
   h5::Reader r(path);
   h5::Group params_g = r.root().OpenGroup("params");
@@ -55,9 +60,12 @@ CheckpointInts LoadCheckpoint(const std::string& path, const std::vector<ParamRe
     opt.first_moments()[i] = m.ReadDoubles(p.name);
     opt.second_moments()[i] = v.ReadDoubles(p.name);
   }
-  CheckpointInts extra;
+  CheckpointExtras extra;
   h5::Group ex = r.root().OpenGroup("extra");
-  for (const auto& name : ex.Children()) extra[name] = ex.ReadInts(name);
+  for (const auto& name : ex.Children()) {
+    if (name.rfind("i_", 0) == 0) extra.ints[name.substr(2)] = ex.ReadInts(name);
+    if (name.rfind("d_", 0) == 0) extra.doubles[name.substr(2)] = ex.ReadDoubles(name);
+  }
   return extra;
 }
 

@@ -1,1 +1,0 @@
-#include "nn/check.h"

@@ -1,0 +1,38 @@
+// `lexp bench`: times full training steps (forward, backward, AdamW) and evaluation forward passes of
+// the reference configurations in ../shared/bench/README.md (T, S, E512, E2048) with RoPE and ALiBi,
+// and optionally runs the project's PyTorch reference (experiments/bench/reference_torch.py) in the
+// same invocation, alternating with lexp, to print the speed ratio.
+//
+// FLOPs (matmuls only, multiply-add = 2): N_mm = L(4C^2 + 2CF) + CV;
+// forward = 2 N_mm B T + 4 L B T^2 C (full T x T, as the reference counts it); training = 3 x forward.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace lexp {
+
+struct BenchOptions {
+  std::vector<std::string> configs = {"T", "S", "E512", "E2048"};
+  std::vector<std::string> positions = {"rope", "alibi"};
+  int steps = 0;           // timed steps per measurement (0 = per-config default)
+  int warmup = 2;
+  int rounds = 2;          // alternations of lexp and the reference with --compare
+  bool compare = false;
+  std::string python = "/usr/bin/python3";
+  std::string reference_script;  // default: <source dir>/experiments/bench/reference_torch.py
+  std::string out_file;          // HDF5 results (default data/bench/bench-<time>.h5)
+  int threads = 0;
+  std::function<void(const std::string&)> print;
+};
+
+struct BenchResult {
+  std::string config, pos, impl;  // impl: lexp | torch
+  int B = 0, T = 0, steps = 0;
+  double median_s = 0, min_s = 0, max_s = 0, tokens_per_s = 0, gflops = 0, peak_rss_mib = 0;
+};
+
+std::vector<BenchResult> RunBench(const BenchOptions& opt);
+
+}  // namespace lexp

@@ -1,0 +1,423 @@
+#include "experiments/recipe.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "experiments/sequence_layout.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+#include "pe/options.h"
+#include "pe/registry.h"
+
+namespace lexp {
+
+std::vector<int> RecipeConfig::EvalLengths() const {
+  if (!eval_lengths.empty()) return eval_lengths;
+  const int N = train_max_length, M = eval_max_factor * train_max_length;
+  std::vector<int> out;
+  // Every length up to 2N, then a geometric grid (about 8 points per doubling) up to M.
+  for (int n = 1; n <= std::min(M, 2 * N); ++n) out.push_back(n);
+  double x = 2.0 * N;
+  while (true) {
+    x *= 1.0905077326652577;  // 2^(1/8)
+    const int n = std::min(M, static_cast<int>(std::lround(x)));
+    if (n > out.back()) out.push_back(n);
+    if (n >= M) break;
+  }
+  return out;
+}
+
+std::vector<int> RecipeConfig::ProbeLengths() const {
+  if (!probe_lengths.empty()) return probe_lengths;
+  const std::vector<int> ev = EvalLengths();
+  const int M = *std::max_element(ev.begin(), ev.end());
+  std::vector<int> out;
+  for (int f : {1, 2, 4, 8})
+    if (f * train_max_length <= M) out.push_back(f * train_max_length);
+  if (out.empty()) out.push_back(M);
+  return out;
+}
+
+int RecipeConfig::MaxSequenceTokens() const {
+  // Output length is at most 2n for every task here, plus one separator.
+  int M = train_max_length;
+  for (int n : EvalLengths()) M = std::max(M, n);
+  for (int n : ProbeLengths()) M = std::max(M, n);
+  return 4 * M + 1;
+}
+
+std::vector<Field> Fields(RecipeConfig& c) {
+  const double kBig = 1e9;
+  return {
+      {"run.name", "name of the run directory under the output folder", &c.name},
+      {"run.seed", "seed of every random stream (init, data, positions, eval)", &c.seed, 0, kBig},
+      {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
+       1024},
+      {"task.name", "synthetic task (lexp list tasks)", &c.task},
+      {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
+       0, 1e6},
+      {"model.layout", "decoder (causal, answer after a separator) or encoder (bidirectional, output slots)",
+       &c.layout, 0, 0, {"decoder", "encoder"}},
+      {"model.norm", "LayerNorm placement", &c.norm, 0, 0, {"pre", "post"}},
+      {"model.d_model", "model width C", &c.d_model, 2, 65536},
+      {"model.n_heads", "attention heads H (C must be a multiple)", &c.n_heads, 1, 1024},
+      {"model.n_layers", "transformer blocks L", &c.n_layers, 1, 1024},
+      {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
+      {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
+      {"train.max_length", "training lengths are uniform in 1..max_length (N)",
+       &c.train_max_length, 1, 1 << 20},
+      {"train.steps", "optimizer steps", &c.steps, 1, kBig},
+      {"train.batch_size", "sequences per step", &c.batch_size, 1, 1 << 20},
+      {"train.lr", "peak learning rate of AdamW", &c.lr, 1e-8, 10},
+      {"train.weight_decay", "decoupled weight decay", &c.weight_decay, 0, 10},
+      {"train.clip_norm", "global gradient-norm clip (0 = off)", &c.clip_norm, 0, 1e6},
+      {"train.warmup_steps", "linear warm-up steps", &c.warmup_steps, 0, kBig},
+      {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.min_lr_ratio, 0, 1},
+      {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
+      {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
+       &c.checkpoint_every, 1, kBig},
+      {"eval.lengths", "explicit evaluation lengths (empty = grid up to max_factor * N)",
+       &c.eval_lengths},
+      {"eval.max_factor", "the default grid reaches max_factor * N", &c.eval_max_factor, 1, 4096},
+      {"eval.samples", "sequences evaluated per length", &c.eval_samples, 1, 1 << 24},
+      {"eval.batch_size", "sequences per evaluation batch", &c.eval_batch_size, 1, 1 << 20},
+      {"probe.lengths", "lengths at which attention is captured (empty = N, 2N, 4N, 8N)",
+       &c.probe_lengths},
+      {"probe.samples", "probe sequences per length used by the analysis", &c.probe_samples, 1,
+       4096},
+      {"probe.stored_samples", "probe sequences whose full logits/probabilities are stored",
+       &c.probe_stored_samples, 0, 4096},
+  };
+}
+
+std::string FieldTypeName(const Field& f) {
+  switch (f.value.index()) {
+    case 0: return "integer";
+    case 1: return "number";
+    case 2: return "string";
+    case 3: return "list of integers";
+    default: return "list of strings";
+  }
+}
+
+std::string FieldValueString(const Field& f) {
+  std::ostringstream s;
+  std::visit(
+      [&](auto* p) {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          s << '"' << *p << '"';
+        } else if constexpr (std::is_same_v<T, std::vector<int>> ||
+                             std::is_same_v<T, std::vector<std::string>>) {
+          s << "[";
+          for (size_t i = 0; i < p->size(); ++i) {
+            if (i) s << ", ";
+            if constexpr (std::is_same_v<T, std::vector<std::string>>)
+              s << '"' << (*p)[i] << '"';
+            else
+              s << (*p)[i];
+          }
+          s << "]";
+        } else {
+          s << *p;
+        }
+      },
+      f.value);
+  return s.str();
+}
+
+namespace {
+
+std::string Where(const std::string& source, const std::string& key) {
+  return "recipe '" + source + "': " + key;
+}
+
+std::string Allowed(const Field& f) {
+  if (!f.allowed.empty()) {
+    std::string s;
+    for (const auto& a : f.allowed) s += (s.empty() ? "" : ", ") + ("\"" + a + "\"");
+    return "one of " + s;
+  }
+  std::string s = FieldTypeName(f);
+  if (f.min < f.max) {
+    std::ostringstream r;
+    r << " in [" << f.min << ", " << f.max << "]";
+    s += r.str();
+  }
+  return s;
+}
+
+std::string NodeText(const toml::node& n) {
+  std::ostringstream s;
+  if (n.is_string()) s << '"' << n.value<std::string>().value_or("") << '"';
+  else if (n.is_table()) s << "a table";
+  else if (n.is_array()) s << "an array";
+  else if (n.is_boolean()) s << (n.value<bool>().value_or(false) ? "true" : "false");
+  else if (n.is_integer()) s << n.value<int64_t>().value_or(0);
+  else if (n.is_floating_point()) s << n.value<double>().value_or(0);
+  else s << "a value";
+  return s.str();
+}
+
+void CheckRange(const Field& f, double v, const std::string& source) {
+  if (f.min < f.max && (v < f.min || v > f.max)) {
+    std::ostringstream s;
+    s << Where(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
+    Fail(__FILE__, __LINE__, s.str());
+  }
+}
+
+// Assigns a TOML node to a field, with a clear error on a wrong type or value.
+void Assign(const Field& f, const toml::node& n, const std::string& source) {
+  const std::string bad = Where(source, f.key) + " = " + NodeText(n) + " has the wrong type; allowed: " +
+                          Allowed(f);
+  std::visit(
+      [&](auto* p) {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, int>) {
+          auto v = n.value_exact<int64_t>();
+          if (!v && n.is_floating_point()) {
+            const double d = *n.value<double>();
+            if (d == static_cast<double>(static_cast<int64_t>(d))) v = static_cast<int64_t>(d);
+          }
+          if (!v) Fail(__FILE__, __LINE__, bad);
+          CheckRange(f, static_cast<double>(*v), source);
+          *p = static_cast<int>(*v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          auto v = n.value<double>();
+          if (!v || n.is_boolean() || n.is_string()) Fail(__FILE__, __LINE__, bad);
+          CheckRange(f, *v, source);
+          *p = *v;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          auto v = n.value_exact<std::string>();
+          if (!v) Fail(__FILE__, __LINE__, bad);
+          if (!f.allowed.empty() &&
+              std::find(f.allowed.begin(), f.allowed.end(), *v) == f.allowed.end())
+            Fail(__FILE__, __LINE__,
+                 Where(source, f.key) + " = \"" + *v + "\" is not allowed; allowed: " + Allowed(f));
+          *p = *v;
+        } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+          const toml::array* a = n.as_array();
+          if (!a) Fail(__FILE__, __LINE__, bad);
+          p->clear();
+          for (const auto& e : *a) {
+            auto v = e.value_exact<int64_t>();
+            if (!v || *v < 1)
+              Fail(__FILE__, __LINE__, Where(source, f.key) + " must hold positive integers, got " +
+                                           NodeText(e));
+            p->push_back(static_cast<int>(*v));
+          }
+        } else {
+          const toml::array* a = n.as_array();
+          if (!a) Fail(__FILE__, __LINE__, bad);
+          p->clear();
+          for (const auto& e : *a) {
+            auto v = e.value_exact<std::string>();
+            if (!v) Fail(__FILE__, __LINE__, Where(source, f.key) + " must hold strings, got " +
+                                                 NodeText(e));
+            p->push_back(*v);
+          }
+        }
+      },
+      f.value);
+}
+
+std::string OptionValueText(const toml::node& n) {
+  if (n.is_string()) return *n.value<std::string>();
+  if (n.is_boolean()) return *n.value<bool>() ? "true" : "false";
+  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
+  if (n.is_floating_point()) {
+    std::ostringstream s;
+    s.precision(17);
+    s << *n.value<double>();
+    return s.str();
+  }
+  return "";
+}
+
+void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::string& source) {
+  for (const auto& [enc_key, node] : t) {
+    const std::string enc(enc_key.str());
+    const toml::table* opts = node.as_table();
+    LEXP_CHECK(opts != nullptr,
+               Where(source, "encoding_options." + enc) + " must be a table of options");
+    FindEncoding(enc);  // unknown encoding names are errors
+    for (const auto& [k, v] : *opts) {
+      const std::string key = "encoding_options." + enc + "." + std::string(k.str());
+      LEXP_CHECK(v.is_value(), Where(source, key) + " must be a number, string or boolean");
+      c.encoding_options[enc][std::string(k.str())] = OptionValueText(v);
+    }
+  }
+}
+
+}  // namespace
+
+RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source) {
+  RecipeConfig c;
+  c.source_name = source;
+  c.source_text = toml_text;
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream s;
+    s << "recipe '" << source << "' is not valid TOML: " << e.description() << " (line "
+      << e.source().begin.line << ", column " << e.source().begin.column << ")";
+    Fail(__FILE__, __LINE__, s.str());
+  }
+  std::vector<Field> fields = Fields(c);
+  std::map<std::string, std::vector<std::string>> keys_of_section;
+  for (const auto& f : fields) {
+    const auto dot = f.key.find('.');
+    keys_of_section[f.key.substr(0, dot)].push_back(f.key.substr(dot + 1));
+  }
+  for (const auto& [sec_key, sec_node] : root) {
+    const std::string sec(sec_key.str());
+    if (sec == "encoding_options") {
+      LEXP_CHECK(sec_node.is_table(), Where(source, sec) + " must be a table");
+      LoadEncodingOptions(c, *sec_node.as_table(), source);
+      continue;
+    }
+    if (!keys_of_section.count(sec)) {
+      std::string known;
+      for (const auto& [s, _] : keys_of_section) known += "[" + s + "] ";
+      Fail(__FILE__, __LINE__, Where(source, sec) + " is not a known section; sections: " + known +
+                                   "[encoding_options]");
+    }
+    const toml::table* t = sec_node.as_table();
+    LEXP_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
+    for (const auto& [k, v] : *t) {
+      const std::string key = sec + "." + std::string(k.str());
+      auto it = std::find_if(fields.begin(), fields.end(),
+                             [&](const Field& f) { return f.key == key; });
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& n : keys_of_section[sec]) known += (known.empty() ? "" : ", ") + n;
+        Fail(__FILE__, __LINE__,
+             Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
+      }
+      Assign(*it, v, source);
+    }
+  }
+  return c;
+}
+
+void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
+  std::vector<Field> fields = Fields(c);
+  for (const std::string& s : sets) {
+    const auto eq = s.find('=');
+    LEXP_CHECK(eq != std::string::npos && eq > 0,
+               "--set '" + s + "': expected key=value, e.g. --set train.steps=200");
+    const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    toml::table parsed;
+    std::string text = "v = " + value;
+    try {
+      parsed = toml::parse(text);
+    } catch (const toml::parse_error&) {
+      // Bare words are strings; a,b,c is a list of bare words or numbers.
+      std::string list;
+      std::stringstream ss(value);
+      std::string item;
+      bool any = false;
+      while (std::getline(ss, item, ',')) {
+        toml::table probe;
+        bool number = true;
+        try {
+          probe = toml::parse("x = " + item);
+        } catch (const toml::parse_error&) {
+          number = false;
+        }
+        list += std::string(any ? ", " : "") + (number ? item : "\"" + item + "\"");
+        any = true;
+      }
+      const bool is_list = value.find(',') != std::string::npos;
+      parsed = toml::parse("v = " + (is_list ? "[" + list + "]" : "\"" + value + "\""));
+    }
+    const toml::node& node = *parsed.get("v");
+    if (key.rfind("encoding_options.", 0) == 0) {
+      const std::string rest = key.substr(17);
+      const auto dot = rest.find('.');
+      LEXP_CHECK(dot != std::string::npos,
+                 "--set " + key + ": expected encoding_options.<encoding>.<option>=value");
+      const std::string enc = rest.substr(0, dot);
+      FindEncoding(enc);
+      c.encoding_options[enc][rest.substr(dot + 1)] = OptionValueText(node);
+      continue;
+    }
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    if (it == fields.end()) {
+      std::string known;
+      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.key;
+      Fail(__FILE__, __LINE__, "--set " + key + ": not a recipe key; keys: " + known);
+    }
+    // A single value for a list field becomes a one-element list.
+    if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
+      toml::table wrapped = toml::parse("v = [" + std::string(node.is_string() ? "\"" + *node.value<std::string>() + "\"" : value) + "]");
+      Assign(*it, *wrapped.get("v"), "--set");
+    } else {
+      Assign(*it, node, "--set");
+    }
+  }
+}
+
+void ValidateRecipe(const RecipeConfig& c) {
+  const std::string src = c.source_name;
+  LEXP_CHECK(c.d_model % c.n_heads == 0,
+             Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
+                 " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
+  LEXP_CHECK(!c.encodings.empty(), Where(src, "model.encodings") + " must name at least one encoding");
+  std::unique_ptr<Task> task;
+  try {
+    task = CreateTask(c.task, TaskOptions{c.task_vocab});
+  } catch (const Error& e) {
+    Fail(__FILE__, __LINE__, Where(src, "task.name") + ": " + e.what());
+  }
+  const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
+  try {
+    SequenceLayout check(*task, layout);
+  } catch (const Error& e) {
+    Fail(__FILE__, __LINE__, Where(src, "model.layout") + ": " + e.what());
+  }
+  for (int n : c.EvalLengths())
+    LEXP_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
+                                           " exceeds what task '" + c.task + "' supports (" +
+                                           std::to_string(task->MaxLength()) + ")");
+  std::set<std::string> seen;
+  for (const auto& e : c.encodings) {
+    LEXP_CHECK(seen.insert(e).second, Where(src, "model.encodings") + " lists '" + e + "' twice");
+    try {
+      const EncodingInfo& info = FindEncoding(e);
+      auto it = c.encoding_options.find(e);
+      EncodingOptions(e, info.options,
+                      it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second);
+    } catch (const Error& err) {
+      Fail(__FILE__, __LINE__, Where(src, "model.encodings") + ": " + err.what());
+    }
+  }
+  for (const auto& [e, _] : c.encoding_options)
+    LEXP_CHECK(seen.count(e), Where(src, "encoding_options." + e) +
+                                  " configures an encoding that model.encodings does not train");
+}
+
+std::string RecipeToToml(RecipeConfig& c) {
+  std::ostringstream s;
+  std::string section;
+  for (const Field& f : Fields(c)) {
+    const auto dot = f.key.find('.');
+    const std::string sec = f.key.substr(0, dot);
+    if (sec != section) {
+      s << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
+      section = sec;
+    }
+    s << f.key.substr(dot + 1) << " = " << FieldValueString(f) << "\n";
+  }
+  for (const auto& [enc, opts] : c.encoding_options) {
+    s << "\n[encoding_options." << enc << "]\n";
+    for (const auto& [k, v] : opts) s << k << " = \"" << v << "\"\n";
+  }
+  return s.str();
+}
+
+}  // namespace lexp

@@ -1,0 +1,87 @@
+// The experiment recipe: every field is listed once in Fields(), and that one list drives TOML
+// parsing (unknown keys are errors), `--set key=value` overrides, `lexp run --help`, the printed
+// configuration and the /config group of every run file. Per-encoding options live in
+// [encoding_options.<name>] tables and are validated by the encoding registry.
+#pragma once
+
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace lexp {
+
+struct RecipeConfig {
+  // [run]
+  std::string name = "default";
+  int seed = 1;
+  int threads = 0;
+  // [task]
+  std::string task = "copy";
+  int task_vocab = 0;
+  // [model]
+  std::string layout = "decoder";
+  std::string norm = "pre";
+  int d_model = 64;
+  int n_heads = 4;
+  int n_layers = 2;
+  int d_ff = 0;
+  std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
+  std::map<std::string, std::map<std::string, std::string>> encoding_options;
+  // [train]
+  int train_max_length = 16;
+  int steps = 1500;
+  int batch_size = 32;
+  double lr = 1e-3;
+  double weight_decay = 0.01;
+  double clip_norm = 1.0;
+  int warmup_steps = 100;
+  double min_lr_ratio = 0.1;
+  int log_every = 100;
+  int checkpoint_every = 500;
+  // [eval]
+  std::vector<int> eval_lengths;  // empty: a grid from 1 to eval_max_factor * train_max_length
+  int eval_max_factor = 8;
+  int eval_samples = 128;
+  int eval_batch_size = 64;
+  // [probe]
+  std::vector<int> probe_lengths;  // empty: N, 2N, 4N, 8N (capped at the longest eval length)
+  int probe_samples = 8;
+  int probe_stored_samples = 1;
+
+  // Not fields: where the recipe came from.
+  std::string source_name;  // file path or "<embedded default>"
+  std::string source_text;
+
+  std::vector<int> EvalLengths() const;
+  std::vector<int> ProbeLengths() const;
+  int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
+};
+
+struct Field {
+  using Ptr = std::variant<int*, double*, std::string*, std::vector<int>*, std::vector<std::string>*>;
+  Field(std::string k, std::string h, Ptr v, double lo = 0, double hi = 0,
+        std::vector<std::string> allow = {})
+      : key(std::move(k)), help(std::move(h)), value(v), min(lo), max(hi), allowed(std::move(allow)) {}
+  std::string key;   // "train.steps"
+  std::string help;
+  Ptr value;
+  double min = 0, max = 0;             // numeric range (inclusive), used when min < max
+  std::vector<std::string> allowed;    // allowed strings (empty: any)
+};
+
+std::vector<Field> Fields(RecipeConfig& c);
+std::string FieldValueString(const Field& f);
+std::string FieldTypeName(const Field& f);
+
+// Parses TOML text; `source` names the file in errors. Unknown keys, wrong types and out-of-range
+// values are errors naming the key, the file and what is allowed.
+RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source);
+// Applies "key=value" overrides (value in TOML syntax; bare words are strings; a,b,c is a list).
+void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets);
+// Checks cross-field constraints (encodings exist, options valid, task/layout compatible, ...).
+void ValidateRecipe(const RecipeConfig& c);
+// The effective recipe as TOML (after overrides), for the run file and for printing.
+std::string RecipeToToml(RecipeConfig& c);
+
+}  // namespace lexp

@@ -1,0 +1,58 @@
+#include "experiments/sequence_layout.h"
+
+#include "nn/check.h"
+
+namespace lexp {
+
+SequenceLayout::SequenceLayout(const Task& task, Layout layout)
+    : task_(task), layout_(layout), vin_(task.InputAlphabet()) {
+  LEXP_CHECK(layout == Layout::kDecoder || task.SupportsEncoder(),
+             "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
+  const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
+  sep_ = symbols;
+  blank_ = symbols + 1;
+  vocab_ = symbols + 2;
+}
+
+int SequenceLayout::SequenceLength(const Example& e) const {
+  return static_cast<int>(e.input.size() + e.output.size());
+}
+
+Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng) const {
+  Batch b;
+  b.B = batch_size;
+  b.n = n;
+  for (int s = 0; s < batch_size; ++s) {
+    const Example e = task_.Sample(n, rng);
+    const int T = SequenceLength(e);
+    if (s == 0) {
+      b.T = T;
+      b.tokens.reserve(static_cast<size_t>(T) * batch_size);
+    }
+    LEXP_CHECK(T == b.T, "task '" + task_.Name() + "' produced examples of different lengths for n=" +
+                             std::to_string(n));
+    const int ni = static_cast<int>(e.input.size()), m = static_cast<int>(e.output.size());
+    for (int t = 0; t < ni; ++t) {
+      b.tokens.push_back(e.input[t]);
+      b.targets.push_back(0);
+      b.mask.push_back(0);
+    }
+    if (layout_ == Layout::kDecoder) {
+      // Positions ni..ni+m-1 hold SEP, output[0..m-2] and predict output[0..m-1] (next token).
+      for (int k = 0; k < m; ++k) {
+        b.tokens.push_back(k == 0 ? sep_ : OutputToken(e.output[k - 1]));
+        b.targets.push_back(OutputToken(e.output[k]));
+        b.mask.push_back(e.output_scored[k]);
+      }
+    } else {
+      for (int k = 0; k < m; ++k) {
+        b.tokens.push_back(blank_);
+        b.targets.push_back(OutputToken(e.output[k]));
+        b.mask.push_back(e.output_scored[k]);
+      }
+    }
+  }
+  return b;
+}
+
+}  // namespace lexp

@@ -1,0 +1,45 @@
+// Turns task examples into model batches. Token ids: input symbols [0, Vin), output symbols
+// [Vin, Vin+Vout) (or the input ids when the task shares its alphabet), then SEP and BLANK.
+//  * decoder: input SEP output[0..m-1); the target at position n+k is output[k] (next-token
+//    prediction with teacher forcing), scored where the task scores it.
+//  * encoder: input BLANK*m; the target at the m output slots is the output (Chomsky protocol,
+//    Deletang et al. 2023), read with bidirectional attention.
+// The whole batch has one requested length n (the Chomsky protocol's curriculum), so one T.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiments/tasks/task.h"
+#include "nn/rng.h"
+
+namespace lexp {
+
+enum class Layout { kDecoder, kEncoder };
+
+struct Batch {
+  int B = 0, T = 0, n = 0;
+  std::vector<int> tokens;        // [B*T]
+  std::vector<int> targets;       // [B*T]
+  std::vector<uint8_t> mask;      // [B*T] 1 = scored target
+};
+
+class SequenceLayout {
+ public:
+  SequenceLayout(const Task& task, Layout layout);
+  int Vocab() const { return vocab_; }
+  int Sep() const { return sep_; }
+  int Blank() const { return blank_; }
+  // Model sequence length for requested length n (the same for every example of that n).
+  int SequenceLength(const Example& e) const;
+  Batch MakeBatch(int n, int batch_size, Rng& rng) const;
+
+ private:
+  int OutputToken(int symbol) const { return task_.SharedAlphabet() ? symbol : vin_ + symbol; }
+  const Task& task_;
+  Layout layout_;
+  int vin_, vocab_, sep_, blank_;
+};
+
+}  // namespace lexp

@@ -1,0 +1,487 @@
+#include "experiments/trainer.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+
+#include "analysis/attention_stats.h"
+#include "experiments/provenance.h"
+#include "experiments/sequence_layout.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/model/checkpoint.h"
+#include "nn/model/transformer.h"
+#include "nn/ops/cross_entropy.h"
+#include "nn/optim/adamw.h"
+#include "nn/parallel.h"
+#include "pe/registry.h"
+
+namespace lexp {
+
+std::string RunFilePath(const std::string& out_dir, const std::string& encoding) {
+  return (std::filesystem::path(out_dir) / (encoding + ".h5")).string();
+}
+std::string CheckpointPath(const std::string& out_dir, const std::string& encoding) {
+  return (std::filesystem::path(out_dir) / (encoding + ".ckpt.h5")).string();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct TrainHistory {
+  std::vector<int64_t> step, length;
+  std::vector<double> loss, lr, grad_norm, tokens_per_s;
+};
+
+struct ProbeResult {
+  int length = 0, T = 0;
+  std::vector<int64_t> tokens;       // [stored, T]
+  std::vector<double> positions;     // [T]
+  std::vector<float> logits, probs;  // [stored, L, H, T, T]
+  std::vector<double> entropy, max_logit, mean_logit;  // [L, H]
+  std::vector<double> entropy_by_query, max_logit_by_query;  // [L, H, T]
+  double log_visible = 0;
+};
+
+std::string FormatDuration(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+                   : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+bool IsFinite(double x) { return std::isfinite(x); }
+
+class Runner {
+ public:
+  Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
+      : cfg_(cfg), encoding_(encoding), opt_(opt),
+        task_(CreateTask(cfg.task, TaskOptions{cfg.task_vocab})),
+        layout_(*task_, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder) {
+    ModelConfig mc;
+    mc.vocab = layout_.Vocab();
+    mc.d_model = cfg.d_model;
+    mc.n_heads = cfg.n_heads;
+    mc.n_layers = cfg.n_layers;
+    mc.d_ff = cfg.d_ff;
+    mc.pre_ln = cfg.norm == "pre";
+    mc.causal = cfg.layout == "decoder";
+    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal, cfg.MaxSequenceTokens()};
+    auto it = cfg.encoding_options.find(encoding);
+    enc_ = CreateEncoding<float>(
+        encoding, it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
+        es);
+    model_ = std::make_unique<Transformer<float>>(mc, enc_.get());
+    AdamWConfig ac;
+    ac.lr = cfg.lr;
+    ac.weight_decay = cfg.weight_decay;
+    ac.clip_norm = cfg.clip_norm;
+    ac.warmup_steps = cfg.warmup_steps;
+    ac.total_steps = cfg.steps;
+    ac.min_lr_ratio = cfg.min_lr_ratio;
+    opt_cfg_ = ac;
+    adam_ = std::make_unique<AdamW<float>>(ac);
+  }
+
+  RunSummary Run() {
+    RunSummary sum;
+    sum.encoding = encoding_;
+    sum.path = RunFilePath(opt_.out_dir, encoding_);
+    start_time_ = UtcNow();
+    Rng root(static_cast<uint64_t>(cfg_.seed));
+    Rng init = root.Split("init");
+    data_rng_ = root.Split("data");
+    pos_rng_ = root.Split("positions");
+    model_->Init(init);
+    params_ = model_->Parameters();
+    adam_->Attach(params_);
+    long start_step = 0;
+    const std::string ckpt = CheckpointPath(opt_.out_dir, encoding_);
+    if (opt_.resume && std::filesystem::exists(ckpt)) {
+      start_step = LoadState(ckpt);
+      Say(fmt::format("resuming from step {} ({})", start_step, ckpt));
+    }
+    state_ = "completed";
+    const bool trained = Train(start_step);
+    if (!trained && state_ == "interrupted") {
+      sum.state = state_;
+      return sum;
+    }
+    if (state_ == "completed") {
+      Evaluate();
+      Probe();
+    }
+    WriteRunFile(sum.path);
+    std::filesystem::remove(ckpt);
+    sum.state = state_;
+    sum.message = message_;
+    sum.final_train_loss = hist_.loss.empty() ? 0 : hist_.loss.back();
+    sum.eval = eval_;
+    return sum;
+  }
+
+ private:
+  void Say(const std::string& s) const {
+    if (opt_.progress) opt_.progress("[" + opt_.label + "] " + s);
+  }
+
+  CheckpointExtras State(long step) const {
+    CheckpointExtras ex;
+    ex.ints["step"] = {step};
+    auto rng_words = [](const Rng& r) {
+      return std::vector<int64_t>(r.State(), r.State() + Rng::kStateWords);
+    };
+    ex.ints["rng_data"] = rng_words(data_rng_);
+    ex.ints["rng_positions"] = rng_words(pos_rng_);
+    ex.ints["hist_step"] = hist_.step;
+    ex.ints["hist_length"] = hist_.length;
+    ex.doubles["hist_loss"] = hist_.loss;
+    ex.doubles["hist_lr"] = hist_.lr;
+    ex.doubles["hist_grad_norm"] = hist_.grad_norm;
+    ex.doubles["hist_tokens_per_s"] = hist_.tokens_per_s;
+    return ex;
+  }
+
+  long LoadState(const std::string& path) {
+    CheckpointExtras ex = LoadCheckpoint(path, params_, *adam_);
+    auto set_rng = [&](Rng& r, const std::vector<int64_t>& w) {
+      LEXP_CHECK(w.size() == Rng::kStateWords, "checkpoint '" + path + "': bad RNG state");
+      uint64_t s[Rng::kStateWords];
+      for (int i = 0; i < Rng::kStateWords; ++i) s[i] = static_cast<uint64_t>(w[i]);
+      r.SetState(s);
+    };
+    set_rng(data_rng_, ex.ints.at("rng_data"));
+    set_rng(pos_rng_, ex.ints.at("rng_positions"));
+    hist_.step = ex.ints["hist_step"];
+    hist_.length = ex.ints["hist_length"];
+    hist_.loss = ex.doubles["hist_loss"];
+    hist_.lr = ex.doubles["hist_lr"];
+    hist_.grad_norm = ex.doubles["hist_grad_norm"];
+    hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
+    return ex.ints.at("step").at(0);
+  }
+
+  // Returns false when training stopped early (diverged or interrupted).
+  bool Train(long start_step) {
+    const int N = cfg_.train_max_length;
+    MatF logits, d_logits;
+    std::vector<double> pos;
+    const auto t_start = Clock::now();
+    double window_tokens = 0, window_loss = 0;
+    int window_steps = 0;
+    auto t_window = Clock::now();
+    for (long step = start_step; step < cfg_.steps; ++step) {
+      const auto t0 = Clock::now();
+      const int n = static_cast<int>(data_rng_.UniformInt(1, N));
+      const Batch b = layout_.MakeBatch(n, cfg_.batch_size, data_rng_);
+      enc_->PositionIds(b.T, true, pos_rng_, pos);
+      model_->ZeroGrad();
+      model_->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
+      const CrossEntropyResult ce =
+          CrossEntropyForwardBackward(logits, b.targets, b.mask, &d_logits, nullptr, nullptr);
+      const double loss = ce.MeanLoss();
+      const double lr = ScheduledLr(opt_cfg_, step);
+      double gnorm = std::numeric_limits<double>::quiet_NaN();
+      if (IsFinite(loss)) {
+        model_->Backward(b.tokens, d_logits);
+        gnorm = adam_->Step(params_, lr);
+      }
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      hist_.step.push_back(step);
+      hist_.length.push_back(n);
+      hist_.loss.push_back(loss);
+      hist_.lr.push_back(lr);
+      hist_.grad_norm.push_back(gnorm);
+      hist_.tokens_per_s.push_back(static_cast<double>(b.B) * b.T / std::max(dt, 1e-9));
+      if (!IsFinite(loss) || !IsFinite(gnorm)) {
+        state_ = "diverged";
+        message_ = fmt::format("non-finite {} at step {} (length {})",
+                               IsFinite(loss) ? "gradient norm" : "loss", step, n);
+        Say("diverged: " + message_);
+        return false;
+      }
+      window_tokens += static_cast<double>(b.B) * b.T;
+      window_loss += loss;
+      ++window_steps;
+      const bool last = step + 1 == cfg_.steps;
+      if ((step + 1) % cfg_.log_every == 0 || last) {
+        const double wt = std::chrono::duration<double>(Clock::now() - t_window).count();
+        const double done = static_cast<double>(step + 1 - start_step);
+        const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
+        Say(fmt::format("step {:>6}/{}  loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:.1f}k tok/s  ETA {}",
+                        step + 1, cfg_.steps, window_loss / window_steps, lr, gnorm,
+                        window_tokens / std::max(wt, 1e-9) / 1e3,
+                        FormatDuration(el / done * (cfg_.steps - step - 1))));
+        window_tokens = window_loss = 0;
+        window_steps = 0;
+        t_window = Clock::now();
+      }
+      if ((step + 1) % cfg_.checkpoint_every == 0 && !last)
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, encoding_), params_, *adam_, State(step + 1));
+      if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, encoding_), params_, *adam_, State(step + 1));
+        state_ = "interrupted";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void Evaluate() {
+    const Rng eval_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval");
+    MatF logits;
+    std::vector<double> pos, row_loss;
+    std::vector<uint8_t> row_correct;
+    const auto t0 = Clock::now();
+    for (int n : cfg_.EvalLengths()) {
+      Rng data = eval_root.Split(static_cast<uint64_t>(n));
+      Rng prng = data.Split("positions");
+      EvalRow r;
+      r.length = n;
+      double loss_sum = 0;
+      long correct = 0, exact = 0;
+      for (int done = 0; done < cfg_.eval_samples; done += cfg_.eval_batch_size) {
+        const int bs = std::min(cfg_.eval_batch_size, cfg_.eval_samples - done);
+        const Batch b = layout_.MakeBatch(n, bs, data);
+        r.seq_len = b.T;
+        enc_->PositionIds(b.T, false, prng, pos);
+        model_->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
+        const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
+            logits, b.targets, b.mask, nullptr, &row_loss, &row_correct);
+        loss_sum += ce.loss_sum;
+        correct += ce.correct;
+        r.scored_tokens += ce.count;
+        for (int s = 0; s < b.B; ++s) {
+          bool all = true;
+          for (int t = 0; t < b.T; ++t) {
+            const long i = static_cast<long>(s) * b.T + t;
+            if (b.mask[i] && !row_correct[i]) all = false;
+          }
+          exact += all ? 1 : 0;
+        }
+        r.samples += bs;
+      }
+      r.loss = loss_sum / std::max(1L, r.scored_tokens);
+      r.token_accuracy = static_cast<double>(correct) / std::max(1L, r.scored_tokens);
+      r.exact_match = static_cast<double>(exact) / std::max(1, r.samples);
+      eval_.push_back(r);
+    }
+    const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+    double in_acc = 0, out_acc = 0;
+    int in_n = 0, out_n = 0;
+    for (const auto& r : eval_) {
+      if (r.length <= cfg_.train_max_length) {
+        in_acc += r.token_accuracy;
+        ++in_n;
+      } else {
+        out_acc += r.token_accuracy;
+        ++out_n;
+      }
+    }
+    Say(fmt::format("evaluated {} lengths in {:.1f}s: token accuracy {:.3f} at 1..{}, {:.3f} beyond",
+                    eval_.size(), el, in_n ? in_acc / in_n : 0.0, cfg_.train_max_length,
+                    out_n ? out_acc / out_n : 0.0));
+  }
+
+  void Probe() {
+    const Rng probe_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("probe");
+    const int L = cfg_.n_layers, H = cfg_.n_heads;
+    MatF logits;
+    std::vector<double> pos;
+    for (int n : cfg_.ProbeLengths()) {
+      Rng data = probe_root.Split(static_cast<uint64_t>(n));
+      Rng prng = data.Split("positions");
+      const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, data);
+      enc_->PositionIds(b.T, false, prng, pos);
+      model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
+      ProbeResult p;
+      p.length = n;
+      p.T = b.T;
+      p.positions = pos;
+      const int T = b.T, stored = std::min(cfg_.probe_stored_samples, b.B);
+      p.tokens.assign(b.tokens.begin(), b.tokens.begin() + static_cast<long>(stored) * T);
+      p.entropy.assign(static_cast<size_t>(L) * H, 0);
+      p.max_logit = p.mean_logit = p.entropy;
+      p.entropy_by_query.assign(static_cast<size_t>(L) * H * T, 0);
+      p.max_logit_by_query = p.entropy_by_query;
+      const size_t map = static_cast<size_t>(T) * T;
+      p.logits.resize(static_cast<size_t>(stored) * L * H * map);
+      p.probs.resize(p.logits.size());
+      for (int l = 0; l < L; ++l) {
+        const MatF& lg = model_->Logits(l);  // [B*H*T, T]
+        const MatF& pr = model_->Probs(l);
+        for (int s = 0; s < b.B; ++s)
+          for (int h = 0; h < H; ++h) {
+            const long task = static_cast<long>(s) * H + h;
+            const float* z = lg.data() + task * T * T;
+            const AttentionMapStats st = MapStats(z, T, T);
+            const size_t lh = static_cast<size_t>(l) * H + h;
+            p.entropy[lh] += st.entropy / b.B;
+            p.max_logit[lh] += st.max_logit / b.B;
+            p.mean_logit[lh] += st.mean_logit / b.B;
+            p.log_visible += st.log_visible / (static_cast<double>(b.B) * H * L);
+            for (int i = 0; i < T; ++i) {
+              p.entropy_by_query[lh * T + i] += st.entropy_by_query[i] / b.B;
+              p.max_logit_by_query[lh * T + i] += st.max_logit_by_query[i] / b.B;
+            }
+            if (s < stored) {
+              const size_t off = ((static_cast<size_t>(s) * L + l) * H + h) * map;
+              std::copy(z, z + map, p.logits.begin() + off);
+              std::copy(pr.data() + task * T * T, pr.data() + (task + 1) * T * T,
+                        p.probs.begin() + off);
+            }
+          }
+      }
+      probes_.push_back(std::move(p));
+    }
+  }
+
+  void WriteRunFile(const std::string& path) {
+    h5::Writer w(path);
+    const h5::Group& root = w.root();
+    WriteProvenance(root, ThreadLimit::Active());
+    root.SetAttr("seed", cfg_.seed);
+    root.SetAttr("encoding", encoding_);
+    root.SetAttr("task", cfg_.task);
+    root.SetAttr("train_max_length", cfg_.train_max_length);
+    root.SetAttr("start_time", start_time_);
+
+    RecipeConfig copy = cfg_;
+    h5::Group config = root.CreateGroup("config");
+    config.WriteString("recipe", RecipeToToml(copy));
+    config.WriteString("recipe_source_text", cfg_.source_text);
+    config.SetAttr("recipe_source", cfg_.source_name);
+    for (const Field& f : Fields(copy)) config.SetAttr(f.key, FieldValueString(f));
+    config.SetAttr("encoding", encoding_);
+    auto it = cfg_.encoding_options.find(encoding_);
+    const EncodingInfo& info = FindEncoding(encoding_);
+    for (const auto& o : info.options) {
+      std::string v = o.default_value;
+      if (it != cfg_.encoding_options.end() && it->second.count(o.name)) v = it->second.at(o.name);
+      config.SetAttr("encoding_option." + o.name, v);
+    }
+
+    h5::Group train = root.CreateGroup("train");
+    const uint64_t S = hist_.step.size();
+    train.WriteInts("step", hist_.step, {S}, "step");
+    train.WriteInts("length", hist_.length, {S}, "step", "tokens (requested task length n)");
+    train.WriteDoubles("loss", hist_.loss, {S}, "step", "nats per scored token");
+    train.WriteDoubles("lr", hist_.lr, {S}, "step");
+    train.WriteDoubles("grad_norm", hist_.grad_norm, {S}, "step", "L2 norm before clipping");
+    train.WriteDoubles("tokens_per_s", hist_.tokens_per_s, {S}, "step", "tokens/s (wall clock)");
+
+    h5::Group ev = root.CreateGroup("eval");
+    const uint64_t E = eval_.size();
+    std::vector<int64_t> len, seq, samples, scored;
+    std::vector<double> loss, acc, em;
+    for (const auto& r : eval_) {
+      len.push_back(r.length);
+      seq.push_back(r.seq_len);
+      samples.push_back(r.samples);
+      scored.push_back(r.scored_tokens);
+      loss.push_back(r.loss);
+      acc.push_back(r.token_accuracy);
+      em.push_back(r.exact_match);
+    }
+    ev.WriteInts("length", len, {E}, "length", "tokens (requested task length n)");
+    ev.WriteInts("sequence_length", seq, {E}, "length", "tokens (model sequence T)");
+    ev.WriteDoubles("loss", loss, {E}, "length", "nats per scored token");
+    ev.WriteDoubles("token_accuracy", acc, {E}, "length", "fraction of scored tokens");
+    ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
+    ev.WriteInts("samples", samples, {E}, "length", "sequences");
+    ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
+
+    h5::Group probe = root.CreateGroup("probe");
+    h5::Group an = root.CreateGroup("analysis");
+    const uint64_t P = probes_.size(), L = cfg_.n_layers, H = cfg_.n_heads;
+    std::vector<int64_t> plen;
+    std::vector<double> ent, mx, mean, ent_m, mx_m, mean_m, logv;
+    for (const auto& p : probes_) {
+      plen.push_back(p.length);
+      ent.insert(ent.end(), p.entropy.begin(), p.entropy.end());
+      mx.insert(mx.end(), p.max_logit.begin(), p.max_logit.end());
+      mean.insert(mean.end(), p.mean_logit.begin(), p.mean_logit.end());
+      auto avg = [](const std::vector<double>& v) {
+        double s = 0;
+        for (double x : v) s += x;
+        return v.empty() ? 0.0 : s / v.size();
+      };
+      ent_m.push_back(avg(p.entropy));
+      mx_m.push_back(avg(p.max_logit));
+      mean_m.push_back(avg(p.mean_logit));
+      logv.push_back(p.log_visible);
+      const uint64_t T = p.T, stored = p.tokens.size() / p.T;
+      h5::Group g = probe.CreateGroup("length_" + std::to_string(p.length));
+      g.SetAttr("length", p.length);
+      g.SetAttr("sequence_length", p.T);
+      g.WriteInts("tokens", p.tokens, {stored, T}, "sample,query");
+      g.WriteDoubles("positions", p.positions, {T}, "query", "position ids (site 1)");
+      g.WriteFloats("logits", p.logits, {stored, L, H, T, T}, "sample,layer,head,query,key",
+                    "pre-softmax logit; -inf where masked");
+      g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
+                    "attention probability");
+      h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
+      ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query", "nats");
+      ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
+    }
+    probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
+    an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");
+    an.WriteDoubles("entropy", ent, {P, L, H}, "probe,layer,head", "nats (mean over queries, samples)");
+    an.WriteDoubles("max_logit", mx, {P, L, H}, "probe,layer,head", "logit (mean over queries of the row max)");
+    an.WriteDoubles("mean_logit", mean, {P, L, H}, "probe,layer,head", "logit (mean over visible keys and queries)");
+    an.WriteDoubles("entropy_mean", ent_m, {P}, "probe", "nats (mean over layers, heads)");
+    an.WriteDoubles("max_logit_mean", mx_m, {P}, "probe", "logit (mean over layers, heads)");
+    an.WriteDoubles("mean_logit_mean", mean_m, {P}, "probe", "logit (mean over layers, heads)");
+    an.WriteDoubles("log_visible_keys", logv, {P}, "probe",
+                    "nats: mean over queries of ln(visible keys), the uniform-attention entropy");
+
+    h5::Group st = root.CreateGroup("status");
+    st.SetAttr("state", state_);
+    st.SetAttr("message", message_);
+    st.SetAttr("steps_completed", static_cast<int64_t>(hist_.step.size()));
+    root.SetAttr("end_time", UtcNow());
+    w.Commit();
+  }
+
+  const RecipeConfig& cfg_;
+  std::string encoding_;
+  RunOptions opt_;
+  std::unique_ptr<Task> task_;
+  SequenceLayout layout_;
+  std::unique_ptr<PositionEncoding<float>> enc_;
+  std::unique_ptr<Transformer<float>> model_;
+  AdamWConfig opt_cfg_;
+  std::unique_ptr<AdamW<float>> adam_;
+  std::vector<ParamRef<float>> params_;
+  Rng data_rng_, pos_rng_;
+  TrainHistory hist_;
+  std::vector<EvalRow> eval_;
+  std::vector<ProbeResult> probes_;
+  std::string state_ = "completed", message_, start_time_;
+};
+
+}  // namespace
+
+RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
+                            const RunOptions& opt) {
+  const std::string path = RunFilePath(opt.out_dir, encoding);
+  if (opt.resume && std::filesystem::exists(path)) {
+    h5::Reader r(path);
+    const std::string state = r.root().OpenGroup("status").AttrString("state");
+    if (state == "completed" || state == "diverged") {
+      RunSummary s;
+      s.encoding = encoding;
+      s.state = "skipped";
+      s.message = "run file exists (" + state + ")";
+      s.path = path;
+      return s;
+    }
+  }
+  Runner runner(cfg, encoding, opt);
+  return runner.Run();
+}
+
+}  // namespace lexp

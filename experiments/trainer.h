@@ -1,0 +1,45 @@
+// Trains one model (one encoding of a recipe), evaluates it on every length, captures attention on
+// the probe batch, runs the analysis and writes the run file. Data flow:
+// recipe -> task batches -> model with its encoding -> captured tensors -> analysis -> HDF5.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/recipe.h"
+
+namespace lexp {
+
+struct EvalRow {
+  int length = 0, seq_len = 0, samples = 0;
+  long scored_tokens = 0;
+  double loss = 0, token_accuracy = 0, exact_match = 0;
+};
+
+struct RunOptions {
+  std::string out_dir;       // run file goes to <out_dir>/<encoding>.h5
+  bool resume = false;       // continue from <encoding>.ckpt.h5; skip models already completed
+  std::function<void(const std::string&)> progress;  // one line per call; may be empty
+  std::string label;         // progress prefix, e.g. "rope 2/4"
+  // Test hook: stop (as if killed) after this many steps, leaving only the checkpoint. 0 = never.
+  int stop_after_steps = 0;
+};
+
+struct RunSummary {
+  std::string encoding;
+  std::string state;  // completed | diverged | failed | interrupted | skipped
+  std::string message;
+  std::string path;
+  double final_train_loss = 0;
+  std::vector<EvalRow> eval;
+};
+
+RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
+                            const RunOptions& opt);
+
+// Path helpers shared with `lexp figures` and tests.
+std::string RunFilePath(const std::string& out_dir, const std::string& encoding);
+std::string CheckpointPath(const std::string& out_dir, const std::string& encoding);
+
+}  // namespace lexp

@@ -1,0 +1,26 @@
+// Figure programs' shared code: read run files (HDF5) of a run directory and draw with gnuplot through
+// gnuplot-iostream. Every figure writes three files into <run_dir>/figures/: NAME.png, NAME.gp (the
+// script) and NAME.dat (the data it plots), so a figure can be restyled without rerunning anything.
+// Figures read files, never live objects.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lexp {
+
+// Run files of a directory (completed or not), sorted by encoding name; checkpoints excluded.
+std::vector<std::string> FindRunFiles(const std::string& run_dir);
+
+// Token accuracy (and exact match) vs evaluation length, one line per encoding, training length
+// marked. Returns the PNG path.
+std::string DrawAccuracyVsLength(const std::string& run_dir);
+
+// Attention entropy (with the uniform ln n reference) and max pre-softmax logit vs probe length,
+// one line per encoding. Returns the PNG path.
+std::string DrawAttentionVsLength(const std::string& run_dir);
+
+// Every figure of a run directory; returns the PNG paths.
+std::vector<std::string> DrawAllFigures(const std::string& run_dir);
+
+}  // namespace lexp
