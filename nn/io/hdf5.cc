@@ -102,6 +102,38 @@ bool Group::Has(const std::string& name) const {
   return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
+bool Group::IsGroup(const std::string& name) const {
+  Handle obj = Check(H5Oopen(id(), name.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + name + "'");
+  return H5Iget_type(obj.id()) == H5I_GROUP;
+}
+
+std::vector<std::string> Group::AttrNames() const {
+  std::vector<std::string> names;
+  H5Aiterate2(
+      id(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+std::string Group::AttrAsText(const std::string& name) const {
+  Handle a = Check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose,
+                   "open attribute '" + name + "'");
+  Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
+  switch (H5Tget_class(type.id())) {
+    case H5T_STRING: return AttrString(name);
+    case H5T_INTEGER: return std::to_string(AttrInt(name));
+    default: {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.17g", AttrDouble(name));
+      return buf;
+    }
+  }
+}
+
 std::vector<std::string> Group::Children() const {
   std::vector<std::string> names;
   H5Literate(

@@ -49,6 +49,10 @@ class Group {
   Group CreateGroup(const std::string& name) const;  // creates or opens
   Group OpenGroup(const std::string& name) const;
   bool Has(const std::string& name) const;
+  bool IsGroup(const std::string& name) const;
+  std::vector<std::string> AttrNames() const;
+  // Any scalar attribute (text, integer or float) as text; for comparisons and printing.
+  std::string AttrAsText(const std::string& name) const;
   std::vector<std::string> Children() const;
 
   // Row-major n-d datasets. `axes` names each dimension ("layer,head,query,key"); units optional.

@@ -1,0 +1,115 @@
+// Task generators (tasks.md 2.2, 3, 4.2) and their layout into model sequences.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "experiments/sequence_layout.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+Example SampleOf(const std::string& task, int n, uint64_t seed, int vocab = 0) {
+  Rng rng(seed);
+  return CreateTask(task, TaskOptions{vocab})->Sample(n, rng);
+}
+
+TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
+  for (const auto& info : ListTasks()) {
+    for (int n : {1, 2, 3, 17}) {
+      const Example a = SampleOf(info.name, n, 42), b = SampleOf(info.name, n, 42);
+      EXPECT_EQ(a.input, b.input) << info.name;
+      EXPECT_EQ(a.output, b.output) << info.name;
+      const size_t expect_in = info.name == "associative_recall" ? 2 * n : n;
+      EXPECT_EQ(a.input.size(), expect_in) << info.name << " n=" << n;
+      EXPECT_EQ(a.output.size(), a.output_scored.size()) << info.name;
+      auto task = CreateTask(info.name, {});
+      for (int x : a.input) EXPECT_TRUE(x >= 0 && x < task->InputAlphabet()) << info.name;
+      for (int y : a.output) EXPECT_TRUE(y >= 0 && y < task->OutputAlphabet()) << info.name;
+    }
+    EXPECT_NE(SampleOf(info.name, 30, 1).input, SampleOf(info.name, 30, 2).input) << info.name;
+  }
+}
+
+TEST(Tasks, CopyReverseDuplicateAndParityAreCorrect) {
+  for (int n : {1, 2, 9}) {
+    const Example c = SampleOf("copy", n, 3);
+    EXPECT_EQ(c.output, c.input);
+    const Example r = SampleOf("reverse_string", n, 3);
+    std::vector<int> rr(r.output.rbegin(), r.output.rend());
+    EXPECT_EQ(rr, r.input) << "reverse of the reverse is the input";
+    const Example d = SampleOf("duplicate_string", n, 3);
+    ASSERT_EQ(d.output.size(), 2u * n);
+    EXPECT_TRUE(std::equal(d.input.begin(), d.input.end(), d.output.begin()));
+    EXPECT_TRUE(std::equal(d.input.begin(), d.input.end(), d.output.begin() + n));
+    const Example p = SampleOf("parity_check", n, 3);
+    ASSERT_EQ(p.output.size(), 1u);
+    EXPECT_EQ(p.output[0], static_cast<int>(std::count(p.input.begin(), p.input.end(), 1)) % 2);
+  }
+  // Hand-checked: a copy pool of 100 by default, binary alphabets for the Chomsky string tasks.
+  EXPECT_EQ(CreateTask("copy", {})->InputAlphabet(), 100);
+  EXPECT_EQ(CreateTask("reverse_string", {})->InputAlphabet(), 2);
+}
+
+TEST(Tasks, AssociativeRecallAnswersEveryKeyWithItsValue) {
+  const int n = 12;
+  const Example e = SampleOf("associative_recall", n, 9, 64);
+  std::map<int, int> value_of;
+  std::set<int> keys;
+  for (int i = 0; i < n; ++i) {
+    const int k = e.input[2 * i], v = e.input[2 * i + 1];
+    EXPECT_LT(k, 32);
+    EXPECT_GE(v, 32);
+    EXPECT_TRUE(keys.insert(k).second) << "keys are distinct";
+    value_of[k] = v;
+  }
+  ASSERT_EQ(e.output.size(), 2u * n);
+  std::set<int> queried;
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(e.output_scored[2 * i], 0) << "queries are not scored";
+    EXPECT_EQ(e.output_scored[2 * i + 1], 1);
+    EXPECT_EQ(e.output[2 * i + 1], value_of.at(e.output[2 * i]));
+    queried.insert(e.output[2 * i]);
+  }
+  EXPECT_EQ(queried, keys) << "every key is queried once";
+  Rng rng(1);
+  EXPECT_THROW(CreateTask("associative_recall", {64})->Sample(33, rng), Error);
+}
+
+TEST(SequenceLayout, DecoderMasksCoverExactlyTheAnswer) {
+  auto task = CreateTask("reverse_string", {});
+  SequenceLayout layout(*task, Layout::kDecoder);
+  Rng rng(5);
+  const Batch b = layout.MakeBatch(4, 3, rng);
+  ASSERT_EQ(b.T, 8);
+  for (int s = 0; s < 3; ++s) {
+    const int* tok = b.tokens.data() + s * 8;
+    EXPECT_EQ(tok[4], layout.Sep());
+    for (int t = 0; t < 8; ++t) EXPECT_EQ(b.mask[s * 8 + t], t >= 4 ? 1 : 0) << t;
+    // Teacher forcing: the target of position t is the token at t+1, and the answer reverses.
+    for (int t = 4; t < 7; ++t) EXPECT_EQ(b.targets[s * 8 + t], tok[t + 1]);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(b.targets[s * 8 + 4 + k], tok[3 - k]);
+  }
+}
+
+TEST(SequenceLayout, EncoderAppendsBlankOutputSlots) {
+  auto task = CreateTask("parity_check", {});
+  SequenceLayout layout(*task, Layout::kEncoder);
+  Rng rng(5);
+  const Batch b = layout.MakeBatch(5, 2, rng);
+  ASSERT_EQ(b.T, 6);
+  for (int s = 0; s < 2; ++s) {
+    EXPECT_EQ(b.tokens[s * 6 + 5], layout.Blank());
+    for (int t = 0; t < 6; ++t) EXPECT_EQ(b.mask[s * 6 + t], t == 5 ? 1 : 0);
+    int ones = 0;
+    for (int t = 0; t < 5; ++t) ones += b.tokens[s * 6 + t];
+    EXPECT_EQ(b.targets[s * 6 + 5], 2 + ones % 2) << "output classes follow the input alphabet";
+  }
+  auto recall = CreateTask("associative_recall", {});
+  EXPECT_THROW(SequenceLayout(*recall, Layout::kEncoder), Error);
+}
+
+}  // namespace
+}  // namespace lexp
