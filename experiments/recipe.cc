@@ -131,6 +131,7 @@ std::string FieldValueString(const Field& f) {
 namespace {
 
 std::string Where(const std::string& source, const std::string& key) {
+  if (source == "--set") return "--set " + key;
   return "recipe '" + source + "': " + key;
 }
 
@@ -165,7 +166,7 @@ void CheckRange(const Field& f, double v, const std::string& source) {
   if (f.min < f.max && (v < f.min || v > f.max)) {
     std::ostringstream s;
     s << Where(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
-    Fail(__FILE__, __LINE__, s.str());
+    FailInput(s.str());
   }
 }
 
@@ -182,40 +183,40 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
             const double d = *n.value<double>();
             if (d == static_cast<double>(static_cast<int64_t>(d))) v = static_cast<int64_t>(d);
           }
-          if (!v) Fail(__FILE__, __LINE__, bad);
+          if (!v) FailInput(bad);
           CheckRange(f, static_cast<double>(*v), source);
           *p = static_cast<int>(*v);
         } else if constexpr (std::is_same_v<T, double>) {
           auto v = n.value<double>();
-          if (!v || n.is_boolean() || n.is_string()) Fail(__FILE__, __LINE__, bad);
+          if (!v || n.is_boolean() || n.is_string()) FailInput(bad);
           CheckRange(f, *v, source);
           *p = *v;
         } else if constexpr (std::is_same_v<T, std::string>) {
           auto v = n.value_exact<std::string>();
-          if (!v) Fail(__FILE__, __LINE__, bad);
+          if (!v) FailInput(bad);
           if (!f.allowed.empty() &&
               std::find(f.allowed.begin(), f.allowed.end(), *v) == f.allowed.end())
-            Fail(__FILE__, __LINE__,
+            FailInput(
                  Where(source, f.key) + " = \"" + *v + "\" is not allowed; allowed: " + Allowed(f));
           *p = *v;
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           const toml::array* a = n.as_array();
-          if (!a) Fail(__FILE__, __LINE__, bad);
+          if (!a) FailInput(bad);
           p->clear();
           for (const auto& e : *a) {
             auto v = e.value_exact<int64_t>();
             if (!v || *v < 1)
-              Fail(__FILE__, __LINE__, Where(source, f.key) + " must hold positive integers, got " +
+              FailInput(Where(source, f.key) + " must hold positive integers, got " +
                                            NodeText(e));
             p->push_back(static_cast<int>(*v));
           }
         } else {
           const toml::array* a = n.as_array();
-          if (!a) Fail(__FILE__, __LINE__, bad);
+          if (!a) FailInput(bad);
           p->clear();
           for (const auto& e : *a) {
             auto v = e.value_exact<std::string>();
-            if (!v) Fail(__FILE__, __LINE__, Where(source, f.key) + " must hold strings, got " +
+            if (!v) FailInput(Where(source, f.key) + " must hold strings, got " +
                                                  NodeText(e));
             p->push_back(*v);
           }
@@ -241,12 +242,13 @@ void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::strin
   for (const auto& [enc_key, node] : t) {
     const std::string enc(enc_key.str());
     const toml::table* opts = node.as_table();
-    LEXP_CHECK(opts != nullptr,
+    LEXP_INPUT_CHECK(opts != nullptr,
                Where(source, "encoding_options." + enc) + " must be a table of options");
     FindEncoding(enc);  // unknown encoding names are errors
+    c.encoding_options[enc];  // an empty table still names the encoding
     for (const auto& [k, v] : *opts) {
       const std::string key = "encoding_options." + enc + "." + std::string(k.str());
-      LEXP_CHECK(v.is_value(), Where(source, key) + " must be a number, string or boolean");
+      LEXP_INPUT_CHECK(v.is_value(), Where(source, key) + " must be a number, string or boolean");
       c.encoding_options[enc][std::string(k.str())] = OptionValueText(v);
     }
   }
@@ -265,7 +267,7 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
     std::ostringstream s;
     s << "recipe '" << source << "' is not valid TOML: " << e.description() << " (line "
       << e.source().begin.line << ", column " << e.source().begin.column << ")";
-    Fail(__FILE__, __LINE__, s.str());
+    FailInput(s.str());
   }
   std::vector<Field> fields = Fields(c);
   std::map<std::string, std::vector<std::string>> keys_of_section;
@@ -276,18 +278,18 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
   for (const auto& [sec_key, sec_node] : root) {
     const std::string sec(sec_key.str());
     if (sec == "encoding_options") {
-      LEXP_CHECK(sec_node.is_table(), Where(source, sec) + " must be a table");
+      LEXP_INPUT_CHECK(sec_node.is_table(), Where(source, sec) + " must be a table");
       LoadEncodingOptions(c, *sec_node.as_table(), source);
       continue;
     }
     if (!keys_of_section.count(sec)) {
       std::string known;
       for (const auto& [s, _] : keys_of_section) known += "[" + s + "] ";
-      Fail(__FILE__, __LINE__, Where(source, sec) + " is not a known section; sections: " + known +
+      FailInput(Where(source, sec) + " is not a known section; sections: " + known +
                                    "[encoding_options]");
     }
     const toml::table* t = sec_node.as_table();
-    LEXP_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
+    LEXP_INPUT_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
     for (const auto& [k, v] : *t) {
       const std::string key = sec + "." + std::string(k.str());
       auto it = std::find_if(fields.begin(), fields.end(),
@@ -295,7 +297,7 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
       if (it == fields.end()) {
         std::string known;
         for (const auto& n : keys_of_section[sec]) known += (known.empty() ? "" : ", ") + n;
-        Fail(__FILE__, __LINE__,
+        FailInput(
              Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
       }
       Assign(*it, v, source);
@@ -308,7 +310,7 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
   std::vector<Field> fields = Fields(c);
   for (const std::string& s : sets) {
     const auto eq = s.find('=');
-    LEXP_CHECK(eq != std::string::npos && eq > 0,
+    LEXP_INPUT_CHECK(eq != std::string::npos && eq > 0,
                "--set '" + s + "': expected key=value, e.g. --set train.steps=200");
     const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
     toml::table parsed;
@@ -339,7 +341,7 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
     if (key.rfind("encoding_options.", 0) == 0) {
       const std::string rest = key.substr(17);
       const auto dot = rest.find('.');
-      LEXP_CHECK(dot != std::string::npos,
+      LEXP_INPUT_CHECK(dot != std::string::npos,
                  "--set " + key + ": expected encoding_options.<encoding>.<option>=value");
       const std::string enc = rest.substr(0, dot);
       FindEncoding(enc);
@@ -350,7 +352,7 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
     if (it == fields.end()) {
       std::string known;
       for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.key;
-      Fail(__FILE__, __LINE__, "--set " + key + ": not a recipe key; keys: " + known);
+      FailInput("--set " + key + ": not a recipe key; keys: " + known);
     }
     // A single value for a list field becomes a one-element list.
     if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
@@ -364,40 +366,46 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
 
 void ValidateRecipe(const RecipeConfig& c) {
   const std::string src = c.source_name;
-  LEXP_CHECK(c.d_model % c.n_heads == 0,
+  LEXP_INPUT_CHECK(c.d_model % c.n_heads == 0,
              Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
                  " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
-  LEXP_CHECK(!c.encodings.empty(), Where(src, "model.encodings") + " must name at least one encoding");
+  LEXP_INPUT_CHECK(!c.encodings.empty(), Where(src, "model.encodings") + " must name at least one encoding");
   std::unique_ptr<Task> task;
   try {
     task = CreateTask(c.task, TaskOptions{c.task_vocab});
   } catch (const Error& e) {
-    Fail(__FILE__, __LINE__, Where(src, "task.name") + ": " + e.what());
+    FailInput(Where(src, "task.name") + ": " + e.what());
   }
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   try {
     SequenceLayout check(*task, layout);
   } catch (const Error& e) {
-    Fail(__FILE__, __LINE__, Where(src, "model.layout") + ": " + e.what());
+    FailInput(Where(src, "model.layout") + ": " + e.what());
   }
   for (int n : c.EvalLengths())
-    LEXP_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
+    LEXP_INPUT_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
                                            " exceeds what task '" + c.task + "' supports (" +
                                            std::to_string(task->MaxLength()) + ")");
   std::set<std::string> seen;
   for (const auto& e : c.encodings) {
-    LEXP_CHECK(seen.insert(e).second, Where(src, "model.encodings") + " lists '" + e + "' twice");
+    LEXP_INPUT_CHECK(seen.insert(e).second, Where(src, "model.encodings") + " lists '" + e + "' twice");
     try {
-      const EncodingInfo& info = FindEncoding(e);
+      FindEncoding(e);
+    } catch (const InputError& err) {
+      FailInput(Where(src, "model.encodings") + ": " + err.what());
+    }
+    try {
+      // Building the encoding checks option names and values (ranges, allowed words).
       auto it = c.encoding_options.find(e);
-      EncodingOptions(e, info.options,
-                      it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second);
-    } catch (const Error& err) {
-      Fail(__FILE__, __LINE__, Where(src, "model.encodings") + ": " + err.what());
+      CreateEncoding<float>(
+          e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
+          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxSequenceTokens()});
+    } catch (const InputError& err) {
+      FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
     }
   }
   for (const auto& [e, _] : c.encoding_options)
-    LEXP_CHECK(seen.count(e), Where(src, "encoding_options." + e) +
+    LEXP_INPUT_CHECK(seen.count(e), Where(src, "encoding_options." + e) +
                                   " configures an encoding that model.encodings does not train");
 }
 

@@ -6,7 +6,7 @@ namespace lexp {
 
 SequenceLayout::SequenceLayout(const Task& task, Layout layout)
     : task_(task), layout_(layout), vin_(task.InputAlphabet()) {
-  LEXP_CHECK(layout == Layout::kDecoder || task.SupportsEncoder(),
+  LEXP_INPUT_CHECK(layout == Layout::kDecoder || task.SupportsEncoder(),
              "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
   const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
   sep_ = symbols;
@@ -29,7 +29,7 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng) const {
       b.T = T;
       b.tokens.reserve(static_cast<size_t>(T) * batch_size);
     }
-    LEXP_CHECK(T == b.T, "task '" + task_.Name() + "' produced examples of different lengths for n=" +
+    LEXP_INPUT_CHECK(T == b.T, "task '" + task_.Name() + "' produced examples of different lengths for n=" +
                              std::to_string(n));
     const int ni = static_cast<int>(e.input.size()), m = static_cast<int>(e.output.size());
     for (int t = 0; t < ni; ++t) {

@@ -12,6 +12,15 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Bad user input (recipe, options, files): the message names the key, the file and what is allowed,
+// and carries no source location because it is addressed to the user, not to a developer.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+[[noreturn]] inline void FailInput(const std::string& msg) { throw InputError(msg); }
+
 [[noreturn]] inline void Fail(const char* file, int line, const std::string& msg) {
   throw Error(std::string(file) + ":" + std::to_string(line) + ": " + msg);
 }
@@ -21,6 +30,11 @@ class Error : public std::runtime_error {
 #define LEXP_CHECK(cond, msg)                                        \
   do {                                                               \
     if (!(cond)) ::lexp::Fail(__FILE__, __LINE__, std::string(msg)); \
+  } while (0)
+
+#define LEXP_INPUT_CHECK(cond, msg)                       \
+  do {                                                    \
+    if (!(cond)) ::lexp::FailInput(std::string(msg));     \
   } while (0)
 
 #ifdef LEXP_DEBUG_CHECKS

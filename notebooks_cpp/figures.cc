@@ -48,7 +48,7 @@ RunData ReadRun(const std::string& path) {
 std::vector<RunData> ReadRuns(const std::string& run_dir) {
   std::vector<RunData> runs;
   for (const auto& p : FindRunFiles(run_dir)) runs.push_back(ReadRun(p));
-  LEXP_CHECK(!runs.empty(), "no run files (*.h5) in '" + run_dir + "'");
+  LEXP_INPUT_CHECK(!runs.empty(), "no run files (*.h5) in '" + run_dir + "'");
   return runs;
 }
 
@@ -80,7 +80,7 @@ fs::path FigureDir(const std::string& run_dir) {
 }  // namespace
 
 std::vector<std::string> FindRunFiles(const std::string& run_dir) {
-  LEXP_CHECK(fs::is_directory(run_dir), "'" + run_dir + "' is not a directory");
+  LEXP_INPUT_CHECK(fs::is_directory(run_dir), "'" + run_dir + "' is not a directory");
   std::vector<std::string> out;
   for (const auto& e : fs::directory_iterator(run_dir)) {
     const std::string name = e.path().filename().string();

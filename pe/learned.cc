@@ -10,7 +10,7 @@ LearnedAbsolute<S>::LearnedAbsolute(const EncodingShape& shape, const EncodingOp
       init_std_(opt.Double("init_std")) {
   int rows = opt.Int("max_len");
   if (rows == 0) rows = shape.max_length;
-  LEXP_CHECK(rows > 0, "encoding 'learned': max_len must be positive");
+  LEXP_INPUT_CHECK(rows > 0, "encoding 'learned': max_len must be positive");
   table_.setZero(rows, shape.d_model);
   d_table_.setZero(rows, shape.d_model);
 }
@@ -23,9 +23,9 @@ void LearnedAbsolute<S>::Init(Rng& rng) {
 template <typename S>
 int LearnedAbsolute<S>::Row(double pos) const {
   const long p = std::lround(pos);
-  LEXP_CHECK(p >= 0, "encoding 'learned': negative position");
+  LEXP_INPUT_CHECK(p >= 0, "encoding 'learned': negative position");
   if (p < table_.rows()) return static_cast<int>(p);
-  LEXP_CHECK(clamp_, "encoding 'learned': position " + std::to_string(p) +
+  LEXP_INPUT_CHECK(clamp_, "encoding 'learned': position " + std::to_string(p) +
                          " is past its table of " + std::to_string(table_.rows()) +
                          " rows; set max_len larger or beyond = \"clamp\"");
   return static_cast<int>(table_.rows() - 1);

@@ -37,7 +37,7 @@ const EncodingInfo& FindEncoding(const std::string& name) {
     if (e.name == name) return e;
     known += (known.empty() ? "" : ", ") + e.name;
   }
-  Fail(__FILE__, __LINE__, "unknown encoding '" + name + "'; known encodings: " + known);
+  FailInput("unknown encoding '" + name + "'; known encodings: " + known);
 }
 
 template <typename S>

@@ -15,8 +15,8 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt)
     : D_(shape.d_model / shape.n_heads),
       interleaved_(opt.String("pairing", {"half", "interleaved"}) == "interleaved") {
   const double base = opt.Double("base");
-  LEXP_CHECK(base > 1, "encoding 'rope': base must be > 1");
-  LEXP_CHECK(D_ % 2 == 0, "encoding 'rope': the head dimension must be even");
+  LEXP_INPUT_CHECK(base > 1, "encoding 'rope': base must be > 1");
+  LEXP_INPUT_CHECK(D_ % 2 == 0, "encoding 'rope': the head dimension must be even");
   inv_freq_ = RopeInverseFrequencies(D_, base);
 }
 

@@ -15,7 +15,7 @@ void SinusoidalRow(double pos, int C, double base, double* out) {
 template <typename S>
 Sinusoidal<S>::Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt)
     : C_(shape.d_model), base_(opt.Double("base")), row_(shape.d_model) {
-  LEXP_CHECK(base_ > 1, "encoding 'sinusoidal': base must be > 1");
+  LEXP_INPUT_CHECK(base_ > 1, "encoding 'sinusoidal': base must be > 1");
 }
 
 template <typename S>

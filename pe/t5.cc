@@ -30,8 +30,8 @@ T5Bias<S>::T5Bias(const EncodingShape& shape, const EncodingOptions& opt)
       max_distance_(opt.Int("max_distance")),
       bidirectional_(!shape.causal),
       per_layer_(opt.Bool("per_layer")) {
-  LEXP_CHECK(buckets_ >= 4 && buckets_ % 2 == 0, "encoding 't5': num_buckets must be even and >= 4");
-  LEXP_CHECK(max_distance_ > buckets_ / 2, "encoding 't5': max_distance must exceed num_buckets/2");
+  LEXP_INPUT_CHECK(buckets_ >= 4 && buckets_ % 2 == 0, "encoding 't5': num_buckets must be even and >= 4");
+  LEXP_INPUT_CHECK(max_distance_ > buckets_ / 2, "encoding 't5': max_distance must exceed num_buckets/2");
   const int layers = per_layer_ ? shape.n_layers : 1;
   table_.setZero(static_cast<long>(layers) * buckets_, H_);
   d_table_.setZero(table_.rows(), H_);

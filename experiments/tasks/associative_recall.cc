@@ -8,7 +8,7 @@ namespace lexp {
 
 Example AssociativeRecallTask::Sample(int n, Rng& rng) const {
   const int half = vocab_ / 2;
-  LEXP_CHECK(n >= 1 && n <= half, "associative_recall: length " + std::to_string(n) +
+  LEXP_INPUT_CHECK(n >= 1 && n <= half, "associative_recall: length " + std::to_string(n) +
                                       " needs n distinct keys; at most vocab/2 = " +
                                       std::to_string(half));
   // Partial Fisher-Yates: n distinct keys from [0, half).

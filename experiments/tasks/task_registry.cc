@@ -29,7 +29,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   std::string known;
   for (const auto& t : ListTasks()) known += (known.empty() ? "" : ", ") + t.name;
-  Fail(__FILE__, __LINE__, "unknown task '" + name + "'; known tasks: " + known);
+  FailInput("unknown task '" + name + "'; known tasks: " + known);
 }
 
 }  // namespace lexp
