@@ -158,7 +158,7 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   while (fgets(buf, sizeof buf, p)) out += buf;
   const int rc = pclose(p);
   LEXP_CHECK(rc == 0, "PyTorch reference failed (is python3-torch installed? apt-get install "
-                      "python3-torch libtcmalloc-minimal4):\n" + out);
+                      "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" + out);
   std::string line;
   std::istringstream ss(out);
   std::string last;
@@ -199,6 +199,16 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
                     threads));
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config", "pos",
                     "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved", "peak RSS"));
+  if (opt.compare) {
+    // Debian's torch takes its BLAS from the libblas.so.3 alternative; the reference netlib BLAS
+    // there makes PyTorch about 12x slower, which would flatter lexp.
+    std::error_code ec;
+    const auto blas = std::filesystem::canonical("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec);
+    if (!ec && blas.string().find("openblas") == std::string::npos)
+      print("warning: libblas.so.3 is " + blas.string() +
+            ", not OpenBLAS; PyTorch will be far slower than at its best "
+            "(apt-get install libopenblas0-pthread)");
+  }
   std::vector<BenchResult> all;
   std::vector<std::string> ratios;
   for (const std::string& name : opt.configs) {
