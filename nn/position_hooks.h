@@ -46,6 +46,8 @@ class AttentionPattern {
   virtual bool Visible(int /*i*/, int /*j*/, int /*T*/) const { return true; }
   // Distance at which query i sees key j, for distance-based encodings (positions, not indices).
   virtual double EffectiveDistance(int i, int j, const double* pos) const { return pos[i] - pos[j]; }
+  // True when EffectiveDistance is pos[i] - pos[j]; lets hot loops skip the virtual call.
+  virtual bool PlainDistance() const { return true; }
 
  private:
   bool causal_;
@@ -60,7 +62,10 @@ struct AttentionContext {
   int T = 0;                     // sequence length (keys = queries)
   const double* pos = nullptr;   // [T] position ids from site 1
   const AttentionPattern* pattern = nullptr;
-  double Distance(int i, int j) const { return pattern->EffectiveDistance(i, j, pos); }
+  bool plain_distance = true;    // pattern->PlainDistance(), cached
+  double Distance(int i, int j) const {
+    return plain_distance ? pos[i] - pos[j] : pattern->EffectiveDistance(i, j, pos);
+  }
 };
 
 enum Site : unsigned {

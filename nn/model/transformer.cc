@@ -146,7 +146,8 @@ void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool back
   const long C = cfg_.d_model;
   ParallelFor(static_cast<long>(B_) * H, [&](long task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    AttentionContext ctx{l, h, H, D, T, pos_.data(), &ActivePattern()};
+    AttentionContext ctx{l, h, H, D, T, pos_.data(), &ActivePattern(),
+                         ActivePattern().PlainDistance()};
     S* x = m.data() + static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     if (backward)
       enc_->TransformQKBackward(ctx, is_query, x, C);

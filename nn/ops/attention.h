@@ -119,7 +119,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
   const S neg_inf = -std::numeric_limits<S>::infinity();
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
-    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern};
+    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     const S* qh = q.data() + base;
     const S* kh = k.data() + base;
@@ -202,7 +202,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   if (has_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
-    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern};
+    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));

@@ -59,17 +59,17 @@ void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cac
           cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
     }
   });
-  // Parameter gradients reduce over rows: column chunks keep the summation order fixed.
+  // Parameter gradients reduce over rows: column chunks keep the summation order fixed, and rows
+  // are walked in order with the chunk's columns contiguous.
   ParallelChunks(C, kColGrain, [&](long c0, long c1) {
-    for (long c = c0; c < c1; ++c) {
-      S sg = 0, sb = 0;
-      for (long r = 0; r < N; ++r) {
-        sg += d_y(r, c) * cache.xhat(r, c);
-        sb += d_y(r, c);
-      }
-      d_p.g[c] += sg;
-      d_p.b[c] += sb;
+    const long n = c1 - c0;
+    RowVec<S> sg = RowVec<S>::Zero(n), sb = RowVec<S>::Zero(n);
+    for (long r = 0; r < N; ++r) {
+      sg += d_y.row(r).segment(c0, n).cwiseProduct(cache.xhat.row(r).segment(c0, n));
+      sb += d_y.row(r).segment(c0, n);
     }
+    d_p.g.segment(c0, n) += sg;
+    d_p.b.segment(c0, n) += sb;
   });
 }
 

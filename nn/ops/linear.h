@@ -7,8 +7,10 @@
 
 namespace lexp {
 
-inline constexpr long kRowGrain = 128;  // rows per GEMM task: large enough to keep the kernel busy
-inline constexpr long kColGrain = 64;   // output columns per weight-gradient task
+inline constexpr long kRowGrain = 512;  // rows per GEMM task: large enough to keep the kernel busy
+inline constexpr long kColGrain = 64;   // columns per reduction task (norms, embeddings)
+// Output columns per weight-gradient task: each task repacks all of x, so fewer, wider tasks.
+inline constexpr long kWeightGradColGrain = 128;
 
 template <typename S>
 struct LinearParams {
@@ -36,7 +38,7 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
       d_x->middleRows(r0, r1 - r0).noalias() += d_y.middleRows(r0, r1 - r0) * p.w.transpose();
     });
   }
-  ParallelChunks(p.w.cols(), kColGrain, [&](long c0, long c1) {
+  ParallelChunks(p.w.cols(), kWeightGradColGrain, [&](long c0, long c1) {
     d_p.w.middleCols(c0, c1 - c0).noalias() += x.transpose() * d_y.middleCols(c0, c1 - c0);
     d_p.b.segment(c0, c1 - c0) += d_y.middleCols(c0, c1 - c0).colwise().sum();
   });

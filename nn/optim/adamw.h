@@ -1,5 +1,5 @@
-// AdamW with decoupled weight decay (Loshchilov & Hutter 2019, arXiv:1711.05101), global gradient-norm
-// clipping, and a linear warm-up followed by cosine decay to `min_lr_ratio * lr`.
+// AdamW with decoupled weight decay (Loshchilov & Hutter 2019, arXiv:1711.05101), global
+// gradient-norm clipping, and a linear warm-up followed by cosine decay to `min_lr_ratio * lr`.
 // Matches torch.optim.AdamW: p -= lr*wd*p; m,v updated; p -= lr * mhat / (sqrt(vhat) + eps).
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/parallel.h"
 #include "nn/position_hooks.h"
 
 namespace lexp {
@@ -24,7 +25,8 @@ struct AdamWConfig {
   double min_lr_ratio = 0.1;
 };
 
-// Learning rate at 0-based `step`: linear warm-up over warmup_steps, then cosine to min_lr_ratio*lr.
+// Learning rate at 0-based `step`: linear warm-up over warmup_steps, then cosine to
+// min_lr_ratio*lr.
 inline double ScheduledLr(const AdamWConfig& c, long step) {
   if (c.warmup_steps > 0 && step < c.warmup_steps)
     return c.lr * static_cast<double>(step + 1) / c.warmup_steps;
@@ -33,6 +35,8 @@ inline double ScheduledLr(const AdamWConfig& c, long step) {
   const double cosine = 0.5 * (1.0 + std::cos(3.14159265358979323846 * t));
   return c.lr * (c.min_lr_ratio + (1.0 - c.min_lr_ratio) * cosine);
 }
+
+inline constexpr long kAdamGrain = 1 << 15;
 
 template <typename S>
 class AdamW {
@@ -58,7 +62,8 @@ class AdamW {
   }
 
   // One update; returns the gradient norm before clipping. Parameters named "*.b", "*.g" (biases,
-  // norm gains) and embeddings are decayed too, as torch's AdamW does with a single parameter group.
+  // norm gains) and embeddings are decayed too, as torch's AdamW does with a single parameter
+  // group.
   double Step(const std::vector<ParamRef<S>>& params, double lr) {
     LEXP_CHECK(params.size() == m_.size(), "AdamW: Attach() was not called for these parameters");
     const double norm = GradNorm(params);
@@ -71,15 +76,18 @@ class AdamW {
       const auto& p = params[k];
       double* m = m_[k].data();
       double* v = v_[k].data();
-      for (long i = 0; i < p.size; ++i) {
-        const double g = static_cast<double>(p.grad[i]) * clip;
-        double w = static_cast<double>(p.value[i]);
-        w -= lr * cfg_.weight_decay * w;
-        m[i] = cfg_.beta1 * m[i] + (1 - cfg_.beta1) * g;
-        v[i] = cfg_.beta2 * v[i] + (1 - cfg_.beta2) * g * g;
-        w -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + cfg_.eps);
-        p.value[i] = static_cast<S>(w);
-      }
+      // Element-wise, so any split gives the same bits.
+      ParallelChunks(p.size, kAdamGrain, [&](long i0, long i1) {
+        for (long i = i0; i < i1; ++i) {
+          const double g = static_cast<double>(p.grad[i]) * clip;
+          double w = static_cast<double>(p.value[i]);
+          w -= lr * cfg_.weight_decay * w;
+          m[i] = cfg_.beta1 * m[i] + (1 - cfg_.beta1) * g;
+          v[i] = cfg_.beta2 * v[i] + (1 - cfg_.beta2) * g * g;
+          w -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + cfg_.eps);
+          p.value[i] = static_cast<S>(w);
+        }
+      });
     }
     return norm;
   }
