@@ -145,7 +145,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           const S mx = row.maxCoeff();
           // NaN logits (a diverging run) pass through, so the loss reports them.
           LEXP_CHECK(!(mx == neg_inf), "attention: a query sees no key");
-          row = (row.array() - mx).exp();
+          // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
+          row = (row.array() == neg_inf).select(S(0), (row.array() - mx).exp());
           row /= row.sum();
         }
         O.middleRows(i0, n).noalias() = P.middleCols(jb, je - jb) * V.middleRows(jb, je - jb);
@@ -167,7 +168,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             }
             const S m_new = std::max(sc.m[r], bmax);
             const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
-            row = (row.array() - m_new).exp();
+            row = (row.array() == neg_inf).select(S(0), (row.array() - m_new).exp());
             sc.l[r] = sc.l[r] * corr + row.sum();
             sc.acc.row(r) *= corr;
             sc.m[r] = m_new;
