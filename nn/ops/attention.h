@@ -68,6 +68,19 @@ inline void BlockKeyBounds(const AttentionPattern& pat, int i0, int i1, int T, i
   if (*je < *jb) *je = *jb;
 }
 
+// Writes `value` at the keys of [j0, j1) that query i may not see (row points at key j0).
+template <typename S>
+void SetMasked(const AttentionPattern& pat, int i, int T, int j0, int j1, S* row, S value) {
+  int b, e;
+  pat.KeyBounds(i, T, &b, &e);
+  for (int j = j0; j < std::min(b, j1); ++j) row[j - j0] = value;
+  for (int j = std::max(e, j0); j < j1; ++j) row[j - j0] = value;
+  if (!pat.Contiguous()) {
+    for (int j = std::max(b, j0); j < std::min(e, j1); ++j)
+      if (!pat.Visible(i, j, T)) row[j - j0] = value;
+  }
+}
+
 // Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
 template <typename S>
 void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
@@ -84,18 +97,9 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
   }
   if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, q, ld, s, lds);
-  const S neg_inf = -std::numeric_limits<S>::infinity();
-  const AttentionPattern& pat = *ctx.pattern;
-  for (int r = 0; r < n; ++r) {
-    int b, e;
-    pat.KeyBounds(i0 + r, ctx.T, &b, &e);
-    for (int j = j0; j < std::min(b, j1); ++j) out(r, j - j0) = neg_inf;
-    for (int j = std::max(e, j0); j < j1; ++j) out(r, j - j0) = neg_inf;
-    if (!pat.Contiguous()) {
-      for (int j = std::max(b, j0); j < std::min(e, j1); ++j)
-        if (!pat.Visible(i0 + r, j, ctx.T)) out(r, j - j0) = neg_inf;
-    }
-  }
+  for (int r = 0; r < n; ++r)
+    SetMasked(*ctx.pattern, i0 + r, ctx.T, j0, j1, s + static_cast<long>(r) * lds,
+              -std::numeric_limits<S>::infinity());
 }
 
 }  // namespace attention_detail
@@ -145,8 +149,9 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           const S mx = row.maxCoeff();
           // NaN logits (a diverging run) pass through, so the loss reports them.
           LEXP_CHECK(!(mx == neg_inf), "attention: a query sees no key");
+          row = (row.array() - mx).exp();
           // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
-          row = (row.array() == neg_inf).select(S(0), (row.array() - mx).exp());
+          SetMasked(pattern, i0 + r, T, jb, je, row.data(), S(0));
           row /= row.sum();
         }
         O.middleRows(i0, n).noalias() = P.middleCols(jb, je - jb) * V.middleRows(jb, je - jb);
@@ -168,7 +173,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             }
             const S m_new = std::max(sc.m[r], bmax);
             const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
-            row = (row.array() == neg_inf).select(S(0), (row.array() - m_new).exp());
+            row = (row.array() - m_new).exp();
+            SetMasked(pattern, i0 + r, T, j0, j1, row.data(), S(0));
             sc.l[r] = sc.l[r] * corr + row.sum();
             sc.acc.row(r) *= corr;
             sc.m[r] = m_new;
