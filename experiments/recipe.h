@@ -24,15 +24,15 @@ struct RecipeConfig {
   std::string norm = "pre";
   int d_model = 64;
   int n_heads = 4;
-  int n_layers = 2;
+  int n_layers = 3;
   int d_ff = 0;
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
   // [train]
   int train_max_length = 16;
-  int steps = 1500;
+  int steps = 4000;
   int batch_size = 32;
-  double lr = 1e-3;
+  double lr = 3e-3;
   double weight_decay = 0.01;
   double clip_norm = 1.0;
   int warmup_steps = 100;

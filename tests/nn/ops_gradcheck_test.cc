@@ -129,6 +129,10 @@ struct AttentionCase {
   bool causal;
 };
 
+void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << c.encoding << (c.causal ? " causal" : " bidirectional");
+}
+
 class AttentionGradCheck : public ::testing::TestWithParam<AttentionCase> {};
 
 TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
@@ -205,6 +209,10 @@ struct ModelCase {
   bool pre_ln;
   bool causal;
 };
+
+void PrintTo(const ModelCase& c, std::ostream* os) {
+  *os << c.encoding << (c.pre_ln ? " pre-LN" : " post-LN") << (c.causal ? " causal" : " encoder");
+}
 
 class ModelGradCheck : public ::testing::TestWithParam<ModelCase> {};
 
