@@ -4,6 +4,8 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <gnuplot-iostream.h>
@@ -189,6 +191,20 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
 
 std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   return {DrawAccuracyVsLength(run_dir), DrawAttentionVsLength(run_dir)};
+}
+
+int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir)) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s RUN_DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    std::printf("%s\n", draw(argv[1]).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace lexp

@@ -23,4 +23,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir);
 // Every figure of a run directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 
+// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 1 (error), 2 (usage).
+int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));
+
 }  // namespace lexp
