@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "experiments/recipe.h"
 #include "experiments/sweep.h"
@@ -10,6 +11,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/model/transformer.h"
 #include "nn/parallel.h"
+#include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
 #include "tests/testing/run_files.h"
 
@@ -196,6 +198,31 @@ TEST(Training, RunFileIsSelfDescribing) {
   const auto ent = root.OpenGroup("analysis").ReadDoubles("entropy_mean");
   const auto logv = root.OpenGroup("analysis").ReadDoubles("log_visible_keys");
   for (size_t i = 0; i < ent.size(); ++i) EXPECT_LE(ent[i], logv[i] + 1e-9);
+  fs::remove_all(dir);
+}
+
+TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
+  RecipeConfig c = TinyRecipe();
+  c.encodings = {"nope", "alibi"};
+  const fs::path dir = TempDir("figures");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  ASSERT_EQ(RunRecipe(c, so).size(), 2u);
+  const auto pngs = DrawAllFigures(dir.string());  // reads only the files
+  ASSERT_EQ(pngs.size(), 2u);
+  for (const std::string name : {"accuracy_vs_length", "attention_vs_length"}) {
+    for (const std::string ext : {".png", ".gp", ".dat"}) {
+      const fs::path f = dir / "figures" / (name + ext);
+      ASSERT_TRUE(fs::exists(f)) << f;
+      EXPECT_GT(fs::file_size(f), 100u) << f;
+    }
+  }
+  std::ifstream dat(dir / "figures" / "accuracy_vs_length.dat");
+  const std::string text((std::istreambuf_iterator<char>(dat)), {});
+  EXPECT_NE(text.find("# encoding alibi"), std::string::npos);
+  EXPECT_NE(text.find("# encoding nope"), std::string::npos);
+  EXPECT_THROW(DrawAllFigures((dir / "figures").string()), Error) << "no run files there";
   fs::remove_all(dir);
 }
 
