@@ -1,0 +1,131 @@
+#include "pe/rope_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586;
+
+std::vector<double> Theta(int D, double base) {
+  std::vector<double> t(D / 2);
+  for (int k = 0; k < D / 2; ++k) t[k] = std::pow(base, -2.0 * k / D);
+  return t;
+}
+
+double YarnMscale(double s, double attn_factor) {
+  return s > 1 ? (0.1 * std::log(s) + 1.0) * attn_factor : 1.0;
+}
+
+// NTK-by-parts: per pair, the weight w_k on the original theta (1 = extrapolate, 0 = interpolate).
+void ByParts(int D, double base, const RopeScalingConfig& c, double s, ScaledFrequencies& out) {
+  const double L = c.original_length;
+  const std::vector<double> theta = Theta(D, base);
+  const int P = D / 2;
+  std::vector<double> w(P);
+  if (c.ramp == "paper") {
+    // gamma(r) on r = L / lambda_k with alpha = beta_slow, beta = beta_fast (paper's names).
+    for (int k = 0; k < P; ++k) {
+      const double r = L / (kTwoPi / theta[k]);
+      w[k] = r < c.beta_slow ? 0.0 : r > c.beta_fast ? 1.0 : (r - c.beta_slow) / (c.beta_fast - c.beta_slow);
+    }
+    out.low = YarnCorrectionDim(D, base, L, c.beta_fast);
+    out.high = YarnCorrectionDim(D, base, L, c.beta_slow);
+  } else {
+    double low = YarnCorrectionDim(D, base, L, c.beta_fast);
+    double high = YarnCorrectionDim(D, base, L, c.beta_slow);
+    if (c.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(D - 1));
+    out.low = low;
+    out.high = high;
+    if (low == high) high += 0.001;
+    for (int k = 0; k < P; ++k) w[k] = 1.0 - std::clamp((k - low) / (high - low), 0.0, 1.0);
+  }
+  out.inv_freq.resize(P);
+  for (int k = 0; k < P; ++k) {
+    if (c.blend == "harmonic")
+      out.inv_freq[k] = theta[k] / ((1 - w[k]) * s + w[k]);
+    else
+      out.inv_freq[k] = theta[k] / s * (1 - w[k]) + theta[k] * w[k];
+  }
+}
+
+}  // namespace
+
+double YarnCorrectionDim(int D, double base, double L, double n_rot) {
+  return D * std::log(L / (kTwoPi * n_rot)) / (2 * std::log(base));
+}
+
+const std::vector<std::string>& RopeScalingRules() {
+  static const std::vector<std::string> k = {"none", "pi", "ntk", "dynamic_ntk", "ntk_by_parts",
+                                             "yarn", "dynamic_yarn", "truncated_basis", "llama3"};
+  return k;
+}
+
+bool IsDynamicRule(const std::string& rule) { return rule == "dynamic_ntk" || rule == "dynamic_yarn"; }
+
+ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, double length) {
+  LEXP_CHECK(D >= 2 && D % 2 == 0, "rope scaling: the rotary dimension must be even");
+  ScaledFrequencies out;
+  out.effective_base = base;
+  const std::string& r = c.rule;
+  if (r == "none") {
+    out.inv_freq = Theta(D, base);
+    return out;
+  }
+  LEXP_INPUT_CHECK(c.original_length > 0,
+                   "rope scaling '" + r + "' needs the training length (original_length)");
+  LEXP_INPUT_CHECK(c.factor >= 1 || IsDynamicRule(r) || r == "truncated_basis",
+                   "rope scaling '" + r + "': factor must be >= 1");
+  const double L = c.original_length;
+  if (r == "pi") {
+    out.inv_freq = Theta(D, base);
+    for (double& f : out.inv_freq) f /= c.factor;
+  } else if (r == "ntk") {
+    out.effective_base = base * std::pow(c.factor, D / (D - 2.0));
+    out.inv_freq = Theta(D, out.effective_base);
+  } else if (r == "dynamic_ntk") {
+    const double l = std::max(length, L);
+    out.effective_base = base * std::pow(c.factor * l / L - (c.factor - 1), D / (D - 2.0));
+    out.inv_freq = Theta(D, out.effective_base);
+  } else if (r == "ntk_by_parts") {
+    ByParts(D, base, c, c.factor, out);
+  } else if (r == "yarn" || r == "dynamic_yarn") {
+    const double s = r == "yarn" ? c.factor : std::max(1.0, length / L);
+    ByParts(D, base, c, s, out);
+    out.mscale = YarnMscale(s, c.attn_factor);
+  } else if (r == "truncated_basis") {
+    const double T = c.truncate_length > 0 ? c.truncate_length : L;
+    const double cut = kTwoPi / T, a = cut / 8, rho = kTwoPi / (16 * T);
+    out.inv_freq = Theta(D, base);
+    for (double& f : out.inv_freq) f = f >= cut ? f : (f >= a ? rho : 0.0);
+  } else if (r == "llama3") {
+    const double lam_low = L / c.low_freq_factor, lam_high = L / c.high_freq_factor;
+    out.inv_freq = Theta(D, base);
+    for (double& f : out.inv_freq) {
+      const double lam = kTwoPi / f;
+      if (lam < lam_high) continue;
+      if (lam > lam_low) {
+        f /= c.factor;
+      } else {
+        const double sigma =
+            (L / lam - c.low_freq_factor) / (c.high_freq_factor - c.low_freq_factor);
+        f = (1 - sigma) * f / c.factor + sigma * f;
+      }
+    }
+  } else {
+    std::string known;
+    for (const auto& x : RopeScalingRules()) known += (known.empty() ? "" : ", ") + x;
+    FailInput("unknown rope scaling '" + r + "'; rules: " + known);
+  }
+  return out;
+}
+
+}  // namespace lexp
