@@ -377,8 +377,10 @@ void ValidateRecipe(const RecipeConfig& c) {
     FailInput(Where(src, "task.name") + ": " + e.what());
   }
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
+  int train_tokens = 0;
   try {
     SequenceLayout check(*task, layout);
+    train_tokens = check.SequenceLengthFor(c.train_max_length);
   } catch (const Error& e) {
     FailInput(Where(src, "model.layout") + ": " + e.what());
   }
@@ -399,7 +401,8 @@ void ValidateRecipe(const RecipeConfig& c) {
       auto it = c.encoding_options.find(e);
       CreateEncoding<float>(
           e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
-          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxSequenceTokens()});
+          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxSequenceTokens(),
+                        train_tokens});
     } catch (const InputError& err) {
       FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
     }

@@ -18,6 +18,11 @@ int SequenceLayout::SequenceLength(const Example& e) const {
   return static_cast<int>(e.input.size() + e.output.size());
 }
 
+int SequenceLayout::SequenceLengthFor(int n) const {
+  Rng probe(0);
+  return SequenceLength(task_.Sample(n, probe));
+}
+
 Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng) const {
   Batch b;
   b.B = batch_size;

@@ -33,6 +33,8 @@ class SequenceLayout {
   int Blank() const { return blank_; }
   // Model sequence length for requested length n (the same for every example of that n).
   int SequenceLength(const Example& e) const;
+  // Model sequence length for requested length n (tasks give every example of an n the same length).
+  int SequenceLengthFor(int n) const;
   Batch MakeBatch(int n, int batch_size, Rng& rng) const;
 
  private:

@@ -69,7 +69,8 @@ class Runner {
     mc.d_ff = cfg.d_ff;
     mc.pre_ln = cfg.norm == "pre";
     mc.causal = cfg.layout == "decoder";
-    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal, cfg.MaxSequenceTokens()};
+    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal, cfg.MaxSequenceTokens(),
+                     layout_.SequenceLengthFor(cfg.train_max_length)};
     auto it = cfg.encoding_options.find(encoding);
     enc_ = CreateEncoding<float>(
         encoding, it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,

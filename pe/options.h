@@ -20,7 +20,9 @@ struct EncodingShape {
   int n_heads = 4;
   int n_layers = 2;
   bool causal = true;
-  int max_length = 0;  // longest sequence the run will ever evaluate (tokens)
+  int max_length = 0;    // longest sequence the run will ever evaluate (tokens)
+  int train_length = 0;  // longest training sequence (tokens): L of the scaling rules, kept apart
+                         // from max_length (formulas.md pitfall 6); 0 = unknown
 };
 
 class EncodingOptions {

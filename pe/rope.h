@@ -3,6 +3,11 @@
 // Pairing layout (formulas.md 0.1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX, Hugging Face
 // and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J. Angles are
 // computed in double (pitfall 17); only cos/sin are cast.
+// `scaling` applies one of the frequency rules of pe/rope_scaling.h (PI, NTK, YaRN, ...), during
+// training or at evaluation; YaRN's temperature goes to the logit-scale site as mscale^2, once
+// (pitfall 2), so it also holds when only part of the head rotates (pitfall 3). Dynamic rules
+// recompute the frequencies from the current length at every forward pass; lexp recomputes every key
+// each pass (no KV cache), so keys never keep an old rotation (pitfall 7).
 #pragma once
 
 #include <vector>
@@ -10,29 +15,39 @@
 #include "nn/check.h"
 #include "nn/position_hooks.h"
 #include "pe/options.h"
+#include "pe/rope_scaling.h"
 
 namespace lexp {
 
 // theta_k = base^(-2k/D) for k = 0..D/2-1.
 std::vector<double> RopeInverseFrequencies(int D, double base);
 
+// The option list of `rope` (shared by encodings built on it).
+std::vector<OptionSpec> RopeOptionSpecs();
+
 template <typename S>
 class Rope final : public PositionEncoding<S> {
  public:
   Rope(const EncodingShape& shape, const EncodingOptions& opt);
   std::string Name() const override { return "rope"; }
-  unsigned Sites() const override { return kSiteQKTransform; }
+  unsigned Sites() const override;
   void Prepare(const std::vector<double>& pos) override;
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
                            long ld) const override;
+  S LogitScale(const AttentionContext& ctx, int i) const override;
   bool interleaved() const { return interleaved_; }
+  const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
+  double mscale() const { return mscale_; }
 
  private:
   void Rotate(S* x, long ld, int T, S sign) const;
   int D_;
+  double base_;
   bool interleaved_;
+  RopeScalingConfig scaling_;
   std::vector<double> inv_freq_;
+  double mscale_ = 1;
   Mat<S> cos_, sin_;  // [T, D/2]
   std::vector<double> prepared_pos_;
 };
