@@ -12,6 +12,7 @@
 
 #include "experiments/default_recipe.h"
 #include "experiments/bench.h"
+#include "experiments/eval_command.h"
 #include "experiments/recipe.h"
 #include "experiments/sweep.h"
 #include "experiments/tasks/task.h"
@@ -19,6 +20,7 @@
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
+#include "pe/rope.h"
 
 namespace {
 
@@ -56,10 +58,17 @@ int ListCommand(const std::string& what) {
   } else if (what == "tasks") {
     for (const auto& t : lexp::ListTasks())
       PrintLine(fmt::format("{:<20} {}  ({})", t.name, t.description, t.source));
+  } else if (what == "scalings") {
+    PrintLine("RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
+    PrintLine("  pi ntk dynamic_ntk ntk_by_parts yarn dynamic_yarn truncated_basis llama3");
+    PrintLine("  options (all rules share them; defaults in brackets):");
+    for (const auto& o : lexp::RopeOptionSpecs())
+      if (o.name != "base" && o.name != "pairing" && o.name != "scaling")
+        PrintLine(fmt::format("    {:<18} [{}] {}", o.name, o.default_value, o.help));
   } else if (what == "keys") {
     std::fputs(RecipeKeysHelp().c_str(), stdout);
   } else {
-    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, tasks, keys");
+    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, scalings, tasks, keys");
   }
   return 0;
 }
@@ -93,13 +102,29 @@ int main(int argc, char** argv) {
   run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
   run->footer(RecipeKeysHelp());
 
+  auto* eval = app.add_subcommand(
+      "eval", "evaluate a trained run file again, optionally with a RoPE scaling rule");
+  lexp::EvalCommandOptions eo;
+  bool eval_no_figures = false;
+  eval->add_option("RUN_FILE", eo.run_file, "a completed run file (data/runs/<name>/<encoding>.h5)")
+      ->required();
+  eval->add_option("--scale", eo.scale,
+                   "RULE[:key=value,...], e.g. yarn:factor=4 or ntk:factor=8 or "
+                   "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings)");
+  eval->add_option("--set", eo.sets, "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
+      ->take_all();
+  eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
+  eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
+  eval->footer("Writes <out>/<encoding>+<rule>x<factor>.h5 with the same layout as a trained run "
+               "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
+
   auto* figures = app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
 
   auto* list = app.add_subcommand("list", "list encodings, tasks or recipe keys");
   std::string topic;
-  list->add_option("TOPIC", topic, "encodings | tasks | keys")->required();
+  list->add_option("TOPIC", topic, "encodings | scalings | tasks | keys")->required();
 
   auto* bench = app.add_subcommand(
       "bench", "time training steps and evaluation passes against the PyTorch reference");
@@ -123,6 +148,16 @@ int main(int argc, char** argv) {
   try {
     lexp::ThreadLimit limit(threads);
     if (*list) return ListCommand(topic);
+    if (*eval) {
+      eo.progress = PrintLine;
+      const auto s = lexp::EvaluateRunFile(eo);
+      PrintLine("wrote " + s.path);
+      if (!eval_no_figures) {
+        const std::string dir = std::filesystem::path(s.path).parent_path().string();
+        for (const auto& png : lexp::DrawAllFigures(dir)) PrintLine("figure: " + png);
+      }
+      return 0;
+    }
     if (*figures) {
       for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
       return 0;

@@ -90,7 +90,8 @@ class Runner {
   RunSummary Run() {
     RunSummary sum;
     sum.encoding = encoding_;
-    sum.path = RunFilePath(opt_.out_dir, encoding_);
+    name_ = opt_.name.empty() ? encoding_ : opt_.name;
+    sum.path = RunFilePath(opt_.out_dir, name_);
     start_time_ = UtcNow();
     Rng root(static_cast<uint64_t>(cfg_.seed));
     Rng init = root.Split("init");
@@ -106,6 +107,16 @@ class Runner {
       Say(fmt::format("resuming from step {} ({})", start_step, ckpt));
     }
     state_ = "completed";
+    if (!opt_.weights_from.empty()) {
+      LoadWeights(opt_.weights_from);
+      Say("evaluating the weights of " + opt_.weights_from);
+      Evaluate();
+      Probe();
+      WriteRunFile(sum.path);
+      sum.state = state_;
+      sum.eval = eval_;
+      return sum;
+    }
     const bool trained = Train(start_step);
     if (!trained && state_ == "interrupted") {
       sum.state = state_;
@@ -163,6 +174,21 @@ class Runner {
     hist_.grad_norm = ex.doubles["hist_grad_norm"];
     hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
     return ex.ints.at("step").at(0);
+  }
+
+  void LoadWeights(const std::string& path) {
+    h5::Reader r(path);
+    LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+    h5::Group m = r.root().OpenGroup("model");
+    for (const auto& p : params_) {
+      LEXP_INPUT_CHECK(m.Has(p.name), "'" + path + "' has no weights for " + p.name +
+                                          " (a different model or encoding?)");
+      const std::vector<double> v = m.ReadDoubles(p.name);
+      LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
+                       "'" + path + "': " + p.name + " has another shape");
+      for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<float>(v[i]);
+    }
+    weights_source_ = path;
   }
 
   // Returns false when training stopped early (diverged or interrupted).
@@ -346,6 +372,8 @@ class Runner {
     WriteProvenance(root, ThreadLimit::Active());
     root.SetAttr("seed", cfg_.seed);
     root.SetAttr("encoding", encoding_);
+    root.SetAttr("label", name_);
+    if (!weights_source_.empty()) root.SetAttr("weights_from", weights_source_);
     root.SetAttr("task", cfg_.task);
     root.SetAttr("train_max_length", cfg_.train_max_length);
     root.SetAttr("start_time", start_time_);
@@ -439,6 +467,15 @@ class Runner {
     an.WriteDoubles("log_visible_keys", logv, {P}, "probe",
                     "nats: mean over queries of ln(visible keys), the uniform-attention entropy");
 
+    if (state_ == "completed") {
+      h5::Group model = root.CreateGroup("model");
+      for (const auto& p : params_) {
+        const std::vector<float> v(p.value, p.value + p.size);
+        model.WriteFloats(p.name, v, {static_cast<uint64_t>(p.size)}, "element",
+                          "parameter values (float32, row-major)");
+      }
+    }
+
     h5::Group st = root.CreateGroup("status");
     st.SetAttr("state", state_);
     st.SetAttr("message", message_);
@@ -461,14 +498,14 @@ class Runner {
   TrainHistory hist_;
   std::vector<EvalRow> eval_;
   std::vector<ProbeResult> probes_;
-  std::string state_ = "completed", message_, start_time_;
+  std::string state_ = "completed", message_, start_time_, name_, weights_source_;
 };
 
 }  // namespace
 
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt) {
-  const std::string path = RunFilePath(opt.out_dir, encoding);
+  const std::string path = RunFilePath(opt.out_dir, opt.name.empty() ? encoding : opt.name);
   if (opt.resume && std::filesystem::exists(path)) {
     h5::Reader r(path);
     const std::string state = r.root().OpenGroup("status").AttrString("state");

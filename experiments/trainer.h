@@ -24,6 +24,10 @@ struct RunOptions {
   std::string label;         // progress prefix, e.g. "rope 2/4"
   // Test hook: stop (as if killed) after this many steps, leaving only the checkpoint. 0 = never.
   int stop_after_steps = 0;
+  // Evaluate only: take the trained weights from this run file's /model instead of training.
+  std::string weights_from;
+  // Run-file name (without .h5) and figure label; empty = the encoding name.
+  std::string name;
 };
 
 struct RunSummary {

@@ -28,7 +28,7 @@ struct RunData {
 RunData ReadRun(const std::string& path) {
   h5::Reader r(path);
   RunData d;
-  d.encoding = r.root().AttrString("encoding");
+  d.encoding = r.root().HasAttr("label") ? r.root().AttrString("label") : r.root().AttrString("encoding");
   d.train_max_length = static_cast<int>(r.root().AttrInt("train_max_length"));
   d.state = r.root().OpenGroup("status").AttrString("state");
   if (r.root().Has("eval") && r.root().OpenGroup("eval").Has("length")) {
@@ -125,7 +125,7 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name + ".dat (written by lexp from the run files)\n";
-  s += "set terminal pngcairo size 1200,520 font 'Sans,10'\n";
+  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Length extrapolation: trained on lengths 1.." +
        std::to_string(N) + "'\n";
@@ -175,7 +175,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
                           name);
   std::string s;
   s += "# Attention entropy and max logit vs probe length; data in " + name + ".dat\n";
-  s += "set terminal pngcairo size 1200,520 font 'Sans,10'\n";
+  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, queries)'\n";
   s += "set grid\nset key top left\nset logscale x 2\n";

@@ -1,0 +1,77 @@
+#include "experiments/eval_command.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "experiments/recipe.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "pe/rope_scaling.h"
+
+namespace lexp {
+
+ScaleSpec ParseScaleSpec(const std::string& text) {
+  ScaleSpec s;
+  const auto colon = text.find(':');
+  s.rule = text.substr(0, colon);
+  std::string known;
+  bool ok = false;
+  for (const auto& r : RopeScalingRules()) {
+    known += (known.empty() ? "" : ", ") + r;
+    ok = ok || r == s.rule;
+  }
+  LEXP_INPUT_CHECK(ok, "--scale '" + text + "': unknown rule '" + s.rule + "'; rules: " + known);
+  if (colon == std::string::npos) return s;
+  std::stringstream ss(text.substr(colon + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto eq = item.find('=');
+    LEXP_INPUT_CHECK(eq != std::string::npos && eq > 0,
+                     "--scale '" + text + "': expected RULE:key=value,key=value, got '" + item + "'");
+    s.options[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return s;
+}
+
+RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
+  std::string recipe, encoding, state;
+  {
+    h5::Reader r(opt.run_file);
+    LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe"),
+                     "'" + opt.run_file + "' is not a lexp run file (no /config/recipe)");
+    recipe = r.root().OpenGroup("config").ReadString("recipe");
+    encoding = r.root().AttrString("encoding");
+    state = r.root().OpenGroup("status").AttrString("state");
+  }
+  LEXP_INPUT_CHECK(state == "completed", "'" + opt.run_file + "' did not complete (" + state +
+                                             "); there are no trained weights to evaluate");
+  RecipeConfig cfg = ParseRecipe(recipe, opt.run_file + ":/config/recipe");
+  cfg.encodings = {encoding};
+  for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)
+    it = it->first == encoding ? std::next(it) : cfg.encoding_options.erase(it);
+  ApplyOverrides(cfg, opt.sets);
+  std::string name = encoding + "+eval";
+  if (!opt.scale.empty()) {
+    LEXP_INPUT_CHECK(encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
+                                             "' was trained with '" + encoding + "'");
+    const ScaleSpec spec = ParseScaleSpec(opt.scale);
+    auto& o = cfg.encoding_options[encoding];
+    o["scaling"] = spec.rule;
+    for (const auto& [k, v] : spec.options) o[k] = v;
+    name = encoding + "+" + spec.rule;
+    if (o.count("factor")) name += "x" + o.at("factor");
+  }
+  ValidateRecipe(cfg);
+  RunOptions ro;
+  ro.out_dir = opt.out_dir.empty()
+                   ? std::filesystem::path(opt.run_file).parent_path().string()
+                   : opt.out_dir;
+  if (ro.out_dir.empty()) ro.out_dir = ".";
+  ro.weights_from = opt.run_file;
+  ro.name = name;
+  ro.label = name;
+  ro.progress = opt.progress;
+  return TrainAndEvaluate(cfg, encoding, ro);
+}
+
+}  // namespace lexp

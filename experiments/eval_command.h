@@ -1,0 +1,32 @@
+// `lexp eval RUN_FILE --scale RULE[:key=value,...]`: evaluates the trained weights of a run file
+// again, with a RoPE scaling rule applied at evaluation time only (formulas.md 3.3-3.9), and writes
+// a run file of its own next to the original, named <encoding>+<rule>[x<factor>].h5.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/trainer.h"
+
+namespace lexp {
+
+struct ScaleSpec {
+  std::string rule;
+  std::map<std::string, std::string> options;  // rope options besides `scaling`
+};
+
+// "yarn:factor=4,beta_fast=32" -> {yarn, {factor: 4, beta_fast: 32}}.
+ScaleSpec ParseScaleSpec(const std::string& text);
+
+struct EvalCommandOptions {
+  std::string run_file;
+  std::string scale;                 // empty: re-evaluate unchanged
+  std::vector<std::string> sets;     // recipe overrides (eval.*, probe.*)
+  std::string out_dir;               // default: the run file's directory
+  std::function<void(const std::string&)> progress;
+};
+
+RunSummary EvaluateRunFile(const EvalCommandOptions& opt);
+
+}  // namespace lexp

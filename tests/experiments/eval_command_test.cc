@@ -1,0 +1,109 @@
+// `lexp eval`: trained weights survive the run file, and scaling rules apply at evaluation time.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "experiments/eval_command.h"
+#include "experiments/recipe.h"
+#include "experiments/trainer.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(EvalCommand, ParsesScaleSpecs) {
+  const ScaleSpec s = ParseScaleSpec("yarn:factor=4,beta_fast=16");
+  EXPECT_EQ(s.rule, "yarn");
+  EXPECT_EQ(s.options.at("factor"), "4");
+  EXPECT_EQ(s.options.at("beta_fast"), "16");
+  EXPECT_EQ(ParseScaleSpec("dynamic_ntk").options.size(), 0u);
+  EXPECT_THROW(ParseScaleSpec("yarm:factor=4"), InputError);
+  EXPECT_THROW(ParseScaleSpec("yarn:factor"), InputError);
+}
+
+class EvalCommandRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("lexp_evalcmd_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    RecipeConfig c = ParseRecipe(R"(
+[task]
+name = "copy"
+vocab = 12
+[model]
+d_model = 16
+n_heads = 2
+n_layers = 1
+encodings = ["rope", "alibi"]
+[train]
+max_length = 5
+steps = 60
+batch_size = 8
+log_every = 1000
+checkpoint_every = 1000
+[eval]
+lengths = [3, 5, 10, 20]
+samples = 16
+[probe]
+lengths = [5, 20]
+samples = 2
+)", "evalcmd.toml");
+    ValidateRecipe(c);
+    RunOptions o;
+    o.out_dir = dir_.string();
+    ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+    ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "completed");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(EvalCommandRun, ReEvaluationWithoutARuleReproducesTheRun) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  EXPECT_EQ(s.path, RunFilePath(dir_.string(), "rope+eval"));
+  h5::Reader a(o.run_file), b(s.path);
+  for (const char* d : {"loss", "token_accuracy", "exact_match"})
+    EXPECT_EQ(a.root().OpenGroup("eval").ReadDoubles(d), b.root().OpenGroup("eval").ReadDoubles(d)) << d;
+  EXPECT_EQ(a.root().OpenGroup("analysis").ReadDoubles("entropy"),
+            b.root().OpenGroup("analysis").ReadDoubles("entropy"));
+  EXPECT_EQ(b.root().AttrString("label"), "rope+eval");
+  EXPECT_EQ(b.root().AttrString("weights_from"), o.run_file);
+}
+
+TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.scale = "pi:factor=4";
+  o.sets = {"eval.lengths=5,20"};
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  EXPECT_EQ(s.path, RunFilePath(dir_.string(), "rope+pix4"));
+  h5::Reader b(s.path);
+  EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.scaling"), "pi");
+  EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.factor"), "4");
+  EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss").size(), 2u);
+  h5::Reader a(o.run_file);
+  EXPECT_NE(a.root().OpenGroup("eval").ReadDoubles("loss")[1], b.root().OpenGroup("eval").ReadDoubles("loss")[0])
+      << "positions divided by 4 change the logits";
+  EXPECT_TRUE(b.root().OpenGroup("train").ReadDoubles("loss").empty()) << "nothing was trained";
+}
+
+TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "alibi");
+  o.scale = "yarn:factor=2";
+  EXPECT_THROW(EvaluateRunFile(o), InputError);
+  o.run_file = (dir_ / "missing.h5").string();
+  EXPECT_THROW(EvaluateRunFile(o), Error);
+}
+
+}  // namespace
+}  // namespace lexp
