@@ -215,6 +215,7 @@ class Runner {
       if (IsFinite(loss)) {
         model_->Backward(b.tokens, d_logits);
         gnorm = adam_->Step(params_, lr);
+        enc_->AfterOptimizerStep();
       }
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
       hist_.step.push_back(step);

@@ -132,6 +132,9 @@ class PositionEncoding {
   virtual std::vector<ParamRef<S>> Parameters() { return {}; }
   // Deterministic initialisation of the learnable parameters.
   virtual void Init(Rng& /*rng*/) {}
+  // Called after every optimizer step: projections that keep parameters in their domain
+  // (KERPLE clamps its parameters to >= 0.01 as the reference code does).
+  virtual void AfterOptimizerStep() {}
 };
 
 }  // namespace lexp

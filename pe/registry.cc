@@ -6,7 +6,10 @@
 #include "pe/nope.h"
 #include "pe/rope.h"
 #include "pe/sinusoidal.h"
+#include "pe/kerple.h"
+#include "pe/sandwich.h"
 #include "pe/t5.h"
+#include "pe/xpos.h"
 
 namespace lexp {
 
@@ -22,6 +25,18 @@ const std::vector<EncodingInfo>& ListEncodings() {
       {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
       {"rope", "rotary", "q/k transform (+ logit scale for yarn)",
        "Su et al. 2021, arXiv:2104.09864; scaling rules: pe/rope_scaling.h", RopeOptionSpecs()},
+      {"rope_partial", "rotary", "q/k transform (+ logit scale for yarn)",
+       "Su et al. 2021; partial rotation as in GPT-NeoX / Kazemnejad et al. 2023 (25%)",
+       RopeOptionSpecs("0.25")},
+      {"xpos", "rotary", "q/k transform", "Sun et al. 2022, arXiv:2212.10554",
+       {{"base", "10000", "rotary base"},
+        {"gamma", "0.4", "zeta_k = (2k + gamma D) / ((1 + gamma) D)"},
+        {"scale_base", "512", "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B)"},
+        {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}}},
+      {"kerple_log", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
+      {"kerple_power", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
+      {"sandwich", "relative bias", "logit term", "Chi et al. 2023, arXiv:2212.10356",
+       {{"base", "10000", "frequency base of the sinusoids"}}},
       {"t5", "relative bias", "logit term", "Raffel et al. 2020, arXiv:1910.10683",
        {{"num_buckets", "32", "number of buckets (per direction halves when bidirectional)"},
         {"max_distance", "128", "distance at which the log buckets end"},
@@ -50,6 +65,12 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
   if (name == "learned") return std::make_unique<LearnedAbsolute<S>>(shape, opt);
   if (name == "alibi") return std::make_unique<Alibi<S>>(shape, opt);
   if (name == "rope") return std::make_unique<Rope<S>>(shape, opt);
+  if (name == "rope_partial") return std::make_unique<Rope<S>>(shape, opt, "rope_partial");
+  if (name == "xpos") return std::make_unique<XPos<S>>(shape, opt);
+  if (name == "kerple_log") return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kLog, shape, opt);
+  if (name == "kerple_power")
+    return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kPower, shape, opt);
+  if (name == "sandwich") return std::make_unique<Sandwich<S>>(shape, opt);
   if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
   Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");
 }

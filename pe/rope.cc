@@ -11,8 +11,11 @@ std::vector<double> RopeInverseFrequencies(int D, double base) {
   return f;
 }
 
-std::vector<OptionSpec> RopeOptionSpecs() {
-  return {{"base", "10000", "rotary base: theta_k = base^(-2k/D)"},
+std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
+  return {{"base", "10000", "rotary base: theta_k = base^(-2k/D_rot)"},
+          {"fraction", fraction_default,
+           "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); the rest "
+           "passes unrotated"},
           {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"},
           {"scaling", "none",
            "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
@@ -31,12 +34,16 @@ std::vector<OptionSpec> RopeOptionSpecs() {
 }
 
 template <typename S>
-Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt)
-    : D_(shape.d_model / shape.n_heads),
+Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::string name)
+    : name_(std::move(name)),
+      D_(shape.d_model / shape.n_heads),
+      rot_(2 * static_cast<int>(std::floor(opt.Double("fraction") * D_ / 2 + 1e-9))),
       base_(opt.Double("base")),
       interleaved_(opt.String("pairing", {"half", "interleaved"}) == "interleaved") {
   LEXP_INPUT_CHECK(base_ > 1, "encoding 'rope': base must be > 1");
-  LEXP_INPUT_CHECK(D_ % 2 == 0, "encoding 'rope': the head dimension must be even");
+  LEXP_INPUT_CHECK(opt.Double("fraction") > 0 && opt.Double("fraction") <= 1,
+                   "encoding '" + name_ + "': fraction must be in (0, 1]");
+  LEXP_INPUT_CHECK(rot_ >= 2, "encoding '" + name_ + "': fraction leaves no pair to rotate");
   scaling_.rule = opt.String("scaling", RopeScalingRules());
   scaling_.factor = opt.Double("factor");
   scaling_.original_length = opt.Double("original_length");
@@ -51,7 +58,7 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt)
   scaling_.high_freq_factor = opt.Double("high_freq_factor");
   scaling_.truncate_length = opt.Double("truncate_length");
   LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding 'rope': factor must be positive");
-  const ScaledFrequencies f = ScaleRope(D_, base_, scaling_, scaling_.original_length);
+  const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, scaling_.original_length);
   inv_freq_ = f.inv_freq;
   mscale_ = f.mscale;
 }
@@ -74,13 +81,13 @@ void Rope<S>::Prepare(const std::vector<double>& pos) {
     // Current length as HF counts it: the largest position id + 1.
     double len = 0;
     for (double p : pos) len = std::max(len, p + 1);
-    const ScaledFrequencies f = ScaleRope(D_, base_, scaling_, len);
+    const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, len);
     if (f.inv_freq != inv_freq_) prepared_pos_.clear();
     inv_freq_ = f.inv_freq;
     mscale_ = f.mscale;
   }
   if (pos == prepared_pos_) return;
-  const int T = static_cast<int>(pos.size()), P = D_ / 2;
+  const int T = static_cast<int>(pos.size()), P = rot_ / 2;
   cos_.resize(T, P);
   sin_.resize(T, P);
   for (int t = 0; t < T; ++t)
@@ -92,36 +99,16 @@ void Rope<S>::Prepare(const std::vector<double>& pos) {
   prepared_pos_ = pos;
 }
 
-// x0' = x0 cos - sign * x1 sin;  x1' = sign * x0 sin + x1 cos.  sign = -1 applies the transpose.
-template <typename S>
-void Rope<S>::Rotate(S* x, long ld, int T, S sign) const {
-  const int P = D_ / 2;
-  const int stride = interleaved_ ? 2 : 1;
-  const int second = interleaved_ ? 1 : P;
-  for (int t = 0; t < T; ++t) {
-    S* r = x + static_cast<long>(t) * ld;
-    const S* c = cos_.data() + static_cast<long>(t) * P;
-    const S* s = sin_.data() + static_cast<long>(t) * P;
-    for (int k = 0; k < P; ++k) {
-      S& a = r[k * stride];
-      S& b = r[k * stride + second];
-      const S x0 = a, x1 = b, sn = sign * s[k];
-      a = x0 * c[k] - x1 * sn;
-      b = x0 * sn + x1 * c[k];
-    }
-  }
-}
-
 template <typename S>
 void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) const {
   LEXP_DCHECK(cos_.rows() == ctx.T, "rope: Prepare() was not called for this length");
-  Rotate(x, ld, ctx.T, S(1));
+  RotatePairs(x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(1));
 }
 
 // Forward: y = R(pos) x.  Backward: d_x = R(pos)^T d_y = R(-pos) d_y.
 template <typename S>
 void Rope<S>::TransformQKBackward(const AttentionContext& ctx, bool, S* d_x, long ld) const {
-  Rotate(d_x, ld, ctx.T, S(-1));
+  RotatePairs(d_x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(-1));
 }
 
 template class Rope<float>;

@@ -22,14 +22,36 @@ namespace lexp {
 // theta_k = base^(-2k/D) for k = 0..D/2-1.
 std::vector<double> RopeInverseFrequencies(int D, double base);
 
-// The option list of `rope` (shared by encodings built on it).
-std::vector<OptionSpec> RopeOptionSpecs();
+// Rotates P pairs of every row t of x ([T, >= 2P], leading dimension ld) by the tables c, s ([T, P]):
+// x0' = x0 c - sign x1 s;  x1' = sign x0 s + x1 c. Pairs are (k, k+P) ("half") or (2k, 2k+1).
+// sign = -1 applies the transpose (the backward of a rotation, scaled or not).
+template <typename S>
+void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, const S* s, S sign) {
+  const int stride = interleaved ? 2 : 1;
+  const int second = interleaved ? 1 : P;
+  for (int t = 0; t < T; ++t) {
+    S* r = x + static_cast<long>(t) * ld;
+    const S* ct = c + static_cast<long>(t) * P;
+    const S* st = s + static_cast<long>(t) * P;
+    for (int k = 0; k < P; ++k) {
+      S& a = r[k * stride];
+      S& b = r[k * stride + second];
+      const S x0 = a, x1 = b, sn = sign * st[k];
+      a = x0 * ct[k] - x1 * sn;
+      b = x0 * sn + x1 * ct[k];
+    }
+  }
+}
+
+// The option list of `rope`; `rope_partial` is the same with another default fraction.
+std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default = "1");
 
 template <typename S>
 class Rope final : public PositionEncoding<S> {
  public:
-  Rope(const EncodingShape& shape, const EncodingOptions& opt);
-  std::string Name() const override { return "rope"; }
+  Rope(const EncodingShape& shape, const EncodingOptions& opt, std::string name = "rope");
+  std::string Name() const override { return name_; }
+  int rotary_dims() const { return rot_; }
   unsigned Sites() const override;
   void Prepare(const std::vector<double>& pos) override;
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
@@ -41,8 +63,9 @@ class Rope final : public PositionEncoding<S> {
   double mscale() const { return mscale_; }
 
  private:
-  void Rotate(S* x, long ld, int T, S sign) const;
+  std::string name_;
   int D_;
+  int rot_;  // rotated dimensions (even; D for rope, a fraction of D for rope_partial)
   double base_;
   bool interleaved_;
   RopeScalingConfig scaling_;

@@ -18,6 +18,12 @@ using testing::CheckGradients;
 using testing::CopyGrads;
 using testing::FillNormal;
 
+// Options for heads of width 4 (rope_partial's default 25% would rotate no pair).
+std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
+  if (encoding == "rope_partial") return {{"fraction", "0.5"}};
+  return {};
+}
+
 // Loss = sum(out * W) with fixed random W, so d_out = W.
 double Project(const MatD& out, const MatD& w) { return out.cwiseProduct(w).sum(); }
 
@@ -140,7 +146,7 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
   const AttentionShape sh{2, 70, 2, 4};  // T = 70 crosses the 64-query block boundary
   Rng rng(6);
   EncodingShape es{8, 2, 1, tc.causal, 80};
-  auto enc = CreateEncoding<double>(tc.encoding, {}, es);
+  auto enc = CreateEncoding<double>(tc.encoding, TinyOptions(tc.encoding), es);
   Rng pe_rng(9);
   enc->Init(pe_rng);
   AttentionPattern pat(tc.causal);
@@ -155,6 +161,7 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
   FillNormal(w, rng);
   auto run = [&](const MatD& qq, const MatD& kk, MatD& out, AttentionCache<double>& c,
                  bool materialize) {
+    enc->Prepare(pos);  // as the model does before every forward pass (tables follow parameters)
     MatD qr = qq, kr = kk;
     for (long task = 0; task < sh.Tasks(); ++task) {
       AttentionContext ctx{0, static_cast<int>(task % sh.H), sh.H, sh.D, sh.T, pos.data(), &pat};
@@ -198,7 +205,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(AttentionCase{"nope", true}, AttentionCase{"nope", false},
                       AttentionCase{"alibi", true}, AttentionCase{"alibi", false},
                       AttentionCase{"rope", true}, AttentionCase{"rope", false},
-                      AttentionCase{"t5", true}, AttentionCase{"t5", false}),
+                      AttentionCase{"t5", true}, AttentionCase{"t5", false},
+                      AttentionCase{"rope_partial", true}, AttentionCase{"xpos", true},
+                      AttentionCase{"xpos", false}, AttentionCase{"kerple_log", true},
+                      AttentionCase{"kerple_power", true}, AttentionCase{"kerple_log", false},
+                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
@@ -227,7 +238,7 @@ TEST_P(ModelGradCheck, EveryParameterMatchesFiniteDifferences) {
   cfg.pre_ln = tc.pre_ln;
   cfg.causal = tc.causal;
   EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.causal, 16};
-  auto enc = CreateEncoding<double>(tc.encoding, {}, es);
+  auto enc = CreateEncoding<double>(tc.encoding, TinyOptions(tc.encoding), es);
   Transformer<double> model(cfg, enc.get());
   Rng rng(11);
   model.Init(rng);
@@ -263,6 +274,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"learned", true, true}, ModelCase{"alibi", true, true},
                       ModelCase{"rope", true, true}, ModelCase{"t5", true, true},
                       ModelCase{"rope", false, true}, ModelCase{"t5", true, false},
+                      ModelCase{"rope_partial", true, true}, ModelCase{"xpos", true, true},
+                      ModelCase{"kerple_log", true, true}, ModelCase{"kerple_power", true, false},
+                      ModelCase{"sandwich", true, true},
                       ModelCase{"learned", false, false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +

@@ -362,9 +362,8 @@ TEST(Registry, UnknownNamesAndOptionsListWhatExists) {
     Make("ropee", 8, 2);
     FAIL() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("known encodings: nope, sinusoidal, learned, alibi, rope, t5"),
-              std::string::npos)
-        << e.what();
+    for (const auto& info : ListEncodings())
+      EXPECT_NE(std::string(e.what()).find(info.name), std::string::npos) << e.what();
   }
   try {
     Make("rope", 8, 2, {{"bse", "10"}});

@@ -1,0 +1,24 @@
+#include "pe/sandwich.h"
+
+#include <cmath>
+
+namespace lexp {
+
+template <typename S>
+Sandwich<S>::Sandwich(const EncodingShape& shape, const EncodingOptions& opt)
+    : DistanceBias<S>(shape.n_heads), D_(shape.d_model / shape.n_heads), base_(opt.Double("base")) {
+  LEXP_INPUT_CHECK(base_ > 1, "encoding 'sandwich': base must be > 1");
+}
+
+template <typename S>
+double Sandwich<S>::Bias(int h, double d) const {
+  double sum = 0;
+  for (int k = 1; k <= D_ / 2; ++k) sum += std::cos(d * std::pow(base_, -2.0 * k / D_));
+  const double head_scale = 8.0 * (h + 1) / this->H_;
+  return (sum - D_ / 2) / head_scale;
+}
+
+template class Sandwich<float>;
+template class Sandwich<double>;
+
+}  // namespace lexp

@@ -1,0 +1,39 @@
+// xPos: RoPE with a per-pair exponential decay, the query at position m scaled by zeta_k^(m/B) and
+// the key at n by zeta_k^(-n/B), so q.k gains zeta_k^((m-n)/B) < 1 for m > n;
+// zeta_k = (2k + gamma D) / ((1 + gamma) D) (Sun et al. 2022, arXiv:2212.10554; formulas.md 3.2,
+// vectors 8.7). As the reference code (microsoft/torchscale) does: interleaved pairs by default,
+// gamma = 0.4, scale_base B = 512, and positions centred before exponentiation (exponent
+// (p - p_centre)/B, which halves the range); the scale is computed in double (pitfall 13).
+#pragma once
+
+#include <vector>
+
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// zeta_k for k = 0..D/2-1.
+std::vector<double> XposZeta(int D, double gamma);
+
+template <typename S>
+class XPos final : public PositionEncoding<S> {
+ public:
+  XPos(const EncodingShape& shape, const EncodingOptions& opt);
+  std::string Name() const override { return "xpos"; }
+  unsigned Sites() const override { return kSiteQKTransform; }
+  void Prepare(const std::vector<double>& pos) override;
+  void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
+  void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
+                           long ld) const override;
+
+ private:
+  int D_;
+  bool interleaved_;
+  double scale_base_;
+  std::vector<double> inv_freq_, zeta_;
+  Mat<S> cq_, sq_, ck_, sk_;  // [T, D/2] cos/sin times the query / key scale
+  std::vector<double> prepared_pos_;
+};
+
+}  // namespace lexp
