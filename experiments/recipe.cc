@@ -40,6 +40,12 @@ std::vector<int> RecipeConfig::ProbeLengths() const {
   return out;
 }
 
+int RecipeConfig::PositionsMax() const {
+  if (positions_max > 0) return positions_max;
+  if (positions == "pose") return MaxSequenceTokens();
+  return std::max(2048, 2 * MaxSequenceTokens());
+}
+
 int RecipeConfig::MaxSequenceTokens() const {
   // Output length is at most 2n for every task here, plus one separator.
   int M = train_max_length;
@@ -66,6 +72,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.n_layers", "transformer blocks L", &c.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
+      {"model.positions", "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
+       "pose (Zhu et al.)", &c.positions, 0, 0, {"identity", "randomized", "pose"}},
+      {"model.positions_max", "randomized: positions drawn from [0, L); pose: target length "
+       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence)", &c.positions_max, 0, 1 << 24},
+      {"model.positions_at_eval", "randomized at evaluation: sample (as the reference code) or identity",
+       &c.positions_at_eval, 0, 0, {"sample", "identity"}},
       {"train.max_length", "training lengths are uniform in 1..max_length (N)",
        &c.train_max_length, 1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},

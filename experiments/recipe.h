@@ -28,6 +28,9 @@ struct RecipeConfig {
   int d_ff = 0;
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
+  std::string positions = "identity";      // identity | randomized | pose (wraps every encoding)
+  int positions_max = 0;                   // randomized: L; pose: target length (0 = default)
+  std::string positions_at_eval = "sample";  // randomized: sample | identity
   // [train]
   int train_max_length = 16;
   int steps = 4000;
@@ -56,6 +59,9 @@ struct RecipeConfig {
   std::vector<int> EvalLengths() const;
   std::vector<int> ProbeLengths() const;
   int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
+  // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)
+  // but at least twice the longest evaluated sequence (randomized), or that sequence (pose).
+  int PositionsMax() const;
 };
 
 struct Field {

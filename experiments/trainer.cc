@@ -17,6 +17,7 @@
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
+#include "pe/position_schemes.h"
 #include "pe/registry.h"
 
 namespace lexp {
@@ -69,12 +70,20 @@ class Runner {
     mc.d_ff = cfg.d_ff;
     mc.pre_ln = cfg.norm == "pre";
     mc.causal = cfg.layout == "decoder";
-    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal, cfg.MaxSequenceTokens(),
+    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal,
+                     std::max(cfg.MaxSequenceTokens(), cfg.positions == "identity" ? 0 : cfg.PositionsMax()),
                      layout_.SequenceLengthFor(cfg.train_max_length)};
     auto it = cfg.encoding_options.find(encoding);
     enc_ = CreateEncoding<float>(
         encoding, it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
         es);
+    if (cfg.positions != "identity") {
+      PositionSchemeConfig pc;
+      pc.name = cfg.positions;
+      pc.max_position = cfg.PositionsMax();
+      pc.sample_at_eval = cfg.positions_at_eval == "sample";
+      enc_ = std::make_unique<WithPositionScheme<float>>(std::move(enc_), pc);
+    }
     model_ = std::make_unique<Transformer<float>>(mc, enc_.get());
     AdamWConfig ac;
     ac.lr = cfg.lr;

@@ -1,0 +1,128 @@
+// Randomized positions and PoSE (formulas.md 4.1, 4.2, 8.16 item 14) and their use from a recipe.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "experiments/recipe.h"
+#include "experiments/trainer.h"
+#include "nn/check.h"
+#include "pe/position_schemes.h"
+#include "pe/registry.h"
+
+namespace lexp {
+namespace {
+
+TEST(RandomizedPositions, AreSortedDistinctInRangeWithTheExpectedGap) {
+  Rng rng(3);
+  const int T = 40, L = 2048;
+  double gap_sum = 0;
+  const int draws = 3000;
+  for (int d = 0; d < draws; ++d) {
+    const auto p = SampleSortedPositions(T, L, rng);
+    ASSERT_EQ(static_cast<int>(p.size()), T);
+    EXPECT_GE(p.front(), 0);
+    EXPECT_LT(p.back(), L);
+    for (int t = 1; t < T; ++t) ASSERT_LT(p[t - 1], p[t]) << "strictly increasing, no duplicates";
+    gap_sum += (p.back() - p.front()) / (T - 1);
+  }
+  // For a uniform T-subset of {0..L-1}, E[max - min] = (L - 1)(T - 1)/(T + 1).
+  EXPECT_NEAR(gap_sum / draws, (L - 1.0) / (T + 1), 0.02 * (L - 1.0) / (T + 1));
+  const auto all = SampleSortedPositions(5, 5, rng);
+  EXPECT_EQ(all, (std::vector<double>{0, 1, 2, 3, 4}));
+  EXPECT_THROW(SampleSortedPositions(6, 5, rng), InputError);
+  Rng a(9), b(9);
+  EXPECT_EQ(SampleSortedPositions(10, 100, a), SampleSortedPositions(10, 100, b));
+}
+
+TEST(Pose, GivesTwoContiguousChunksInsideTheTargetLength) {
+  Rng rng(4);
+  const int T = 33, Lt = 400;
+  for (int d = 0; d < 500; ++d) {
+    const auto p = PosePositions(T, Lt, rng);
+    ASSERT_EQ(static_cast<int>(p.size()), T);
+    EXPECT_EQ(p[0], 0);
+    EXPECT_LT(p.back(), Lt);
+    int jumps = 0, l0 = T;
+    for (int t = 1; t < T; ++t) {
+      ASSERT_GT(p[t], p[t - 1]);
+      if (p[t] != p[t - 1] + 1) {
+        ++jumps;
+        l0 = t;
+      }
+    }
+    EXPECT_LE(jumps, 1) << "at most two contiguous runs";
+    EXPECT_GE(l0, 1);
+    if (jumps == 1) EXPECT_LE(l0, (T + 1) / 2) << "first chunk l0 in 1..ceil(T/2)";
+  }
+}
+
+TEST(PositionSchemes, WrapAnyEncodingAndSwitchAtEvaluation) {
+  auto make = [](const std::string& scheme, bool at_eval) {
+    PositionSchemeConfig c;
+    c.name = scheme;
+    c.max_position = 100;
+    c.sample_at_eval = at_eval;
+    return std::make_unique<WithPositionScheme<double>>(
+        CreateEncoding<double>("learned", {{"max_len", "100"}}, EncodingShape{8, 2, 1, true, 100}), c);
+  };
+  Rng rng(1);
+  std::vector<double> pos;
+  const std::vector<double> identity = {0, 1, 2, 3, 4, 5, 6, 7};
+  auto r = make("randomized", true);
+  r->PositionIds(8, true, rng, pos);
+  EXPECT_NE(pos, identity);
+  r->PositionIds(8, false, rng, pos);
+  EXPECT_NE(pos, identity) << "sampled at evaluation too, as the reference code";
+  auto r2 = make("randomized", false);
+  r2->PositionIds(8, false, rng, pos);
+  EXPECT_EQ(pos, identity);
+  auto p = make("pose", true);
+  p->PositionIds(8, false, rng, pos);
+  EXPECT_EQ(pos, identity) << "PoSE is a training scheme";
+  // The wrapped encoding keeps its parameters and sites.
+  EXPECT_EQ(r->Parameters().size(), 1u);
+  EXPECT_EQ(r->Parameters()[0].name, "pe.learned.table");
+  EXPECT_TRUE(r->Uses(kSiteEmbedding));
+}
+
+TEST(PositionSchemes, TrainFromARecipeWithLearnedAndRope) {
+  const auto dir = std::filesystem::temp_directory_path() / ("lexp_pos_" + std::to_string(getpid()));
+  for (const std::string scheme : {"randomized", "pose"}) {
+    RecipeConfig c = ParseRecipe(R"(
+[task]
+name = "copy"
+vocab = 12
+[model]
+d_model = 16
+n_heads = 2
+n_layers = 1
+encodings = ["learned", "rope"]
+positions_max = 64
+[train]
+max_length = 5
+steps = 40
+batch_size = 8
+log_every = 1000
+checkpoint_every = 1000
+[eval]
+lengths = [5, 10]
+samples = 8
+[probe]
+lengths = [5]
+samples = 1
+)", "positions.toml");
+    ApplyOverrides(c, {"model.positions=" + scheme});
+    ValidateRecipe(c);
+    for (const auto& e : c.encodings) {
+      RunOptions o;
+      o.out_dir = dir.string();
+      EXPECT_EQ(TrainAndEvaluate(c, e, o).state, "completed") << scheme << " " << e;
+    }
+    std::filesystem::remove_all(dir);
+  }
+}
+
+}  // namespace
+}  // namespace lexp
