@@ -30,7 +30,8 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
           {"attn_factor", "1", "yarn: multiplies the temperature factor 0.1 ln s + 1"},
           {"low_freq_factor", "1", "llama3: wavelengths above L / low_freq_factor are divided"},
           {"high_freq_factor", "4", "llama3: wavelengths below L / high_freq_factor are kept"},
-          {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"}};
+          {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
+          {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"}};
 }
 
 template <typename S>
@@ -58,6 +59,9 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   scaling_.high_freq_factor = opt.Double("high_freq_factor");
   scaling_.truncate_length = opt.Double("truncate_length");
   LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding 'rope': factor must be positive");
+  log_n_ = opt.Bool("log_n");
+  LEXP_INPUT_CHECK(!log_n_ || scaling_.original_length > 1,
+                   "encoding '" + name_ + "': log_n needs the training length (original_length)");
   const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, scaling_.original_length);
   inv_freq_ = f.inv_freq;
   mscale_ = f.mscale;
@@ -66,13 +70,14 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
 template <typename S>
 unsigned Rope<S>::Sites() const {
   const bool tempered = scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn";
-  return kSiteQKTransform | (tempered ? kSiteLogitScale : 0u);
+  return kSiteQKTransform | (tempered || log_n_ ? kSiteLogitScale : 0u);
 }
 
 // YaRN multiplies cos and sin by mscale, so q.k gets mscale^2: applied here once, on the logits.
 template <typename S>
-S Rope<S>::LogitScale(const AttentionContext&, int) const {
-  return static_cast<S>(mscale_ * mscale_);
+S Rope<S>::LogitScale(const AttentionContext& ctx, int i) const {
+  const double n = log_n_ ? LogNFactor(ctx.pos[i], scaling_.original_length) : 1.0;
+  return static_cast<S>(mscale_ * mscale_ * n);
 }
 
 template <typename S>

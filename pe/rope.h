@@ -71,6 +71,7 @@ class Rope final : public PositionEncoding<S> {
   RopeScalingConfig scaling_;
   std::vector<double> inv_freq_;
   double mscale_ = 1;
+  bool log_n_ = false;
   Mat<S> cos_, sin_;  // [T, D/2]
   std::vector<double> prepared_pos_;
 };

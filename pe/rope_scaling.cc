@@ -63,6 +63,10 @@ double YarnCorrectionDim(int D, double base, double L, double n_rot) {
   return D * std::log(L / (kTwoPi * n_rot)) / (2 * std::log(base));
 }
 
+double LogNFactor(double pos, double L) {
+  return std::max(1.0, std::log(pos + 1) / std::log(L));
+}
+
 const std::vector<std::string>& RopeScalingRules() {
   static const std::vector<std::string> k = {"none", "pi", "ntk", "dynamic_ntk", "ntk_by_parts",
                                              "yarn", "dynamic_yarn", "truncated_basis", "llama3"};

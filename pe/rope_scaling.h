@@ -10,6 +10,8 @@
 //   dynamic_yarn  yarn with s = max(1, l/L)
 //   truncated_basis  Pal et al. 2023 (Giraffe), arXiv:2308.10882: keep, set to rho, or zero
 //   llama3        Meta 2024 (HF `_compute_llama3_parameters`): keep / smooth / divide by wavelength
+//   log_n         (rope option) logits of the query at position p times max(1, ln(p+1)/ln L), as
+//                 ReRoPE's code does (Su 2023, formulas.md 3.10, vectors 8.11)
 // Parameters are named by rotations as in the reference code (beta_fast = 32 gives the low index,
 // beta_slow = 1 the high one, pitfall 5); L is the training length, kept apart from the current
 // length (pitfall 6).
@@ -44,6 +46,9 @@ struct ScaledFrequencies {
 
 // The (fractional) pair index whose wavelength fits n_rot times into L.
 double YarnCorrectionDim(int D, double base, double L, double n_rot);
+
+// log-n query factor max(1, ln(pos + 1) / ln L).
+double LogNFactor(double pos, double L);
 
 // The rules that change with the current sequence length.
 bool IsDynamicRule(const std::string& rule);

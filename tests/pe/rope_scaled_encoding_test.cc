@@ -60,6 +60,19 @@ TEST(RopeScaled, YarnTemperatureReachesTheLogitsExactlyOnce) {
     for (long j = 0; j <= i % 9; ++j) EXPECT_NEAR(a(i, j), m * m * b(i, j), 1e-12);
 }
 
+TEST(RopeScaled, LogNScalesEachQueryByItsPositionAndComposesWithYarn) {
+  auto enc = MakeRope({{"log_n", "true"}, {"scaling", "yarn"}, {"factor", "2"}}, 16);
+  ASSERT_TRUE(enc->Uses(kSiteLogitScale));
+  std::vector<double> pos(64);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  AttentionPattern pat(true);
+  AttentionContext ctx{0, 0, 2, 8, 64, pos.data(), &pat, true};
+  const double m = 0.1 * std::log(2.0) + 1;
+  EXPECT_NEAR(enc->LogitScale(ctx, 10), m * m, 1e-15) << "inside L: only the temperature";
+  EXPECT_NEAR(enc->LogitScale(ctx, 63), m * m * std::log(64.0) / std::log(16.0), 1e-15);
+  EXPECT_THROW(MakeRope({{"log_n", "true"}}, 0), InputError);
+}
+
 TEST(RopeScaled, PositionInterpolationRotatesLikeThePositionDividedByS) {
   auto pi = MakeRope({{"scaling", "pi"}, {"factor", "2"}}), plain = MakeRope({});
   AttentionPattern pat(true);

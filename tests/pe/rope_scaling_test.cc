@@ -238,6 +238,15 @@ TEST(RopeScaling, Llama3MatchesReferenceTableAndIsContinuous) {
   EXPECT_NEAR(scaled_pair(8192.0 * 1.01), 1.0 / 8, 1e-12);
 }
 
+TEST(RopeScaling, LogNFactorMatchesReference) {
+  EXPECT_EQ(LogNFactor(4095, 4096), 1.0);
+  EXPECT_EQ(LogNFactor(10, 4096), 1.0);
+  EXPECT_NEAR(LogNFactor(4096, 4096), 1.0000293481233586, 1e-15);
+  EXPECT_NEAR(LogNFactor(8191, 4096), 1.0833333333333333, 1e-15);
+  EXPECT_NEAR(LogNFactor(16383, 4096), 1.1666666666666667, 1e-15);
+  EXPECT_NEAR(LogNFactor(65535, 4096), 1.3333333333333335, 1e-15);
+}
+
 TEST(RopeScaling, UnknownRuleAndMissingLengthAreInputErrors) {
   EXPECT_THROW(ScaleRope(64, 1e4, Cfg("yarm", 2, 100), 0), InputError);
   EXPECT_THROW(ScaleRope(64, 1e4, Cfg("yarn", 2, 0), 0), InputError);
