@@ -6,6 +6,7 @@
 #include "pe/nope.h"
 #include "pe/rope.h"
 #include "pe/sinusoidal.h"
+#include "pe/fire.h"
 #include "pe/kerple.h"
 #include "pe/sandwich.h"
 #include "pe/t5.h"
@@ -37,6 +38,11 @@ const std::vector<EncodingInfo>& ListEncodings() {
       {"kerple_power", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
       {"sandwich", "relative bias", "logit term", "Chi et al. 2023, arXiv:2212.10356",
        {{"base", "10000", "frequency base of the sinusoids"}}},
+      {"fire", "relative bias", "logit term", "Li et al. 2023, arXiv:2310.04418",
+       {{"init_c", "0.1", "initial c of psi(x) = ln(|c x| + 1)"},
+        {"init_L", "512", "fixed threshold scale; L = |multiplier * init_L|, multiplier learnable"},
+        {"eps", "1e-6", "added to the normaliser"},
+        {"per_layer", "true", "one FIRE module per layer (false: shared by all layers)"}}},
       {"t5", "relative bias", "logit term", "Raffel et al. 2020, arXiv:1910.10683",
        {{"num_buckets", "32", "number of buckets (per direction halves when bidirectional)"},
         {"max_distance", "128", "distance at which the log buckets end"},
@@ -71,6 +77,7 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
   if (name == "kerple_power")
     return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kPower, shape, opt);
   if (name == "sandwich") return std::make_unique<Sandwich<S>>(shape, opt);
+  if (name == "fire") return std::make_unique<Fire<S>>(shape, opt);
   if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
   Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");
 }

@@ -209,7 +209,8 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"rope_partial", true}, AttentionCase{"xpos", true},
                       AttentionCase{"xpos", false}, AttentionCase{"kerple_log", true},
                       AttentionCase{"kerple_power", true}, AttentionCase{"kerple_log", false},
-                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false}),
+                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false},
+                      AttentionCase{"fire", true}, AttentionCase{"fire", false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
@@ -276,7 +277,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"rope", false, true}, ModelCase{"t5", true, false},
                       ModelCase{"rope_partial", true, true}, ModelCase{"xpos", true, true},
                       ModelCase{"kerple_log", true, true}, ModelCase{"kerple_power", true, false},
-                      ModelCase{"sandwich", true, true},
+                      ModelCase{"sandwich", true, true}, ModelCase{"fire", true, true},
                       ModelCase{"learned", false, false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "pe/fire.h"
 #include "pe/kerple.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
@@ -101,6 +102,27 @@ TEST(Kerple, PowerWithUnitExponentAndAlibiSlopesIsAlibi) {
     EXPECT_DOUBLE_EQ(k.Bias(0, d), -0.0625 * d);
     EXPECT_DOUBLE_EQ(k.Bias(1, d), -0.00390625 * d);
   }
+}
+
+TEST(Fire, NormalizedDistanceMatchesReferenceAndProperties) {
+  auto u = [](double i, double j) { return FireNormalizedDistance(i - j, i, 0.1, 512, 1e-6); };
+  EXPECT_NEAR(u(10, 0), 0.17525475289099296, 1e-15);
+  EXPECT_NEAR(u(100, 0), 0.6062818334675674, 1e-15);
+  EXPECT_NEAR(u(100, 90), 0.17525475289099296, 1e-15);
+  EXPECT_NEAR(u(511, 0), 0.9995149164027127, 1e-15);
+  EXPECT_NEAR(u(512, 0), 0.9999997471608371, 1e-15);
+  EXPECT_NEAR(u(1000, 500), 0.8519441185625369, 1e-15);
+  EXPECT_NEAR(u(4096, 4095), 0.015838516192855295, 1e-15);
+  for (double i : {0.0, 7.0, 600.0, 5000.0}) {
+    EXPECT_EQ(u(i, i), 0.0);
+    for (double j = 0; j <= i; j += std::max(1.0, i / 7)) {
+      EXPECT_GE(u(i, j), 0.0);
+      EXPECT_LE(u(i, j), 1.0);
+    }
+  }
+  for (double i : {512.0, 1000.0, 20000.0}) EXPECT_NEAR(u(i, 0), 1.0, 1e-5) << "u(i, 0) ~ 1 for i >= L";
+  // Below L the normaliser is constant (psi(L)): u depends on the distance only.
+  EXPECT_EQ(u(50, 20), u(300, 270));
 }
 
 TEST(XPos, ZetaMatchesReference) {

@@ -1,0 +1,53 @@
+// FIRE: functional interpolation for relative positions. The bias is a small MLP of the normalised
+// log distance, b_h(i, j) = f_theta(u)_h with u = psi(d) / (psi(max(L, p_i)) + eps),
+// psi(x) = ln(|c x| + 1), d the (effective) distance, p_i the query position (Li et al. 2023,
+// arXiv:2310.04418; formulas.md 2.7 and vectors 8.10). As the public replications: MLP
+// Linear(1, 32) -> ReLU -> Linear(32, H), c learnable (init 0.1), L = |m * init_L| with a learnable
+// multiplier m (init 1) and init_L = 512 fixed, eps = 1e-6; the threshold uses max(L, p_i), never
+// min (pitfall 19): that is the progressive interpolation. One module per layer (per_layer = true,
+// the default) or one shared by all layers.
+#pragma once
+
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// The normalised distance u for distance d >= 0 seen by the query at position p.
+double FireNormalizedDistance(double d, double p, double c, double L, double eps);
+
+template <typename S>
+class Fire final : public PositionEncoding<S> {
+ public:
+  Fire(const EncodingShape& shape, const EncodingOptions& opt);
+  std::string Name() const override { return "fire"; }
+  unsigned Sites() const override { return kSiteLogitTerm; }
+  void Init(Rng& rng) override;
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
+                    long ldq, S* scores, long lds) const override;
+  void BeginBackward(int tasks) override;
+  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
+                         long ldq, const S* d_scores, long lds, S* d_q, long ldg,
+                         int task) override;
+  void EndBackward() override;
+  std::vector<ParamRef<S>> Parameters() override;
+
+ private:
+  static constexpr int kWidth = 32;
+  int Row(int layer) const { return per_layer_ ? layer : 0; }
+  int H_;
+  bool per_layer_;
+  double init_L_, eps_;
+  // One row per layer (or one): w1, b1 [*, 32]; w2 [*, 32*H] (k-major: w2[k*H + h]); b2 [*, H];
+  // c, m [*, 1].
+  Mat<S> w1_, b1_, w2_, b2_, c_, m_;
+  Mat<S> dw1_, db1_, dw2_, db2_, dc_, dm_;
+  std::vector<double> slots_;  // [tasks, kSlot]
+  int slot_layer_ = 0, tasks_ = 0;
+  static constexpr int kSlot = 3 * kWidth + 3;  // dw1, db1, dw2[:, h], db2[h], dc, dm
+};
+
+}  // namespace lexp
