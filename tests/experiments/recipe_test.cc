@@ -1,6 +1,9 @@
 // Recipe parsing: every bad input names the key, the file and what is allowed.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "experiments/recipe.h"
 #include "nn/check.h"
 
@@ -25,6 +28,19 @@ void ExpectMentions(const std::string& msg, const std::vector<std::string>& part
 }
 
 TEST(Recipe, DefaultsAreValid) { EXPECT_EQ(ErrorOf(""), ""); }
+
+TEST(Recipe, EveryShippedRecipeParsesAndValidates) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(LEXP_SOURCE_DIR) +
+                                                           "/experiments/recipes")) {
+    if (e.path().extension() != ".toml") continue;
+    std::ifstream f(e.path());
+    const std::string text((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_EQ(ErrorOf(text), "") << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 3);
+}
 
 TEST(Recipe, UnknownKeyNamesKeyFileAndAllowedKeys) {
   ExpectMentions(ErrorOf("[train]\nstpes = 10\n"),
