@@ -10,6 +10,7 @@
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
 
 namespace lexp {
 namespace {
@@ -29,31 +30,10 @@ TEST(EvalCommand, ParsesScaleSpecs) {
 class EvalCommandRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("lexp_evalcmd_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    RecipeConfig c = ParseRecipe(R"(
-[task]
-name = "copy"
-vocab = 12
-[model]
-d_model = 16
-n_heads = 2
-n_layers = 1
-encodings = ["rope", "alibi"]
-[train]
-max_length = 5
-steps = 60
-batch_size = 8
-log_every = 1000
-checkpoint_every = 1000
-[eval]
-lengths = [3, 5, 10, 20]
-samples = 16
-[probe]
-lengths = [5, 20]
-samples = 2
-)", "evalcmd.toml");
-    ValidateRecipe(c);
+    dir_ = testing::FreshTempDir("evalcmd");
+    const RecipeConfig c = testing::TinyCopyRecipe(
+        {"model.n_layers=1", "model.encodings=rope,alibi", "eval.lengths=3,5,10,20",
+         "probe.lengths=5,20"});
     RunOptions o;
     o.out_dir = dir_.string();
     ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");

@@ -14,48 +14,16 @@
 #include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
 #include "tests/testing/run_files.h"
+#include "tests/testing/tiny_runs.h"
 
 namespace lexp {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path TempDir(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("lexp_test_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path TempDir(const std::string& name) { return testing::FreshTempDir(name); }
 
-RecipeConfig TinyRecipe() {
-  RecipeConfig c = ParseRecipe(R"(
-[task]
-name = "copy"
-vocab = 12
-[model]
-d_model = 16
-n_heads = 2
-n_layers = 2
-encodings = ["t5"]
-[train]
-max_length = 5
-steps = 60
-batch_size = 8
-warmup_steps = 5
-log_every = 1000
-checkpoint_every = 1000
-[eval]
-lengths = [2, 5, 9]
-samples = 16
-batch_size = 8
-[probe]
-lengths = [5, 9]
-samples = 2
-stored_samples = 1
-)", "tiny.toml");
-  ValidateRecipe(c);
-  return c;
-}
+RecipeConfig TinyRecipe() { return testing::TinyCopyRecipe(); }
 
 TEST(Training, TinyModelLearnsCopyAtItsTrainingLengths) {
   // A 1000-token alphabet keeps repeated tokens rare: with repeats, copying by content (an

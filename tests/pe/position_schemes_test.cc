@@ -10,6 +10,7 @@
 #include "nn/check.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
+#include "tests/testing/tiny_runs.h"
 
 namespace lexp {
 namespace {
@@ -88,33 +89,12 @@ TEST(PositionSchemes, WrapAnyEncodingAndSwitchAtEvaluation) {
 }
 
 TEST(PositionSchemes, TrainFromARecipeWithLearnedAndRope) {
-  const auto dir = std::filesystem::temp_directory_path() / ("lexp_pos_" + std::to_string(getpid()));
+  const auto dir = testing::FreshTempDir("positions");
   for (const std::string scheme : {"randomized", "pose"}) {
-    RecipeConfig c = ParseRecipe(R"(
-[task]
-name = "copy"
-vocab = 12
-[model]
-d_model = 16
-n_heads = 2
-n_layers = 1
-encodings = ["learned", "rope"]
-positions_max = 64
-[train]
-max_length = 5
-steps = 40
-batch_size = 8
-log_every = 1000
-checkpoint_every = 1000
-[eval]
-lengths = [5, 10]
-samples = 8
-[probe]
-lengths = [5]
-samples = 1
-)", "positions.toml");
-    ApplyOverrides(c, {"model.positions=" + scheme});
-    ValidateRecipe(c);
+    const RecipeConfig c = testing::TinyCopyRecipe(
+        {"model.n_layers=1", "model.encodings=learned,rope", "model.positions_max=64",
+         "model.positions=" + scheme, "train.steps=40", "eval.lengths=5,10", "probe.lengths=5",
+         "probe.samples=1"});
     for (const auto& e : c.encodings) {
       RunOptions o;
       o.out_dir = dir.string();

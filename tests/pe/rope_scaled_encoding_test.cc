@@ -14,6 +14,7 @@
 #include "pe/registry.h"
 #include "pe/rope.h"
 #include "tests/testing/gradcheck.h"
+#include "tests/testing/tiny_runs.h"
 
 namespace lexp {
 namespace {
@@ -144,33 +145,11 @@ TEST(RopeScaled, OptionErrorsNameTheRulesAndTheMissingLength) {
 }
 
 TEST(RopeScaled, TrainsFromARecipeWithATrainingTimeRule) {
-  RecipeConfig c = ParseRecipe(R"(
-[task]
-name = "copy"
-vocab = 12
-[model]
-d_model = 16
-n_heads = 2
-n_layers = 1
-encodings = ["rope"]
-[encoding_options.rope]
-scaling = "yarn"
-factor = 4
-[train]
-max_length = 5
-steps = 80
-batch_size = 8
-log_every = 1000
-checkpoint_every = 1000
-[eval]
-lengths = [5, 20]
-samples = 8
-[probe]
-lengths = [5]
-samples = 1
-)", "yarn.toml");
-  ValidateRecipe(c);
-  const auto dir = std::filesystem::temp_directory_path() / ("lexp_yarn_" + std::to_string(getpid()));
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.n_layers=1", "model.encodings=rope", "encoding_options.rope.scaling=yarn",
+       "encoding_options.rope.factor=4", "train.steps=80", "eval.lengths=5,20", "probe.lengths=5",
+       "probe.samples=1"});
+  const auto dir = testing::FreshTempDir("yarn");
   RunOptions o;
   o.out_dir = dir.string();
   const RunSummary s = TrainAndEvaluate(c, "rope", o);
