@@ -13,6 +13,7 @@
 #include "experiments/default_recipe.h"
 #include "experiments/bench.h"
 #include "experiments/eval_command.h"
+#include "experiments/pe_table.h"
 #include "experiments/recipe.h"
 #include "experiments/sweep.h"
 #include "experiments/tasks/task.h"
@@ -118,6 +119,20 @@ int main(int argc, char** argv) {
   eval->footer("Writes <out>/<encoding>+<rule>x<factor>.h5 with the same layout as a trained run "
                "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
 
+  auto* pe_table = app.add_subcommand(
+      "pe-table", "closed-form tables without training: RoPE scaling rules per pair, bias families "
+                  "vs distance (HDF5 + figure)");
+  lexp::PeTableOptions pto;
+  pe_table->add_option("--head-dim", pto.head_dim, "rotary head dimension D")->capture_default_str();
+  pe_table->add_option("--base", pto.base, "RoPE base")->capture_default_str();
+  pe_table->add_option("--train-length", pto.train_length, "training length L of the rules")
+      ->capture_default_str();
+  pe_table->add_option("--factor", pto.factor, "scale s of the rules")->capture_default_str();
+  pe_table->add_option("--heads", pto.heads, "heads of the bias families")->capture_default_str();
+  pe_table->add_option("--max-distance", pto.max_distance, "largest distance tabulated")
+      ->capture_default_str();
+  pe_table->add_option("--out", pto.out_file, "HDF5 file to write")->capture_default_str();
+
   auto* figures = app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
@@ -156,6 +171,11 @@ int main(int argc, char** argv) {
         const std::string dir = std::filesystem::path(s.path).parent_path().string();
         for (const auto& png : lexp::DrawAllFigures(dir)) PrintLine("figure: " + png);
       }
+      return 0;
+    }
+    if (*pe_table) {
+      PrintLine("wrote " + lexp::WritePeTable(pto));
+      PrintLine("figure: " + lexp::DrawPeTable(pto.out_file));
       return 0;
     }
     if (*figures) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <gnuplot-iostream.h>
+#include <sstream>
 
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -185,6 +186,72 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
   s += "plot " + plot_ent + "\n";
   s += "set ylabel 'max pre-softmax logit'\nset title 'row maximum of the logits'\n";
   s += "plot " + plot_max + "\n";
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
+std::string DrawPeTable(const std::string& file) {
+  h5::Reader r(file);
+  const auto& root = r.root();
+  const fs::path dir = fs::path(file).parent_path().empty() ? fs::path("figures")
+                                                             : fs::path(file).parent_path() / "figures";
+  fs::create_directories(dir);
+  const std::string name = "pe_table";
+  h5::Group rot = root.OpenGroup("rotary"), bias = root.OpenGroup("bias");
+  std::vector<uint64_t> dims;
+  const auto wl = rot.ReadDoubles("wavelength", &dims);
+  std::vector<std::string> rules;
+  {
+    std::stringstream ss(rot.AttrString("rules"));
+    std::string x;
+    while (std::getline(ss, x, ',')) rules.push_back(x);
+  }
+  const uint64_t P = dims[1];
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# block 0: pair k, then the wavelength (tokens) of each rule: ";
+  for (const auto& x : rules) dat << x << " ";
+  dat << "\n";
+  for (uint64_t k = 0; k < P; ++k) {
+    dat << k;
+    for (size_t ri = 0; ri < rules.size(); ++ri) dat << " " << wl[ri * P + k];
+    dat << "\n";
+  }
+  const std::vector<std::string> fams = {"alibi", "sandwich", "kerple_log", "kerple_power"};
+  std::vector<std::vector<double>> b;
+  std::vector<uint64_t> bd;
+  for (const auto& f : fams) b.push_back(bias.ReadDoubles(f, &bd));
+  dat << "\n\n# block 1: distance, then b(d) of head 0 for: alibi sandwich kerple_log kerple_power\n";
+  for (uint64_t d = 1; d < bd[1]; ++d) {
+    dat << d;
+    for (const auto& v : b) dat << " " << v[d];
+    dat << "\n";
+  }
+  dat.close();
+  const double L = static_cast<double>(root.AttrInt("train_length"));
+  std::string s = "# Per-pair wavelength of each RoPE scaling rule, and bias families vs distance\n";
+  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
+  s += "set output '" + name + ".png'\n";
+  s += fmt::format("set multiplot layout 1,2 title 'head dim {}, base {:g}, training length {:g}, factor {:g}'\n",
+                   root.AttrInt("head_dim"), root.AttrDouble("base"), L, root.AttrDouble("factor"));
+  s += "set grid\nset key top left\nset logscale y\n";
+  s += "set xlabel 'rotary pair k'\nset ylabel 'wavelength 2 pi / theta_k (tokens, log scale)'\n";
+  s += "set title 'RoPE scaling rules (truncated: pairs set to 0 are not drawn)'\n";
+  s += fmt::format("set arrow 1 from graph 0,first {0} to graph 1,first {0} nohead dt 2 lc rgb 'gray40'\n", L);
+  std::string plot = "plot ";
+  for (size_t ri = 0; ri < rules.size(); ++ri)
+    plot += fmt::format("{}'{}.dat' index 0 using 1:(${} > 0 ? ${} : 1/0) with lines lw 2 title '{}'",
+                        ri ? ", " : "", name, ri + 2, ri + 2,
+                        rules[ri] == "yarn" ? "yarn (= ntk_by_parts; + temperature)" : rules[ri]);
+  s += plot + "\n";
+  s += "unset arrow 1\nset logscale xy\nset key top left\n";
+  s += "set xlabel 'distance d (tokens, log scale)'\n";
+  s += "set ylabel 'penalty -b(d), head 0 (logit, log scale)'\n";
+  s += "set title 'relative biases at fixed parameters (see the file for each)'\n";
+  plot = "plot ";
+  for (size_t fi = 0; fi < fams.size(); ++fi)
+    plot += fmt::format("{}'{}.dat' index 1 using 1:(-${} > 0 ? -${} : 1/0) with lines lw 2 title '{}'",
+                        fi ? ", " : "", name, fi + 2, fi + 2, fams[fi]);
+  s += plot + "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

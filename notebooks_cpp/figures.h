@@ -20,6 +20,10 @@ std::string DrawAccuracyVsLength(const std::string& run_dir);
 // one line per encoding. Returns the PNG path.
 std::string DrawAttentionVsLength(const std::string& run_dir);
 
+// From the file of `lexp pe-table`: each RoPE scaling rule's per-pair wavelength against the
+// original, and each bias family's b(d) for head 0. Writes next to the file in figures/.
+std::string DrawPeTable(const std::string& pe_table_file);
+
 // Every figure of a run directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 

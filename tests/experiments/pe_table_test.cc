@@ -1,0 +1,44 @@
+// `lexp pe-table`: the closed-form tables and the figure drawn from them.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "experiments/pe_table.h"
+#include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
+#include "pe/alibi.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+TEST(PeTable, HoldsEveryRuleAndFamilyAndDrawsItsFigure) {
+  const auto dir = testing::FreshTempDir("pe_table");
+  PeTableOptions o;
+  o.head_dim = 64;
+  o.factor = 4;
+  o.train_length = 2048;
+  o.heads = 4;
+  o.max_distance = 300;
+  o.out_file = (dir / "pe.h5").string();
+  WritePeTable(o);
+  h5::Reader r(o.out_file);
+  h5::Group rot = r.root().OpenGroup("rotary");
+  EXPECT_EQ(rot.AttrString("rules"), "none,pi,ntk,ntk_by_parts,yarn,truncated_basis,llama3");
+  std::vector<uint64_t> dims;
+  const auto f = rot.ReadDoubles("inv_freq", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{7, 32}));
+  for (int k = 0; k < 32; ++k) EXPECT_DOUBLE_EQ(f[32 + k], f[k] / 4) << "pi row = original / s";
+  EXPECT_NEAR(f[4 * 32 + 14], 0.011627211527177573, 1e-15) << "yarn row, formulas.md 8.5 E";
+  EXPECT_NEAR(rot.ReadDoubles("mscale")[4], 1.138629436111989, 1e-15);
+  const auto alibi = r.root().OpenGroup("bias").ReadDoubles("alibi", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{4, 301}));
+  EXPECT_DOUBLE_EQ(alibi[2 * 301 + 10], -AlibiSlopes(4)[2] * 10);
+  const std::string png = DrawPeTable(o.out_file);
+  EXPECT_TRUE(std::filesystem::exists(png));
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "pe_table.gp"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
