@@ -66,10 +66,19 @@ int ListCommand(const std::string& what) {
     for (const auto& o : lexp::RopeOptionSpecs())
       if (o.name != "base" && o.name != "pairing" && o.name != "scaling")
         PrintLine(fmt::format("    {:<18} [{}] {}", o.name, o.default_value, o.help));
+  } else if (what == "patterns") {
+    PrintLine("Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global /");
+    PrintLine("pattern_limit, applied at evaluation or always with pattern_when):");
+    PrintLine("  full            the model's causal or bidirectional mask (default)");
+    PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
+    PrintLine("  bca             blockwise causal attention, block l = pattern_window (Sun et al. 2022)");
+    PrintLine("  lambda          LM-Infinite: first pattern_global keys + last pattern_window keys; global");
+    PrintLine("                  keys outside the window seen at distance pattern_limit (Han et al. 2023);");
+    PrintLine("                  logit-term encodings only");
   } else if (what == "keys") {
     std::fputs(RecipeKeysHelp().c_str(), stdout);
   } else {
-    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, scalings, tasks, keys");
+    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, scalings, patterns, tasks, keys");
   }
   return 0;
 }
@@ -139,7 +148,7 @@ int main(int argc, char** argv) {
 
   auto* list = app.add_subcommand("list", "list encodings, tasks or recipe keys");
   std::string topic;
-  list->add_option("TOPIC", topic, "encodings | scalings | tasks | keys")->required();
+  list->add_option("TOPIC", topic, "encodings | scalings | patterns | tasks | keys")->required();
 
   auto* bench = app.add_subcommand(
       "bench", "time training steps and evaluation passes against the PyTorch reference");

@@ -78,6 +78,16 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "(0 = default: max(2048, 2x the longest sequence) / the longest sequence)", &c.positions_max, 0, 1 << 24},
       {"model.positions_at_eval", "randomized at evaluation: sample (as the reference code) or identity",
        &c.positions_at_eval, 0, 0, {"sample", "identity"}},
+      {"model.pattern", "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite)",
+       &c.pattern, 0, 0, {"full", "sliding_window", "bca", "lambda"}},
+      {"model.pattern_window", "sliding window w / bca block l / lambda n_local (0 = the longest "
+       "training sequence)", &c.pattern_window, 0, 1 << 24},
+      {"model.pattern_global", "lambda: n_global first tokens always visible", &c.pattern_global, 0,
+       1 << 24},
+      {"model.pattern_limit", "lambda: distance at which global tokens are seen (0 = the window)",
+       &c.pattern_limit, 0, 1 << 24},
+      {"model.pattern_when", "apply the pattern at evaluation only (eval) or also in training (always)",
+       &c.pattern_when, 0, 0, {"eval", "always"}},
       {"train.max_length", "training lengths are uniform in 1..max_length (N)",
        &c.train_max_length, 1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},
@@ -400,6 +410,21 @@ void ValidateRecipe(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
                                            " exceeds what task '" + c.task + "' supports (" +
                                            std::to_string(task->MaxLength()) + ")");
+  if (c.pattern != "full") {
+    LEXP_INPUT_CHECK(c.layout == "decoder", Where(src, "model.pattern") + " = \"" + c.pattern +
+                                                "\" is a causal pattern; model.layout must be \"decoder\"");
+    const int window = c.pattern_window > 0 ? c.pattern_window : train_tokens;
+    LEXP_INPUT_CHECK(c.pattern != "bca" || (window >= 2 && window % 2 == 0),
+                     Where(src, "model.pattern_window") + " must be even for bca (block size), got " +
+                         std::to_string(window));
+    if (c.pattern == "lambda") {
+      for (const auto& e : c.encodings)
+        LEXP_INPUT_CHECK(FindEncoding(e).sites.find("q/k transform") == std::string::npos,
+                         Where(src, "model.pattern") + " = \"lambda\" caps the distance of global "
+                         "tokens, which the q/k rotation of '" + e + "' cannot express per key; use it "
+                         "with a logit-term encoding (alibi, t5, kerple_*, sandwich, fire) or nope");
+    }
+  }
   std::set<std::string> seen;
   for (const auto& e : c.encodings) {
     LEXP_INPUT_CHECK(seen.insert(e).second, Where(src, "model.encodings") + " lists '" + e + "' twice");

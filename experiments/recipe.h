@@ -31,6 +31,11 @@ struct RecipeConfig {
   std::string positions = "identity";      // identity | randomized | pose (wraps every encoding)
   int positions_max = 0;                   // randomized: L; pose: target length (0 = default)
   std::string positions_at_eval = "sample";  // randomized: sample | identity
+  std::string pattern = "full";      // full | sliding_window | bca | lambda
+  int pattern_window = 0;            // sliding_window w, bca l, lambda n_local (0 = N's sequence)
+  int pattern_global = 2;            // lambda n_global
+  int pattern_limit = 0;             // lambda distance cap (0 = the window)
+  std::string pattern_when = "eval";  // eval (as BCA and LM-Infinite are used) | always
   // [train]
   int train_max_length = 16;
   int steps = 4000;

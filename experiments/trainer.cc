@@ -17,6 +17,7 @@
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
+#include "pe/patterns.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
 
@@ -85,6 +86,14 @@ class Runner {
       enc_ = std::make_unique<WithPositionScheme<float>>(std::move(enc_), pc);
     }
     model_ = std::make_unique<Transformer<float>>(mc, enc_.get());
+    PatternConfig pc;
+    pc.name = cfg.pattern;
+    pc.window = cfg.pattern_window > 0 ? cfg.pattern_window
+                                       : layout_.SequenceLengthFor(cfg.train_max_length);
+    pc.global = cfg.pattern_global;
+    pc.limit = cfg.pattern_limit;
+    pattern_ = CreatePattern(pc);
+    if (pattern_ && cfg.pattern_when == "always") model_->set_pattern(pattern_.get());
     AdamWConfig ac;
     ac.lr = cfg.lr;
     ac.weight_decay = cfg.weight_decay;
@@ -268,6 +277,7 @@ class Runner {
   }
 
   void Evaluate() {
+    if (pattern_) model_->set_pattern(pattern_.get());
     const Rng eval_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval");
     MatF logits;
     std::vector<double> pos, row_loss;
@@ -500,6 +510,7 @@ class Runner {
   std::unique_ptr<Task> task_;
   SequenceLayout layout_;
   std::unique_ptr<PositionEncoding<float>> enc_;
+  std::unique_ptr<AttentionPattern> pattern_;
   std::unique_ptr<Transformer<float>> model_;
   AdamWConfig opt_cfg_;
   std::unique_ptr<AdamW<float>> adam_;

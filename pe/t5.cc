@@ -60,7 +60,8 @@ void T5Bias<S>::Prepare(const std::vector<double>& pos) {
 template <typename S>
 int T5Bias<S>::BucketAt(const AttentionContext& ctx, int i, int j) const {
   const long rp = -std::lround(ctx.Distance(i, j));  // key - query
-  LEXP_DCHECK(std::labs(rp) <= max_rp_, "t5: distance outside the prepared range");
+  // Patterns may report distances beyond the positions' span (LM-Infinite's cap): compute those.
+  if (std::labs(rp) > max_rp_) return T5Bucket(rp, bidirectional_, buckets_, max_distance_);
   return bucket_of_[rp + max_rp_];
 }
 
