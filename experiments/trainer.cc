@@ -128,8 +128,7 @@ class Runner {
     if (!opt_.weights_from.empty()) {
       LoadWeights(opt_.weights_from);
       Say("evaluating the weights of " + opt_.weights_from);
-      Evaluate();
-      Probe();
+      EvaluateAndProbe();
       WriteRunFile(sum.path);
       sum.state = state_;
       sum.eval = eval_;
@@ -140,10 +139,7 @@ class Runner {
       sum.state = state_;
       return sum;
     }
-    if (state_ == "completed") {
-      Evaluate();
-      Probe();
-    }
+    if (state_ == "completed") EvaluateAndProbe();
     WriteRunFile(sum.path);
     std::filesystem::remove(ckpt);
     sum.state = state_;
@@ -276,8 +272,14 @@ class Runner {
     return true;
   }
 
-  void Evaluate() {
+  // Evaluation and probe both run under the evaluation pattern (if the recipe has one).
+  void EvaluateAndProbe() {
     if (pattern_) model_->set_pattern(pattern_.get());
+    Evaluate();
+    Probe();
+  }
+
+  void Evaluate() {
     const Rng eval_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval");
     MatF logits;
     std::vector<double> pos, row_loss;

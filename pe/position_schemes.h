@@ -69,7 +69,6 @@ class WithPositionScheme final : public PositionEncoding<S> {
   std::vector<ParamRef<S>> Parameters() override { return inner_->Parameters(); }
   void Init(Rng& rng) override { inner_->Init(rng); }
   void AfterOptimizerStep() override { inner_->AfterOptimizerStep(); }
-  PositionEncoding<S>& inner() { return *inner_; }
 
  private:
   std::unique_ptr<PositionEncoding<S>> inner_;

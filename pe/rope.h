@@ -58,7 +58,6 @@ class Rope final : public PositionEncoding<S> {
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
                            long ld) const override;
   S LogitScale(const AttentionContext& ctx, int i) const override;
-  bool interleaved() const { return interleaved_; }
   const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
   double mscale() const { return mscale_; }
 

@@ -275,8 +275,6 @@ Writer::~Writer() {
   }
 }
 
-void Writer::Flush() { H5Fflush(file_.id(), H5F_SCOPE_GLOBAL); }
-
 void Writer::Commit() {
   root_ = Group();
   file_ = Handle();  // closes the file

@@ -95,7 +95,6 @@ class Writer {
   explicit Writer(const std::string& path);
   ~Writer();  // an uncommitted file is removed
   Group& root() { return root_; }
-  void Flush();
   void Commit();
 
  private:

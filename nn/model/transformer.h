@@ -69,7 +69,6 @@ class Transformer {
 
   const ModelConfig& config() const { return cfg_; }
   PositionEncoding<S>& encoding() { return *enc_; }
-  const AttentionPattern& pattern() const { return pattern_; }
   void set_pattern(const AttentionPattern* p) { pattern_override_ = p; }
 
   void Init(Rng& rng);
@@ -88,8 +87,6 @@ class Transformer {
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
 
-  ModelParams<S>& params() { return p_; }
-  ModelParams<S>& grads() { return g_; }
 
  private:
   const AttentionPattern& ActivePattern() const {
