@@ -1,13 +1,21 @@
 // The interface through which a positional encoding touches the transformer, and nothing else does.
 // Six named sites (../shared/STYLE.md, "Encodings plug into attention at named sites"):
 //   1. position ids     token index -> position used (may differ between training and evaluation)
-//   2. input embedding  vector added to the token embedding
+//   2. input embedding  vector added to the token embedding (or a transform of it that may read the
+//                       token ids, as complex word-order embeddings do)
 //   3. q/k transform    rotation / scaling of each head's queries and keys by position
-//   4. logit term       b_h(i, j) or a content-position term (may read q_i) added after 1/sqrt(D)
-//   5. mask / pattern   which keys query i may see and at what effective distance (AttentionPattern)
+//   4. logit term       b_h(i, j) or a content-position term (may read q_i, k_j) added after
+//   1/sqrt(D),
+//                       or a transform of the block of logits (ReLU-and-rescale, a second rotary
+//                       pass)
+//   5. mask / pattern   which keys query i may see and at what effective distance
+//   (AttentionPattern)
 //   6. logit scale      per-query temperature multiplying q.k/sqrt(D) (not the logit term)
-// The attention logit of head h is  a_ij = scale_i * q_i.k_j / sqrt(D) + b_h(i, j, q_i)  for visible j.
-// nn/ knows only this interface; encodings live in pe/.
+//   7. value term       sum_j p_ij r_h(i, j) added to the attention output (relative values, Shaw)
+// The attention logit of head h is  a_ij = scale_i * q_i.k_j / sqrt(D) + b_h(i, j, q_i, k_j)  for
+// visible j (or f_h(i, j, scale_i q_i.k_j / sqrt(D), q_i, k_j) for a transforming logit term), and
+// the output  o_i = sum_j p_ij (v_j + r_h(i, j)). nn/ knows only this interface; encodings live in
+// pe/.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +36,8 @@ struct ParamRef {
   long size;
 };
 
-// Mask / pattern site. Causal and bidirectional are the two built-in patterns; later patterns (Lambda,
-// sliding window, sinks, ...) override KeyBounds/Visible/EffectiveDistance.
+// Mask / pattern site. Causal and bidirectional are the two built-in patterns; later patterns
+// (Lambda, sliding window, sinks, ...) override KeyBounds/Visible/EffectiveDistance.
 class AttentionPattern {
  public:
   explicit AttentionPattern(bool causal) : causal_(causal) {}
@@ -45,7 +53,9 @@ class AttentionPattern {
   virtual bool Contiguous() const { return true; }
   virtual bool Visible(int /*i*/, int /*j*/, int /*T*/) const { return true; }
   // Distance at which query i sees key j, for distance-based encodings (positions, not indices).
-  virtual double EffectiveDistance(int i, int j, const double* pos) const { return pos[i] - pos[j]; }
+  virtual double EffectiveDistance(int i, int j, const double* pos) const {
+    return pos[i] - pos[j];
+  }
   // True when EffectiveDistance is pos[i] - pos[j]; lets hot loops skip the virtual call.
   virtual bool PlainDistance() const { return true; }
 
@@ -59,13 +69,28 @@ struct AttentionContext {
   int head = 0;
   int num_heads = 1;
   int head_dim = 1;
-  int T = 0;                     // sequence length (keys = queries)
-  const double* pos = nullptr;   // [T] position ids from site 1
+  int T = 0;                    // sequence length (keys = queries)
+  const double* pos = nullptr;  // [T] position ids from site 1
   const AttentionPattern* pattern = nullptr;
-  bool plain_distance = true;    // pattern->PlainDistance(), cached
+  bool plain_distance = true;  // pattern->PlainDistance(), cached
   double Distance(int i, int j) const {
     return plain_distance ? pos[i] - pos[j] : pattern->EffectiveDistance(i, j, pos);
   }
+};
+
+// One (sequence, head) task's queries and keys after site 3: row t of [T, D] at q + t * ld.
+template <typename S>
+struct HeadQK {
+  const S* q;
+  const S* k;
+  long ld;
+};
+// Gradients of the same rows (accumulated).
+template <typename S>
+struct HeadQKGrad {
+  S* d_q;
+  S* d_k;
+  long ld;
 };
 
 enum Site : unsigned {
@@ -75,6 +100,7 @@ enum Site : unsigned {
   kSiteLogitTerm = 1u << 3,
   kSitePattern = 1u << 4,
   kSiteLogitScale = 1u << 5,
+  kSiteValueTerm = 1u << 6,
 };
 
 template <typename S>
@@ -95,11 +121,14 @@ class PositionEncoding {
     for (int t = 0; t < T; ++t) pos[t] = t;
   }
 
-  // Site 2. x: [B*T, C]; adds e(pos[t]) to every row of sequence position t.
-  virtual void AddEmbedding(const std::vector<double>& /*pos*/, int /*B*/, Mat<S>& /*x*/) {}
-  // d_x: [B*T, C]; accumulates parameter gradients of the embedding (if learnable).
-  virtual void EmbeddingBackward(const std::vector<double>& /*pos*/, int /*B*/,
-                                 const Mat<S>& /*d_x*/) {}
+  // Site 2. x: [B*T, C] token embeddings of `tokens` [B*T]; adds e(pos[t]) to every row of sequence
+  // position t (or transforms the rows in place).
+  virtual void AddEmbedding(const std::vector<double>& /*pos*/, const std::vector<int>& /*tokens*/,
+                            int /*B*/, Mat<S>& /*x*/) {}
+  // d_x: [B*T, C], the gradient w.r.t. the output of AddEmbedding; accumulates the embedding's
+  // parameter gradients and, for a transform, replaces d_x by the gradient w.r.t. its input.
+  virtual void EmbeddingBackward(const std::vector<double>& /*pos*/,
+                                 const std::vector<int>& /*tokens*/, int /*B*/, Mat<S>& /*d_x*/) {}
 
   // Site 3. x: [T, D] rows with leading dimension ld, one (sequence, head); transformed in place.
   virtual void TransformQK(const AttentionContext& /*ctx*/, bool /*is_query*/, S* /*x*/,
@@ -109,18 +138,34 @@ class PositionEncoding {
   virtual void TransformQKBackward(const AttentionContext& /*ctx*/, bool /*is_query*/, S* /*d_x*/,
                                    long /*ld*/) const {}
 
-  // Site 4. Adds b(i, j) to scores[(i-i0)*lds + (j-j0)] for queries [i0, i1) and keys [j0, j1).
-  // q: [T, D] rows of this head's queries (after site 3), for content-dependent terms.
+  // Site 4. On entry scores[(i-i0)*lds + (j-j0)] holds scale_i q_i.k_j / sqrt(D) for queries [i0,
+  // i1) and keys [j0, j1) (masked keys included; the mask is applied afterwards). Adds b(i, j) to
+  // it, or replaces it by a function of it. qk: this task's queries and keys after site 3.
   virtual void AddLogitTerm(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/, int /*j0*/,
-                            int /*j1*/, const S* /*q*/, long /*ldq*/, S* /*scores*/,
+                            int /*j1*/, const HeadQK<S>& /*qk*/, S* /*scores*/,
                             long /*lds*/) const {}
-  // Backward of site 4 for one (sequence, head) task: d_scores has the layout of scores. Accumulates
-  // parameter gradients into the per-task slot `task` (see BeginBackward) and d_q (may be null).
+  // Backward of site 4 for one (sequence, head) task. On entry d_scores (layout of scores) is the
+  // gradient w.r.t. the output of AddLogitTerm; an additive term leaves it alone, a transform
+  // replaces it by the gradient w.r.t. its input. Accumulates into grad.d_q / grad.d_k the gradient
+  // of terms that read q or k, and parameter gradients into the per-task slot `task` (see
+  // BeginBackward).
   virtual void LogitTermBackward(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/,
-                                 int /*j0*/, int /*j1*/, const S* /*q*/, long /*ldq*/,
-                                 const S* /*d_scores*/, long /*lds*/, S* /*d_q*/, long /*ldq_grad*/,
+                                 int /*j0*/, int /*j1*/, const HeadQK<S>& /*qk*/, S* /*d_scores*/,
+                                 long /*lds*/, const HeadQKGrad<S>& /*grad*/, int /*task*/) {}
+  // Site 7. out[(i-i0)*ldo + c] += sum_{j in [j0, j1)} p[(i-i0)*ldp + (j-j0)] * r_h(i, j)[c], with
+  // p the (possibly unnormalised) attention weights of visible keys (0 where masked), out [i1-i0,
+  // D].
+  virtual void AddValueTerm(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/, int /*j0*/,
+                            int /*j1*/, const S* /*p*/, long /*ldp*/, S* /*out*/,
+                            long /*ldo*/) const {}
+  // Backward of site 7: d_p[(i-i0)*ldd + (j-j0)] += d_out_i . r_h(i, j); parameter gradients into
+  // the per-task slot `task`. d_out: [i1-i0, D] rows with stride ldo.
+  virtual void ValueTermBackward(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/,
+                                 int /*j0*/, int /*j1*/, const S* /*p*/, long /*ldp*/,
+                                 const S* /*d_out*/, long /*ldo*/, S* /*d_p*/, long /*ldd*/,
                                  int /*task*/) {}
-  // Called before/after the parallel backward of one attention layer with `tasks` independent tasks;
+  // Called before/after the parallel backward of one attention layer with `tasks` independent tasks
+  // (only for encodings with site 4 or 7);
   // EndBackward reduces the per-task slots into the gradients in task order (bit-identical).
   virtual void BeginBackward(int /*tasks*/) {}
   virtual void EndBackward() {}

@@ -31,7 +31,7 @@ Alibi<S>::Alibi(const EncodingShape& shape, const EncodingOptions& /*opt*/)
 
 template <typename S>
 void Alibi<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                            const S* /*q*/, long /*ldq*/, S* scores, long lds) const {
+                            const HeadQK<S>& /*qk*/, S* scores, long lds) const {
   const double m = slopes_[ctx.head];
   for (int i = i0; i < i1; ++i) {
     S* row = scores + static_cast<long>(i - i0) * lds;

@@ -1,8 +1,8 @@
 // ALiBi: a per-head linear distance penalty -m_h (i - j) added after the 1/sqrt(D) scaling
 // (Press, Smith & Lewis 2022, arXiv:2108.12409; slope rule of the reference fairseq code including
-// non-power-of-two head counts, formulas.md 2.4 and table 8.3). The bias is built explicitly from the
-// effective distance, never with the row-constant trick (pitfall 9). Bidirectional attention uses
-// the symmetric -m |i - j|.
+// non-power-of-two head counts, formulas.md 2.4 and table 8.3). The bias is built explicitly from
+// the effective distance, never with the row-constant trick (pitfall 9). Bidirectional attention
+// uses the symmetric -m |i - j|.
 #pragma once
 
 #include <vector>
@@ -22,8 +22,8 @@ class Alibi final : public PositionEncoding<S> {
   Alibi(const EncodingShape& shape, const EncodingOptions& opt);
   std::string Name() const override { return "alibi"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
-                    long ldq, S* scores, long lds) const override;
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& qk, S* scores, long lds) const override;
   double Slope(int h) const { return slopes_[h]; }
 
  private:

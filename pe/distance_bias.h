@@ -1,9 +1,9 @@
-// Shared machinery of the additive biases that depend only on the (effective) distance and the head,
-// b_h(|i - j|): KERPLE, Sandwich, and later others. Each forward pass tabulates b_h(d) for every
-// integer distance the batch can produce (Prepare), so the attention loop is a table look-up; the
-// backward pass adds dL/db into a per-task histogram over distance and reduces it, in task order,
-// through the bias's derivative with respect to its parameters. Distances that are not integers
-// (continuous positions) are evaluated directly.
+// Shared machinery of the additive biases that depend only on the (effective) distance and the
+// head, b_h(|i - j|): KERPLE, Sandwich, and later others. Each forward pass tabulates b_h(d) for
+// every integer distance the batch can produce (Prepare), so the attention loop is a table look-up;
+// the backward pass adds dL/db into a per-task histogram over distance and reduces it, in task
+// order, through the bias's derivative with respect to its parameters. Distances that are not
+// integers (continuous positions) are evaluated directly.
 #pragma once
 
 #include <cmath>
@@ -29,11 +29,12 @@ class DistanceBias : public PositionEncoding<S> {
     max_d_ = static_cast<long>(std::ceil(hi - lo)) + 1;
     table_.assign(static_cast<size_t>(H_) * (max_d_ + 1), 0.0);
     for (int h = 0; h < H_; ++h)
-      for (long d = 0; d <= max_d_; ++d) table_[h * (max_d_ + 1) + d] = Bias(h, static_cast<double>(d));
+      for (long d = 0; d <= max_d_; ++d)
+        table_[h * (max_d_ + 1) + d] = Bias(h, static_cast<double>(d));
   }
 
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S*, long,
-                    S* scores, long lds) const override {
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& /*qk*/, S* scores, long lds) const override {
     const double* t = table_.data() + static_cast<long>(ctx.head) * (max_d_ + 1);
     for (int i = i0; i < i1; ++i) {
       S* row = scores + static_cast<long>(i - i0) * lds;
@@ -52,8 +53,9 @@ class DistanceBias : public PositionEncoding<S> {
   }
 
   // Forward: a_ij += b_h(d_ij).  Backward: dL/dtheta_h += sum_ij dL/da_ij * db_h/dtheta (d_ij).
-  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S*,
-                         long, const S* d_scores, long lds, S*, long, int task) override {
+  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                         const HeadQK<S>& /*qk*/, S* d_scores, long lds,
+                         const HeadQKGrad<S>& /*grad*/, int task) override {
     if (ParamsPerHead() == 0) return;
     double* hist = hist_.data() + static_cast<long>(task) * (max_d_ + 1);
     double* direct = direct_.data() + static_cast<long>(task) * ParamsPerHead();

@@ -41,8 +41,8 @@ void Fire<S>::Init(Rng& rng) {
 }
 
 template <typename S>
-void Fire<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S*,
-                           long, S* scores, long lds) const {
+void Fire<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                           const HeadQK<S>& /*qk*/, S* scores, long lds) const {
   const int r = Row(ctx.layer), h = ctx.head;
   const double c = c_(r, 0), L = std::abs(m_(r, 0) * init_L_);
   const S* w1 = w1_.data() + r * kWidth;
@@ -72,7 +72,8 @@ void Fire<S>::BeginBackward(int tasks) {
 // dw1_k += g_k u; db1_k += g_k; du = sum_k g_k w1_k; dc += du du/dc; dm += du du/dm.
 template <typename S>
 void Fire<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                                const S*, long, const S* d_scores, long lds, S*, long, int task) {
+                                const HeadQK<S>& /*qk*/, S* d_scores, long lds,
+                                const HeadQKGrad<S>& /*grad*/, int task) {
   slot_layer_ = ctx.layer;
   const int r = Row(ctx.layer), h = ctx.head;
   const double c = c_(r, 0), m = m_(r, 0), L = std::abs(m * init_L_);
@@ -101,8 +102,8 @@ void Fire<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int
         if (pre <= 0) continue;
         s[2 * kWidth + k] += g * pre;  // dw2[k, h]
         const double gk = g * w2[k * H_ + h];
-        s[k] += gk * u;           // dw1_k
-        s[kWidth + k] += gk;      // db1_k
+        s[k] += gk * u;       // dw1_k
+        s[kWidth + k] += gk;  // db1_k
         du += gk * w1[k];
       }
       s[3 * kWidth] += g;  // db2_h
@@ -133,7 +134,8 @@ void Fire<S>::EndBackward() {
 template <typename S>
 std::vector<ParamRef<S>> Fire<S>::Parameters() {
   auto ref = [](const char* n, Mat<S>& v, Mat<S>& g) {
-    return ParamRef<S>{std::string("pe.fire.") + n, v.data(), g.data(), static_cast<long>(v.size())};
+    return ParamRef<S>{std::string("pe.fire.") + n, v.data(), g.data(),
+                       static_cast<long>(v.size())};
   };
   return {ref("w1", w1_, dw1_), ref("b1", b1_, db1_), ref("w2", w2_, dw2_),
           ref("b2", b2_, db2_), ref("c", c_, dc_),    ref("L_multiplier", m_, dm_)};

@@ -26,11 +26,11 @@ class Fire final : public PositionEncoding<S> {
   std::string Name() const override { return "fire"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
-                    long ldq, S* scores, long lds) const override;
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& qk, S* scores, long lds) const override;
   void BeginBackward(int tasks) override;
-  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
-                         long ldq, const S* d_scores, long lds, S* d_q, long ldg,
+  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                         const HeadQK<S>& qk, S* d_scores, long lds, const HeadQKGrad<S>& grad,
                          int task) override;
   void EndBackward() override;
   std::vector<ParamRef<S>> Parameters() override;

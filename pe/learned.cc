@@ -17,7 +17,8 @@ LearnedAbsolute<S>::LearnedAbsolute(const EncodingShape& shape, const EncodingOp
 
 template <typename S>
 void LearnedAbsolute<S>::Init(Rng& rng) {
-  for (long i = 0; i < table_.size(); ++i) table_.data()[i] = static_cast<S>(init_std_ * rng.Normal());
+  for (long i = 0; i < table_.size(); ++i)
+    table_.data()[i] = static_cast<S>(init_std_ * rng.Normal());
 }
 
 template <typename S>
@@ -26,13 +27,14 @@ int LearnedAbsolute<S>::Row(double pos) const {
   LEXP_INPUT_CHECK(p >= 0, "encoding 'learned': negative position");
   if (p < table_.rows()) return static_cast<int>(p);
   LEXP_INPUT_CHECK(clamp_, "encoding 'learned': position " + std::to_string(p) +
-                         " is past its table of " + std::to_string(table_.rows()) +
-                         " rows; set max_len larger or beyond = \"clamp\"");
+                               " is past its table of " + std::to_string(table_.rows()) +
+                               " rows; set max_len larger or beyond = \"clamp\"");
   return static_cast<int>(table_.rows() - 1);
 }
 
 template <typename S>
-void LearnedAbsolute<S>::AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) {
+void LearnedAbsolute<S>::AddEmbedding(const std::vector<double>& pos,
+                                      const std::vector<int>& /*tokens*/, int B, Mat<S>& x) {
   const int T = static_cast<int>(pos.size());
   for (int t = 0; t < T; ++t) {
     const int r = Row(pos[t]);
@@ -42,8 +44,8 @@ void LearnedAbsolute<S>::AddEmbedding(const std::vector<double>& pos, int B, Mat
 
 // Forward: x[b,t] += P[pos_t].  Backward: d_P[pos_t] += sum_b d_x[b,t] (batch order).
 template <typename S>
-void LearnedAbsolute<S>::EmbeddingBackward(const std::vector<double>& pos, int B,
-                                           const Mat<S>& d_x) {
+void LearnedAbsolute<S>::EmbeddingBackward(const std::vector<double>& pos,
+                                           const std::vector<int>& /*tokens*/, int B, Mat<S>& d_x) {
   const int T = static_cast<int>(pos.size());
   for (int t = 0; t < T; ++t) {
     const int r = Row(pos[t]);

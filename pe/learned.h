@@ -20,8 +20,10 @@ class LearnedAbsolute final : public PositionEncoding<S> {
   std::string Name() const override { return "learned"; }
   unsigned Sites() const override { return kSiteEmbedding; }
   void Init(Rng& rng) override;
-  void AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) override;
-  void EmbeddingBackward(const std::vector<double>& pos, int B, const Mat<S>& d_x) override;
+  void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
+                    Mat<S>& x) override;
+  void EmbeddingBackward(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
+                         Mat<S>& d_x) override;
   std::vector<ParamRef<S>> Parameters() override;
 
  private:

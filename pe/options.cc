@@ -22,8 +22,8 @@ EncodingOptions::EncodingOptions(const std::string& encoding, const std::vector<
     : encoding_(encoding) {
   for (const auto& o : specs) values_[o.name] = o.default_value;
   for (const auto& [k, v] : given) {
-    LEXP_INPUT_CHECK(values_.count(k) > 0, "encoding '" + encoding + "' has no option '" + k + "'; " +
-                                         ListSpecs(specs));
+    LEXP_INPUT_CHECK(values_.count(k) > 0,
+                     "encoding '" + encoding + "' has no option '" + k + "'; " + ListSpecs(specs));
     values_[k] = v;
   }
 }
@@ -38,15 +38,15 @@ double EncodingOptions::Double(const std::string& name) const {
   const std::string& s = Raw(name);
   char* end = nullptr;
   const double v = std::strtod(s.c_str(), &end);
-  LEXP_INPUT_CHECK(end != s.c_str() && *end == '\0', "encoding '" + encoding_ + "': option '" + name +
-                                                   "' = '" + s + "' is not a number");
+  LEXP_INPUT_CHECK(end != s.c_str() && *end == '\0', "encoding '" + encoding_ + "': option '" +
+                                                         name + "' = '" + s + "' is not a number");
   return v;
 }
 
 int EncodingOptions::Int(const std::string& name) const {
   const double v = Double(name);
   LEXP_INPUT_CHECK(v == static_cast<int>(v), "encoding '" + encoding_ + "': option '" + name +
-                                           "' must be an integer, got " + Raw(name));
+                                                 "' must be an integer, got " + Raw(name));
   return static_cast<int>(v);
 }
 
@@ -54,8 +54,7 @@ bool EncodingOptions::Bool(const std::string& name) const {
   const std::string& s = Raw(name);
   if (s == "true" || s == "1") return true;
   if (s == "false" || s == "0") return false;
-  FailInput(
-       "encoding '" + encoding_ + "': option '" + name + "' must be true or false, got " + s);
+  FailInput("encoding '" + encoding_ + "': option '" + name + "' must be true or false, got " + s);
 }
 
 std::string EncodingOptions::String(const std::string& name,
@@ -66,8 +65,7 @@ std::string EncodingOptions::String(const std::string& name,
     if (a == s) return s;
     list += (list.empty() ? "" : ", ") + a;
   }
-  FailInput(
-       "encoding '" + encoding_ + "': option '" + name + "' = '" + s + "'; allowed: " + list);
+  FailInput("encoding '" + encoding_ + "': option '" + name + "' = '" + s + "'; allowed: " + list);
 }
 
 }  // namespace lexp

@@ -1,5 +1,6 @@
-// Options of an encoding, as given in a recipe (`[model.options]`), validated against the encoding's
-// declared option list so that a misspelt or out-of-range option is an error naming what exists.
+// Options of an encoding, as given in a recipe (`[model.options]`), validated against the
+// encoding's declared option list so that a misspelt or out-of-range option is an error naming what
+// exists.
 #pragma once
 
 #include <map>

@@ -14,7 +14,8 @@ std::unique_ptr<AttentionPattern> CreatePattern(const PatternConfig& c) {
   LEXP_INPUT_CHECK(c.window >= 1, "pattern '" + c.name + "' needs a window >= 1");
   if (c.name == "sliding_window") return std::make_unique<SlidingWindowPattern>(c.window);
   if (c.name == "bca") {
-    LEXP_INPUT_CHECK(c.window >= 2 && c.window % 2 == 0, "pattern 'bca' needs an even block size >= 2");
+    LEXP_INPUT_CHECK(c.window >= 2 && c.window % 2 == 0,
+                     "pattern 'bca' needs an even block size >= 2");
     return std::make_unique<BlockwiseCausalPattern>(c.window);
   }
   if (c.name == "lambda") {

@@ -1,13 +1,15 @@
 // Attention patterns (the mask/pattern site of nn/position_hooks.h), combinable with any encoding
 // that reads distances through AttentionContext::Distance (formulas.md section 5, index sets 8.15):
 //  * sliding_window(w): query i sees keys i-w+1..i.
-//  * bca(l): blockwise causal attention of the xPos paper (Sun et al. 2022, arXiv:2212.10554): queries
+//  * bca(l): blockwise causal attention of the xPos paper (Sun et al. 2022, arXiv:2212.10554):
+//  queries
 //    in half-blocks of l/2 see the previous half-block and their own, so distances stay <= l-1.
 //  * lambda(n_global, n_local, limit): LM-Infinite (Han et al. 2023, arXiv:2308.16137): key j is
 //    visible iff j < n_global or i - j < n_local; global keys outside the local window are seen at
 //    distance `limit` (a global key inside the window keeps its true distance, pitfall 22).
 // Patterns are causal. lambda changes distances, which a q/k rotation cannot express per key (the
-// reference rotates the query a second time); with rotary encodings it is refused, not approximated.
+// reference rotates the query a second time); with rotary encodings it is refused, not
+// approximated.
 #pragma once
 
 #include <memory>

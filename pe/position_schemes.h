@@ -1,11 +1,12 @@
-// Training-time position schemes, usable with any encoding that reads position ids (site 1). A scheme
-// wraps an encoding and replaces only its position ids; every other site is the wrapped encoding's.
+// Training-time position schemes, usable with any encoding that reads position ids (site 1). A
+// scheme wraps an encoding and replaces only its position ids; every other site is the wrapped
+// encoding's.
 //  * randomized: Ruoss et al. 2023 (arXiv:2305.16843, formulas.md 4.1): the T positions of a batch
-//    are T distinct integers drawn uniformly from [0, L) and sorted, shared by the whole batch. As in
-//    the reference code positions are also sampled at evaluation (`at_eval = "sample"`, pitfall 20);
-//    `at_eval = "identity"` evaluates with 0..T-1. Differences from the reference, on purpose: one
-//    draw per batch for all layers (the reference redraws per layer for RoPE/ALiBi/relative), and
-//    relative encodings see differences of sampled positions rather than sampled offsets.
+//    are T distinct integers drawn uniformly from [0, L) and sorted, shared by the whole batch. As
+//    in the reference code positions are also sampled at evaluation (`at_eval = "sample"`, pitfall
+//    20); `at_eval = "identity"` evaluates with 0..T-1. Differences from the reference, on purpose:
+//    one draw per batch for all layers (the reference redraws per layer for RoPE/ALiBi/relative),
+//    and relative encodings see differences of sampled positions rather than sampled offsets.
 //  * pose: Zhu et al. 2023 (arXiv:2309.10400, formulas.md 4.2), reference code with two chunks:
 //    l0 ~ U{1..ceil(T/2)}, skip u ~ U{0..Lt - T}, positions [0, l0) and [l0 + u, T + u); evaluation
 //    uses 0..T-1 (PoSE is a training scheme).
@@ -41,11 +42,13 @@ class WithPositionScheme final : public PositionEncoding<S> {
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;
 
   void Prepare(const std::vector<double>& pos) override { inner_->Prepare(pos); }
-  void AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) override {
-    inner_->AddEmbedding(pos, B, x);
+  void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
+                    Mat<S>& x) override {
+    inner_->AddEmbedding(pos, tokens, B, x);
   }
-  void EmbeddingBackward(const std::vector<double>& pos, int B, const Mat<S>& d_x) override {
-    inner_->EmbeddingBackward(pos, B, d_x);
+  void EmbeddingBackward(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
+                         Mat<S>& d_x) override {
+    inner_->EmbeddingBackward(pos, tokens, B, d_x);
   }
   void TransformQK(const AttentionContext& ctx, bool q, S* x, long ld) const override {
     inner_->TransformQK(ctx, q, x, ld);
@@ -53,13 +56,14 @@ class WithPositionScheme final : public PositionEncoding<S> {
   void TransformQKBackward(const AttentionContext& ctx, bool q, S* d, long ld) const override {
     inner_->TransformQKBackward(ctx, q, d, ld);
   }
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
-                    long ldq, S* s, long lds) const override {
-    inner_->AddLogitTerm(ctx, i0, i1, j0, j1, q, ldq, s, lds);
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& qk, S* s, long lds) const override {
+    inner_->AddLogitTerm(ctx, i0, i1, j0, j1, qk, s, lds);
   }
-  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* q,
-                         long ldq, const S* d_s, long lds, S* d_q, long ldg, int task) override {
-    inner_->LogitTermBackward(ctx, i0, i1, j0, j1, q, ldq, d_s, lds, d_q, ldg, task);
+  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                         const HeadQK<S>& qk, S* d_s, long lds, const HeadQKGrad<S>& grad,
+                         int task) override {
+    inner_->LogitTermBackward(ctx, i0, i1, j0, j1, qk, d_s, lds, grad, task);
   }
   void BeginBackward(int tasks) override { inner_->BeginBackward(tasks); }
   void EndBackward() override { inner_->EndBackward(); }

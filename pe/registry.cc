@@ -2,13 +2,13 @@
 
 #include "nn/check.h"
 #include "pe/alibi.h"
+#include "pe/fire.h"
+#include "pe/kerple.h"
 #include "pe/learned.h"
 #include "pe/nope.h"
 #include "pe/rope.h"
-#include "pe/sinusoidal.h"
-#include "pe/fire.h"
-#include "pe/kerple.h"
 #include "pe/sandwich.h"
+#include "pe/sinusoidal.h"
 #include "pe/t5.h"
 #include "pe/xpos.h"
 
@@ -17,9 +17,15 @@ namespace lexp {
 const std::vector<EncodingInfo>& ListEncodings() {
   static const std::vector<EncodingInfo> kList = {
       {"nope", "none", "-", "Kazemnejad et al. 2023, arXiv:2305.19466", {}},
-      {"sinusoidal", "absolute", "input embedding", "Vaswani et al. 2017, arXiv:1706.03762",
+      {"sinusoidal",
+       "absolute",
+       "input embedding",
+       "Vaswani et al. 2017, arXiv:1706.03762",
        {{"base", "10000", "frequency base: w_k = base^(-2k/d_model)"}}},
-      {"learned", "absolute", "input embedding", "Gehring et al. 2017, arXiv:1705.03122",
+      {"learned",
+       "absolute",
+       "input embedding",
+       "Gehring et al. 2017, arXiv:1705.03122",
        {{"max_len", "0", "table rows (0 = the run's longest evaluation length)"},
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
         {"init_std", "1.0", "standard deviation of the initial table"}}},
@@ -29,21 +35,33 @@ const std::vector<EncodingInfo>& ListEncodings() {
       {"rope_partial", "rotary", "q/k transform (+ logit scale for yarn)",
        "Su et al. 2021; partial rotation as in GPT-NeoX / Kazemnejad et al. 2023 (25%)",
        RopeOptionSpecs("0.25")},
-      {"xpos", "rotary", "q/k transform", "Sun et al. 2022, arXiv:2212.10554",
+      {"xpos",
+       "rotary",
+       "q/k transform",
+       "Sun et al. 2022, arXiv:2212.10554",
        {{"base", "10000", "rotary base"},
         {"gamma", "0.4", "zeta_k = (2k + gamma D) / ((1 + gamma) D)"},
         {"scale_base", "512", "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B)"},
         {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}}},
       {"kerple_log", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
       {"kerple_power", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
-      {"sandwich", "relative bias", "logit term", "Chi et al. 2023, arXiv:2212.10356",
+      {"sandwich",
+       "relative bias",
+       "logit term",
+       "Chi et al. 2023, arXiv:2212.10356",
        {{"base", "10000", "frequency base of the sinusoids"}}},
-      {"fire", "relative bias", "logit term", "Li et al. 2023, arXiv:2310.04418",
+      {"fire",
+       "relative bias",
+       "logit term",
+       "Li et al. 2023, arXiv:2310.04418",
        {{"init_c", "0.1", "initial c of psi(x) = ln(|c x| + 1)"},
         {"init_L", "512", "fixed threshold scale; L = |multiplier * init_L|, multiplier learnable"},
         {"eps", "1e-6", "added to the normaliser"},
         {"per_layer", "true", "one FIRE module per layer (false: shared by all layers)"}}},
-      {"t5", "relative bias", "logit term", "Raffel et al. 2020, arXiv:1910.10683",
+      {"t5",
+       "relative bias",
+       "logit term",
+       "Raffel et al. 2020, arXiv:1910.10683",
        {{"num_buckets", "32", "number of buckets (per direction halves when bidirectional)"},
         {"max_distance", "128", "distance at which the log buckets end"},
         {"per_layer", "false", "own table per layer (T5 shares one across layers)"}}},

@@ -12,26 +12,29 @@ std::vector<double> RopeInverseFrequencies(int D, double base) {
 }
 
 std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
-  return {{"base", "10000", "rotary base: theta_k = base^(-2k/D_rot)"},
-          {"fraction", fraction_default,
-           "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); the rest "
-           "passes unrotated"},
-          {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"},
-          {"scaling", "none",
-           "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
-           "truncated_basis | llama3"},
-          {"factor", "1", "scale s = target length / training length (dynamic rules: alpha)"},
-          {"original_length", "0", "training length L in tokens (0 = the recipe's longest training sequence)"},
-          {"beta_fast", "32", "yarn/by-parts: pairs with more rotations than this in L are kept"},
-          {"beta_slow", "1", "yarn/by-parts: pairs with fewer rotations than this are interpolated"},
-          {"truncate", "true", "yarn/by-parts: floor/ceil the correction range"},
-          {"ramp", "code", "yarn/by-parts ramp: code (linear in pair index) | paper (linear in L/lambda)"},
-          {"blend", "linear", "yarn/by-parts blend: linear (HF) | harmonic (PoSE 'revised')"},
-          {"attn_factor", "1", "yarn: multiplies the temperature factor 0.1 ln s + 1"},
-          {"low_freq_factor", "1", "llama3: wavelengths above L / low_freq_factor are divided"},
-          {"high_freq_factor", "4", "llama3: wavelengths below L / high_freq_factor are kept"},
-          {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
-          {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"}};
+  return {
+      {"base", "10000", "rotary base: theta_k = base^(-2k/D_rot)"},
+      {"fraction", fraction_default,
+       "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); the rest "
+       "passes unrotated"},
+      {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"},
+      {"scaling", "none",
+       "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
+       "truncated_basis | llama3"},
+      {"factor", "1", "scale s = target length / training length (dynamic rules: alpha)"},
+      {"original_length", "0",
+       "training length L in tokens (0 = the recipe's longest training sequence)"},
+      {"beta_fast", "32", "yarn/by-parts: pairs with more rotations than this in L are kept"},
+      {"beta_slow", "1", "yarn/by-parts: pairs with fewer rotations than this are interpolated"},
+      {"truncate", "true", "yarn/by-parts: floor/ceil the correction range"},
+      {"ramp", "code",
+       "yarn/by-parts ramp: code (linear in pair index) | paper (linear in L/lambda)"},
+      {"blend", "linear", "yarn/by-parts blend: linear (HF) | harmonic (PoSE 'revised')"},
+      {"attn_factor", "1", "yarn: multiplies the temperature factor 0.1 ln s + 1"},
+      {"low_freq_factor", "1", "llama3: wavelengths above L / low_freq_factor are divided"},
+      {"high_freq_factor", "4", "llama3: wavelengths below L / high_freq_factor are kept"},
+      {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
+      {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"}};
 }
 
 template <typename S>

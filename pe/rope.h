@@ -1,13 +1,13 @@
 // RoPE: rotary position embedding of queries and keys (Su et al. 2021, RoFormer, arXiv:2104.09864,
 // eq. 34; formulas.md 3.1). Pair k of a head rotates by pos * theta_k, theta_k = base^(-2k/D).
-// Pairing layout (formulas.md 0.1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX, Hugging Face
-// and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J. Angles are
+// Pairing layout (formulas.md 0.1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX, Hugging
+// Face and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J. Angles are
 // computed in double (pitfall 17); only cos/sin are cast.
 // `scaling` applies one of the frequency rules of pe/rope_scaling.h (PI, NTK, YaRN, ...), during
 // training or at evaluation; YaRN's temperature goes to the logit-scale site as mscale^2, once
 // (pitfall 2), so it also holds when only part of the head rotates (pitfall 3). Dynamic rules
-// recompute the frequencies from the current length at every forward pass; lexp recomputes every key
-// each pass (no KV cache), so keys never keep an old rotation (pitfall 7).
+// recompute the frequencies from the current length at every forward pass; lexp recomputes every
+// key each pass (no KV cache), so keys never keep an old rotation (pitfall 7).
 #pragma once
 
 #include <vector>
@@ -22,8 +22,8 @@ namespace lexp {
 // theta_k = base^(-2k/D) for k = 0..D/2-1.
 std::vector<double> RopeInverseFrequencies(int D, double base);
 
-// Rotates P pairs of every row t of x ([T, >= 2P], leading dimension ld) by the tables c, s ([T, P]):
-// x0' = x0 c - sign x1 s;  x1' = sign x0 s + x1 c. Pairs are (k, k+P) ("half") or (2k, 2k+1).
+// Rotates P pairs of every row t of x ([T, >= 2P], leading dimension ld) by the tables c, s ([T,
+// P]): x0' = x0 c - sign x1 s;  x1' = sign x0 s + x1 c. Pairs are (k, k+P) ("half") or (2k, 2k+1).
 // sign = -1 applies the transpose (the backward of a rotation, scaled or not).
 template <typename S>
 void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, const S* s, S sign) {

@@ -30,7 +30,9 @@ void ByParts(int D, double base, const RopeScalingConfig& c, double s, ScaledFre
     // gamma(r) on r = L / lambda_k with alpha = beta_slow, beta = beta_fast (paper's names).
     for (int k = 0; k < P; ++k) {
       const double r = L / (kTwoPi / theta[k]);
-      w[k] = r < c.beta_slow ? 0.0 : r > c.beta_fast ? 1.0 : (r - c.beta_slow) / (c.beta_fast - c.beta_slow);
+      w[k] = r < c.beta_slow   ? 0.0
+             : r > c.beta_fast ? 1.0
+                               : (r - c.beta_slow) / (c.beta_fast - c.beta_slow);
     }
     out.low = YarnCorrectionDim(D, base, L, c.beta_fast);
     out.high = YarnCorrectionDim(D, base, L, c.beta_slow);
@@ -63,17 +65,19 @@ double YarnCorrectionDim(int D, double base, double L, double n_rot) {
   return D * std::log(L / (kTwoPi * n_rot)) / (2 * std::log(base));
 }
 
-double LogNFactor(double pos, double L) {
-  return std::max(1.0, std::log(pos + 1) / std::log(L));
-}
+double LogNFactor(double pos, double L) { return std::max(1.0, std::log(pos + 1) / std::log(L)); }
 
 const std::vector<std::string>& RopeScalingRules() {
-  static const std::vector<std::string> k = {"none", "pi", "ntk", "dynamic_ntk", "ntk_by_parts",
-                                             "yarn", "dynamic_yarn", "truncated_basis", "llama3"};
+  static const std::vector<std::string> k = {
+      "none",         "pi",   "ntk",          "dynamic_ntk",
+      "ntk_by_parts", "yarn", "dynamic_yarn", "truncated_basis",
+      "llama3"};
   return k;
 }
 
-bool IsDynamicRule(const std::string& rule) { return rule == "dynamic_ntk" || rule == "dynamic_yarn"; }
+bool IsDynamicRule(const std::string& rule) {
+  return rule == "dynamic_ntk" || rule == "dynamic_yarn";
+}
 
 ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, double length) {
   LEXP_CHECK(D >= 2 && D % 2 == 0, "rope scaling: the rotary dimension must be even");

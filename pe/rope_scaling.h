@@ -1,6 +1,7 @@
 // RoPE frequency-scaling rules: given the head dimension D, the base b and the training length L,
 // each rule returns the per-pair inverse frequencies theta'_k (and, for YaRN, the attention
-// temperature). Formulas and test vectors: ../shared/reference/formulas.md sections 3.3-3.9, 8.5-8.9.
+// temperature). Formulas and test vectors: ../shared/reference/formulas.md
+// sections 3.3-3.9, 8.5-8.9.
 //   pi            Chen et al. 2023, arXiv:2306.15595: theta_k / s
 //   ntk           bloc97 2023 (YaRN eq. 14-16): base b s^(D/(D-2))
 //   dynamic_ntk   emozilla 2023 (HF rule): base b (s l/L - (s-1))^(D/(D-2)), l = max(length, L)
@@ -24,17 +25,17 @@ namespace lexp {
 
 struct RopeScalingConfig {
   std::string rule = "none";
-  double factor = 1;            // s = L'/L (dynamic rules compute it from the current length)
-  double original_length = 0;   // L, tokens
-  double beta_fast = 32;        // rotations; pairs faster than this are kept
-  double beta_slow = 1;         // rotations; pairs slower than this are interpolated
-  bool truncate = true;         // floor/ceil of the YaRN correction range (HF `truncate`)
-  std::string ramp = "code";    // code | paper
-  std::string blend = "linear"; // linear (HF) | harmonic (PoSE "revised" YaRN, formulas.md 3.7)
-  double attn_factor = 1;       // multiplies YaRN's mscale
-  double low_freq_factor = 1;   // llama3
-  double high_freq_factor = 4;  // llama3
-  double truncate_length = 0;   // truncated_basis T (0 = L)
+  double factor = 1;             // s = L'/L (dynamic rules compute it from the current length)
+  double original_length = 0;    // L, tokens
+  double beta_fast = 32;         // rotations; pairs faster than this are kept
+  double beta_slow = 1;          // rotations; pairs slower than this are interpolated
+  bool truncate = true;          // floor/ceil of the YaRN correction range (HF `truncate`)
+  std::string ramp = "code";     // code | paper
+  std::string blend = "linear";  // linear (HF) | harmonic (PoSE "revised" YaRN, formulas.md 3.7)
+  double attn_factor = 1;        // multiplies YaRN's mscale
+  double low_freq_factor = 1;    // llama3
+  double high_freq_factor = 4;   // llama3
+  double truncate_length = 0;    // truncated_basis T (0 = L)
 };
 
 struct ScaledFrequencies {

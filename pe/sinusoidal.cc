@@ -19,7 +19,8 @@ Sinusoidal<S>::Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt
 }
 
 template <typename S>
-void Sinusoidal<S>::AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) {
+void Sinusoidal<S>::AddEmbedding(const std::vector<double>& pos, const std::vector<int>& /*tokens*/,
+                                 int B, Mat<S>& x) {
   const int T = static_cast<int>(pos.size());
   for (int t = 0; t < T; ++t) {
     SinusoidalRow(pos[t], C_, base_, row_.data());

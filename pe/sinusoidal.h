@@ -20,7 +20,8 @@ class Sinusoidal final : public PositionEncoding<S> {
   Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt);
   std::string Name() const override { return "sinusoidal"; }
   unsigned Sites() const override { return kSiteEmbedding; }
-  void AddEmbedding(const std::vector<double>& pos, int B, Mat<S>& x) override;
+  void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
+                    Mat<S>& x) override;
 
  private:
   int C_;

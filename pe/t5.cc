@@ -30,8 +30,10 @@ T5Bias<S>::T5Bias(const EncodingShape& shape, const EncodingOptions& opt)
       max_distance_(opt.Int("max_distance")),
       bidirectional_(!shape.causal),
       per_layer_(opt.Bool("per_layer")) {
-  LEXP_INPUT_CHECK(buckets_ >= 4 && buckets_ % 2 == 0, "encoding 't5': num_buckets must be even and >= 4");
-  LEXP_INPUT_CHECK(max_distance_ > buckets_ / 2, "encoding 't5': max_distance must exceed num_buckets/2");
+  LEXP_INPUT_CHECK(buckets_ >= 4 && buckets_ % 2 == 0,
+                   "encoding 't5': num_buckets must be even and >= 4");
+  LEXP_INPUT_CHECK(max_distance_ > buckets_ / 2,
+                   "encoding 't5': max_distance must exceed num_buckets/2");
   const int layers = per_layer_ ? shape.n_layers : 1;
   table_.setZero(static_cast<long>(layers) * buckets_, H_);
   d_table_.setZero(table_.rows(), H_);
@@ -67,7 +69,7 @@ int T5Bias<S>::BucketAt(const AttentionContext& ctx, int i, int j) const {
 
 template <typename S>
 void T5Bias<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                             const S*, long, S* scores, long lds) const {
+                             const HeadQK<S>& /*qk*/, S* scores, long lds) const {
   const S* col = table_.data() + TableOffset(ctx.layer) + ctx.head;
   for (int i = i0; i < i1; ++i) {
     S* row = scores + static_cast<long>(i - i0) * lds;
@@ -84,8 +86,8 @@ void T5Bias<S>::BeginBackward(int tasks) {
 // Forward: a_ij += table[bucket(i,j), h].  Backward: d_table[bucket(i,j), h] += d_a_ij.
 template <typename S>
 void T5Bias<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                                  const S*, long, const S* d_scores, long lds, S*, long,
-                                  int task) {
+                                  const HeadQK<S>& /*qk*/, S* d_scores, long lds,
+                                  const HeadQKGrad<S>& /*grad*/, int task) {
   slot_layer_ = ctx.layer;
   double* slot = slots_.data() + static_cast<long>(task) * buckets_;
   for (int i = i0; i < i1; ++i) {

@@ -121,8 +121,8 @@ void Transformer<S>::ZeroGrad() {
 template <typename S>
 std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   std::vector<ParamRef<S>> out;
-  out.push_back({"tok_emb", p_.tok_emb.data(), g_.tok_emb.data(),
-                 static_cast<long>(p_.tok_emb.size())});
+  out.push_back(
+      {"tok_emb", p_.tok_emb.data(), g_.tok_emb.data(), static_cast<long>(p_.tok_emb.size())});
   for (size_t l = 0; l < p_.blocks.size(); ++l) {
     const std::string n = "layer" + std::to_string(l);
     auto& pb = p_.blocks[l];
@@ -146,8 +146,8 @@ void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool back
   const long C = cfg_.d_model;
   ParallelFor(static_cast<long>(B_) * H, [&](long task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    AttentionContext ctx{l, h, H, D, T, pos_.data(), &ActivePattern(),
-                         ActivePattern().PlainDistance()};
+    AttentionContext ctx{
+        l, h, H, D, T, pos_.data(), &ActivePattern(), ActivePattern().PlainDistance()};
     S* x = m.data() + static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     if (backward)
       enc_->TransformQKBackward(ctx, is_query, x, C);
@@ -217,7 +217,7 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   for (auto& c : cache_) c.attn.capture_logits = capture;
   enc_->Prepare(pos_);
   EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
-  if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, B, xs_[0]);
+  if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, tokens, B, xs_[0]);
   for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, xs_[l], xs_[l + 1], training);
   LayerNormForward(xs_[cfg_.n_layers], p_.ln_f, hf_, lnf_cache_);
   LinearForward(hf_, p_.head, logits);
@@ -260,8 +260,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   d_q_.setZero(N, C);
   d_k_.setZero(N, C);
   d_v_.setZero(N, C);
-  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_,
-                    d_k_, d_v_);
+  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_, d_k_,
+                    d_v_);
   if (enc_->Uses(kSiteQKTransform)) {
     ApplyQKTransform(l, d_q_, true, true);
     ApplyQKTransform(l, d_k_, false, true);
@@ -288,7 +288,7 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
   d_x_.setZero(N, C);
   LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
   for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);
-  if (enc_->Uses(kSiteEmbedding)) enc_->EmbeddingBackward(pos_, B_, d_x_);
+  if (enc_->Uses(kSiteEmbedding)) enc_->EmbeddingBackward(pos_, tokens, B_, d_x_);
   EmbeddingBackward(tokens, d_x_, g_.tok_emb);
 }
 

@@ -1,12 +1,13 @@
 // Scaled dot-product multi-head attention with the encoding's sites 3-6 plugged in
 // (Vaswani et al. 2017, arXiv:1706.03762, eq. 1). Work is split into independent (sequence, head)
-// tasks, and each task into blocks of 64 queries that only touch the keys their pattern allows, so a
-// causal mask costs about half of the dense product.
+// tasks, and each task into blocks of 64 queries that only touch the keys their pattern allows, so
+// a causal mask costs about half of the dense product.
 //
 // Two paths with the same result:
 //  * materialised: keeps the [T, T] probabilities of every task (training, and probes that capture
 //    logits/probabilities);
-//  * streaming: evaluation without capture; keys are visited in blocks of 256 with an online softmax
+//  * streaming: evaluation without capture; keys are visited in blocks of 256 with an online
+//  softmax
 //    (Milakov & Gimelshein 2018, arXiv:1805.02867), so memory is O(T), and 16k-token sequences fit.
 #pragma once
 
@@ -96,7 +97,7 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
   if (enc.Uses(kSiteLogitScale)) {
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
   }
-  if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, q, ld, s, lds);
+  if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, HeadQK<S>{q, k, ld}, s, lds);
   for (int r = 0; r < n; ++r)
     SetMasked(*ctx.pattern, i0 + r, ctx.T, j0, j1, s + static_cast<long>(r) * lds,
               -std::numeric_limits<S>::infinity());
@@ -121,6 +122,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     if (cache.capture_logits) Resize(cache.logits, sh.Tasks() * T, T);
   }
   const S neg_inf = -std::numeric_limits<S>::infinity();
+  const bool has_value_term = enc.Uses(kSiteValueTerm);
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
@@ -155,6 +157,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           row /= row.sum();
         }
         O.middleRows(i0, n).noalias() = P.middleCols(jb, je - jb) * V.middleRows(jb, je - jb);
+        if (has_value_term)
+          enc.AddValueTerm(ctx, i0, i1, jb, je, P.data() + jb, T, O.data() + i0 * C, C);
       } else {
         Resize(sc.a, kQueryBlock, kKeyBlock);
         Resize(sc.acc, kQueryBlock, D);
@@ -180,6 +184,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             sc.m[r] = m_new;
           }
           sc.acc.topRows(n).noalias() += sc.a.topLeftCorner(n, m) * V.middleRows(j0, m);
+          if (has_value_term)
+            enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
         }
         for (int r = 0; r < n; ++r) {
           LEXP_CHECK(!(sc.l[r] == S(0)), "attention: a query sees no key");
@@ -190,9 +196,11 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
   });
 }
 
-// Forward (per task, visible keys only): a = scale_i q.k/sqrt(D) + b(i,j); p = softmax(a); o = p v.
-// Backward: d_p = d_o v^T;  d_v += p^T d_o;  d_a = p * (d_p - rowsum(d_p * p));
-//           d_b = d_a (site 4);  d_q += scale_i d_a k / sqrt(D);  d_k += (scale d_a)^T q / sqrt(D).
+// Forward (per task, visible keys only): a = scale_i q.k/sqrt(D) + b(i,j); p = softmax(a);
+// o = p v (+ sum_j p_ij r(i,j), site 7).
+// Backward: d_p = d_o v^T (+ d_o . r(i,j));  d_v += p^T d_o;  d_a = p * (d_p - rowsum(d_p * p));
+//           site 4 maps d_a back through its term;  d_q += scale_i d_a k / sqrt(D);
+//           d_k += (scale d_a)^T q / sqrt(D).
 // Needs the materialised forward. d_q, d_k, d_v: [B*T, C], accumulated.
 template <typename S>
 void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
@@ -205,8 +213,9 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   const long C = sh.C();
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
   const bool has_term = enc.Uses(kSiteLogitTerm);
+  const bool has_value_term = enc.Uses(kSiteValueTerm);
   const bool has_scale = enc.Uses(kSiteLogitScale);
-  if (has_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
+  if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
@@ -229,13 +238,18 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
       auto dA = sc.a.topLeftCorner(n, m);
       dA.noalias() = dO.middleRows(i0, n) * V.middleRows(jb, m).transpose();
       dV.middleRows(jb, m).noalias() += P.transpose() * dO.middleRows(i0, n);
+      if (has_value_term) {
+        enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
+                              T, static_cast<int>(task));
+      }
       for (int r = 0; r < n; ++r) {
         const S dot = dA.row(r).dot(P.row(r));
         dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
       }
       if (has_term) {
-        enc.LogitTermBackward(ctx, i0, i1, jb, je, q.data() + base, C, sc.a.data(), T,
-                              d_q.data() + base, C, static_cast<int>(task));
+        enc.LogitTermBackward(
+            ctx, i0, i1, jb, je, HeadQK<S>{q.data() + base, k.data() + base, C}, sc.a.data(), T,
+            HeadQKGrad<S>{d_q.data() + base, d_k.data() + base, C}, static_cast<int>(task));
       }
       if (has_scale) {
         for (int r = 0; r < n; ++r) dA.row(r) *= enc.LogitScale(ctx, i0 + r);
@@ -245,7 +259,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
       dK.middleRows(jb, m).noalias() += dA.transpose() * Q.middleRows(i0, n);
     }
   });
-  if (has_term) enc.EndBackward();
+  if (has_term || has_value_term) enc.EndBackward();
 }
 
 }  // namespace lexp

@@ -12,44 +12,89 @@
 namespace lexp {
 namespace {
 
-// b_h(i, j) = (w_h . q_i) * d(i, j) / 10 with a learnable w_h; scale_i = 1 + 0.1 ln(1 + i);
-// training positions are 2t, evaluation positions t.
+// b_h(i, j) = (w_h . q_i) * d(i, j) / 10 + (w_h . k_j) / 5 with a learnable w_h; value term
+// r_h(i, j) = w_h d(i, j) / 10; scale_i = 1 + 0.1 ln(1 + i); training positions are 2t, evaluation
+// t.
 class ContentProbe final : public PositionEncoding<double> {
  public:
   ContentProbe(int H, int D) : H_(H), D_(D), w_(H, D), d_w_(MatD::Zero(H, D)) {}
   std::string Name() const override { return "content_probe"; }
-  unsigned Sites() const override { return kSitePositionIds | kSiteLogitTerm | kSiteLogitScale; }
+  unsigned Sites() const override {
+    return kSitePositionIds | kSiteLogitTerm | kSiteLogitScale | kSiteValueTerm;
+  }
   void Init(Rng& rng) override { testing::FillNormal(w_, rng, 0.5); }
   void PositionIds(int T, bool training, Rng&, std::vector<double>& pos) const override {
     pos.resize(T);
     for (int t = 0; t < T; ++t) pos[t] = training ? 2.0 * t : t;
   }
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const double* q,
-                    long ldq, double* s, long lds) const override {
+  RowVec<double> Row(const double* x, long ld, int t) const {
+    return Eigen::Map<const RowVec<double>>(x + t * ld, D_);
+  }
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<double>& qk, double* s, long lds) const override {
     for (int i = i0; i < i1; ++i) {
-      const double wq = Eigen::Map<const RowVec<double>>(q + i * ldq, D_).dot(w_.row(ctx.head));
-      for (int j = j0; j < j1; ++j) s[(i - i0) * lds + (j - j0)] += wq * ctx.Distance(i, j) / 10;
+      const double wq = Row(qk.q, qk.ld, i).dot(w_.row(ctx.head));
+      for (int j = j0; j < j1; ++j)
+        s[(i - i0) * lds + (j - j0)] +=
+            wq * ctx.Distance(i, j) / 10 + Row(qk.k, qk.ld, j).dot(w_.row(ctx.head)) / 5;
     }
   }
   void BeginBackward(int tasks) override { slots_.setZero(tasks, D_); }
-  // Forward: a_ij += (w . q_i) d_ij / 10.  Backward: d_w += sum_ij d_a_ij q_i d_ij / 10;
-  // d_q_i += sum_j d_a_ij w d_ij / 10.
+  // Forward: a_ij += (w . q_i) d_ij / 10 + (w . k_j) / 5.
+  // Backward: d_w += sum_ij d_a_ij (q_i d_ij / 10 + k_j / 5); d_q_i += sum_j d_a_ij w d_ij / 10;
+  // d_k_j += sum_i d_a_ij w / 5.
   void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                         const double* q, long ldq, const double* d_s, long lds, double* d_q,
-                         long ldg, int task) override {
+                         const HeadQK<double>& qk, double* d_s, long lds,
+                         const HeadQKGrad<double>& grad, int task) override {
     for (int i = i0; i < i1; ++i) {
       double g = 0;
-      for (int j = j0; j < j1; ++j) g += d_s[(i - i0) * lds + (j - j0)] * ctx.Distance(i, j) / 10;
-      slots_.row(task) += g * Eigen::Map<const RowVec<double>>(q + i * ldq, D_);
-      Eigen::Map<RowVec<double>>(d_q + i * ldg, D_) += g * w_.row(ctx.head);
+      for (int j = j0; j < j1; ++j) {
+        const double a = d_s[(i - i0) * lds + (j - j0)];
+        g += a * ctx.Distance(i, j) / 10;
+        slots_.row(task) += a / 5 * Row(qk.k, qk.ld, j);
+        Eigen::Map<RowVec<double>>(grad.d_k + j * grad.ld, D_) += a / 5 * w_.row(ctx.head);
+      }
+      slots_.row(task) += g * Row(qk.q, qk.ld, i);
+      Eigen::Map<RowVec<double>>(grad.d_q + i * grad.ld, D_) += g * w_.row(ctx.head);
     }
+    Remember(task, ctx.head);
+  }
+  // Forward: o_i += sum_j p_ij d_ij / 10 w.  Backward: d_p_ij += d_o_i . w d_ij / 10;
+  // d_w += sum_ij p_ij d_ij / 10 d_o_i.
+  void AddValueTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const double* p,
+                    long ldp, double* out, long ldo) const override {
+    for (int i = i0; i < i1; ++i) {
+      double a = 0;
+      for (int j = j0; j < j1; ++j) a += p[(i - i0) * ldp + (j - j0)] * ctx.Distance(i, j) / 10;
+      Eigen::Map<RowVec<double>>(out + (i - i0) * ldo, D_) += a * w_.row(ctx.head);
+    }
+  }
+  void ValueTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                         const double* p, long ldp, const double* d_out, long ldo, double* d_p,
+                         long ldd, int task) override {
+    for (int i = i0; i < i1; ++i) {
+      const RowVec<double> d_o = Row(d_out, ldo, i - i0);
+      const double dw = d_o.dot(w_.row(ctx.head));
+      double a = 0;
+      for (int j = j0; j < j1; ++j) {
+        const double d = ctx.Distance(i, j) / 10;
+        d_p[(i - i0) * ldd + (j - j0)] += dw * d;
+        a += p[(i - i0) * ldp + (j - j0)] * d;
+      }
+      slots_.row(task) += a * d_o;
+    }
+    Remember(task, ctx.head);
+  }
+  void Remember(int task, int head) {
     task_head_.resize(std::max<size_t>(task_head_.size(), task + 1));
-    task_head_[task] = ctx.head;
+    task_head_[task] = head;
   }
   void EndBackward() override {
     for (long t = 0; t < slots_.rows(); ++t) d_w_.row(task_head_[t]) += slots_.row(t);
   }
-  double LogitScale(const AttentionContext&, int i) const override { return 1 + 0.1 * std::log1p(i); }
+  double LogitScale(const AttentionContext&, int i) const override {
+    return 1 + 0.1 * std::log1p(i);
+  }
   std::vector<ParamRef<double>> Parameters() override {
     return {{"pe.probe.w", w_.data(), d_w_.data(), static_cast<long>(w_.size())}};
   }
@@ -131,15 +176,15 @@ TEST(PositionHooks, EffectiveDistanceAndPositionIdsReachTheLogitTerm) {
   auto params = enc.Parameters();
   params[0].value[0] = 1;
   params[0].value[1] = 0;
-  std::vector<double> q(6 * 2, 0.0);  // [T, D]; only query 5 is read
+  std::vector<double> q(6 * 2, 0.0), k(6 * 2, 0.0);  // [T, D]; only query 5 is read
   q[5 * 2] = 10;
   for (const auto* pos : {&train_pos, &eval_pos}) {
     AttentionContext ctx{0, 0, 1, 2, 6, pos->data(), &pat, pat.PlainDistance()};
     double s = 0;
-    enc.AddLogitTerm(ctx, 5, 6, 0, 1, q.data(), 2, &s, 1);
+    enc.AddLogitTerm(ctx, 5, 6, 0, 1, HeadQK<double>{q.data(), k.data(), 2}, &s, 1);
     EXPECT_DOUBLE_EQ(s, 4.0);
     s = 0;
-    enc.AddLogitTerm(ctx, 5, 6, 4, 5, q.data(), 2, &s, 1);
+    enc.AddLogitTerm(ctx, 5, 6, 4, 5, HeadQK<double>{q.data(), k.data(), 2}, &s, 1);
     EXPECT_DOUBLE_EQ(s, (*pos)[5] - (*pos)[4]);
   }
 }

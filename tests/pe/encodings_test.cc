@@ -1,5 +1,5 @@
-// Property tests and published numbers (../shared/reference/formulas.md, sections 1-2, 3.1, 8.1-8.4)
-// for the encodings of the skeleton: nope, sinusoidal, learned, alibi, rope, t5.
+// Property tests and published numbers (../shared/reference/formulas.md, sections
+// 1-2, 3.1, 8.1-8.4) for the encodings of the skeleton: nope, sinusoidal, learned, alibi, rope, t5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,8 +21,8 @@ namespace {
 constexpr double kVectorTol = 1e-12;
 
 std::unique_ptr<PositionEncoding<double>> Make(const std::string& name, int d_model, int heads,
-                                                const std::map<std::string, std::string>& o = {},
-                                                bool causal = true) {
+                                               const std::map<std::string, std::string>& o = {},
+                                               bool causal = true) {
   return CreateEncoding<double>(name, o, EncodingShape{d_model, heads, 1, causal, 64});
 }
 
@@ -35,7 +35,8 @@ std::vector<double> Rotate(const PositionEncoding<double>& enc, std::vector<doub
   return x;
 }
 
-std::vector<double> RotateAt(PositionEncoding<double>& enc, const std::vector<double>& x, double p) {
+std::vector<double> RotateAt(PositionEncoding<double>& enc, const std::vector<double>& x,
+                             double p) {
   enc.Prepare({p});
   return Rotate(enc, x, p);
 }
@@ -80,7 +81,7 @@ TEST(Rope, RotationMatchesReferenceVectorsForBothPairings) {
   const std::vector<double> x8 = {1, 2, 3, 4, 5, 6, 7, 8};
   const std::vector<double> i8 = {-1.27223251272, -1.838864985141, 1.683928640731, 4.707906576486,
                                   4.81777716753,  6.147277703506,  6.975968536024, 8.020963968527};
-  const std::vector<double> h8 = {-1.6955925369,  0.137551738283, 2.788681599829, 3.975982036013,
+  const std::vector<double> h8 = {-1.6955925369,   0.137551738283, 2.788681599829, 3.975982036013,
                                   -4.808842474942, 6.323059348076, 7.08683673685,  8.011963982027};
   const auto yi = RotateAt(*inter8, x8, 3), yh = RotateAt(*half8, x8, 3);
   for (int i = 0; i < 8; ++i) {
@@ -91,9 +92,8 @@ TEST(Rope, RotationMatchesReferenceVectorsForBothPairings) {
 
 TEST(Rope, ScoreDependsOnlyOnRelativeOffset) {
   const std::vector<double> q = {0.1, -0.2, 0.3, 0.4}, k = {0.5, 0.6, -0.7, 0.8};
-  for (const auto& [pairing, expected] :
-       std::vector<std::pair<std::string, double>>{{"interleaved", 0.21742683986929637},
-                                                   {"half", 0.3152642043516997}}) {
+  for (const auto& [pairing, expected] : std::vector<std::pair<std::string, double>>{
+           {"interleaved", 0.21742683986929637}, {"half", 0.3152642043516997}}) {
     auto enc = Make("rope", 4, 1, {{"pairing", pairing}});
     for (auto [m, n] : std::vector<std::pair<int, int>>{{5, 2}, {13, 10}, {3, 0}, {1003, 1000}}) {
       const double s = Dot(RotateAt(*enc, q, m), RotateAt(*enc, k, n));
@@ -135,7 +135,8 @@ TEST(Alibi, SlopesMatchReferenceTable) {
   auto expect = [](int heads, const std::vector<double>& ref) {
     const auto s = AlibiSlopes(heads);
     ASSERT_EQ(s.size(), ref.size()) << heads;
-    for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(s[i], ref[i], 1e-15) << heads << " head " << i;
+    for (size_t i = 0; i < ref.size(); ++i)
+      EXPECT_NEAR(s[i], ref[i], 1e-15) << heads << " head " << i;
   };
   expect(1, {0.00390625});
   expect(2, {0.0625, 0.00390625});
@@ -145,7 +146,8 @@ TEST(Alibi, SlopesMatchReferenceTable) {
   for (int i = 1; i <= 8; ++i) eight.push_back(std::pow(2.0, -i));
   expect(8, eight);
   std::vector<double> twelve = eight;
-  for (double v : {0.7071067811865476, 0.35355339059327384, 0.17677669529663692, 0.08838834764831849})
+  for (double v :
+       {0.7071067811865476, 0.35355339059327384, 0.17677669529663692, 0.08838834764831849})
     twelve.push_back(v);
   expect(12, twelve);
   std::vector<double> sixteen;
@@ -164,7 +166,7 @@ MatD BiasMatrix(const PositionEncoding<double>& enc, int h, int heads, int T, bo
   std::iota(pos.begin(), pos.end(), 0.0);
   AttentionContext ctx{0, h, heads, 4, T, pos.data(), &pat};
   MatD s = MatD::Zero(T, T);
-  enc.AddLogitTerm(ctx, 0, T, 0, T, nullptr, 0, s.data(), T);
+  enc.AddLogitTerm(ctx, 0, T, 0, T, HeadQK<double>{nullptr, nullptr, 0}, s.data(), T);
   return s;
 }
 
@@ -206,8 +208,10 @@ TEST(Alibi, ExplicitBiasEqualsRowConstantTrickOnlyUnderCausalMask) {
       trick(i, j) += m * j;
       symmetric(i, j) -= m * std::abs(i - j);
     }
-  EXPECT_LT((softmax_rows(explicit_bias, true) - softmax_rows(trick, true)).cwiseAbs().maxCoeff(), 1e-12);
-  EXPECT_GT((softmax_rows(symmetric, false) - softmax_rows(trick, false)).cwiseAbs().maxCoeff(), 1e-3);
+  EXPECT_LT((softmax_rows(explicit_bias, true) - softmax_rows(trick, true)).cwiseAbs().maxCoeff(),
+            1e-12);
+  EXPECT_GT((softmax_rows(symmetric, false) - softmax_rows(trick, false)).cwiseAbs().maxCoeff(),
+            1e-3);
   // And lexp's encoder bias is the symmetric one.
   auto enc = Make("alibi", 4, 1, {}, false);
   const MatD b = BiasMatrix(*enc, 0, 1, T, false);
@@ -223,7 +227,7 @@ TEST(Sinusoidal, MatchesPaperVectors) {
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(row[i], p1[i], 1e-12);
   SinusoidalRow(5, 8, 1e4, row.data());
   const std::vector<double> p5 = {-0.958924274663, 0.283662185463, 0.479425538604, 0.87758256189,
-                                  0.049979169271, 0.998750260395, 0.004999979167, 0.999987500026};
+                                  0.049979169271,  0.998750260395, 0.004999979167, 0.999987500026};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(row[i], p5[i], 1e-11);
 }
 
@@ -241,7 +245,7 @@ TEST(Sinusoidal, DotProductDependsOnlyOnOffsetAndNormIsHalfWidth) {
   // And the encoding adds exactly that row to every sequence of the batch.
   auto enc = Make("sinusoidal", C, 2);
   MatD x = MatD::Zero(2 * 3, C);
-  enc->AddEmbedding({0, 1, 2}, 2, x);
+  enc->AddEmbedding({0, 1, 2}, {}, 2, x);
   SinusoidalRow(2, C, 1e4, a.data());
   for (int c = 0; c < C; ++c) {
     EXPECT_DOUBLE_EQ(x(2, c), a[c]);
@@ -254,12 +258,11 @@ TEST(T5, BucketTableMatchesReference) {
     long rp;
     int bidirectional, causal;
   };
-  const std::vector<Row> rows = {{0, 0, 0},       {-1, 1, 1},     {1, 17, 0},    {-7, 7, 7},
-                                 {7, 23, 0},      {-8, 8, 8},     {8, 24, 0},    {-9, 8, 9},
-                                 {9, 24, 0},      {-12, 9, 12},   {12, 25, 0},   {-16, 10, 16},
-                                 {16, 26, 0},     {-32, 12, 21},  {32, 28, 0},   {-64, 14, 26},
-                                 {64, 30, 0},     {-128, 15, 31}, {128, 31, 0},  {-1000, 15, 31},
-                                 {1000, 31, 0}};
+  const std::vector<Row> rows = {
+      {0, 0, 0},    {-1, 1, 1},      {1, 17, 0},   {-7, 7, 7},    {7, 23, 0},  {-8, 8, 8},
+      {8, 24, 0},   {-9, 8, 9},      {9, 24, 0},   {-12, 9, 12},  {12, 25, 0}, {-16, 10, 16},
+      {16, 26, 0},  {-32, 12, 21},   {32, 28, 0},  {-64, 14, 26}, {64, 30, 0}, {-128, 15, 31},
+      {128, 31, 0}, {-1000, 15, 31}, {1000, 31, 0}};
   for (const auto& r : rows) {
     EXPECT_EQ(T5Bucket(r.rp, true, 32, 128), r.bidirectional) << "rp " << r.rp;
     EXPECT_EQ(T5Bucket(r.rp, false, 32, 128), r.causal) << "rp " << r.rp;
@@ -300,7 +303,7 @@ TEST(T5, BucketsAreMonotoneAndSaturate) {
   AttentionPattern pat(true);
   AttentionContext ctx{0, 1, 2, 4, 300, pos.data(), &pat};
   MatD s = MatD::Zero(1, 300);
-  enc->AddLogitTerm(ctx, 299, 300, 0, 300, nullptr, 0, s.data(), 300);
+  enc->AddLogitTerm(ctx, 299, 300, 0, 300, HeadQK<double>{nullptr, nullptr, 0}, s.data(), 300);
   for (int j = 0; j <= 299 - 113; ++j) EXPECT_EQ(s(0, j), s(0, 0));
   EXPECT_NE(s(0, 299), s(0, 0));
 }
@@ -345,15 +348,16 @@ TEST(NoPE, UniformCausalAttentionCountsPosition) {
 }
 
 TEST(Learned, PositionsPastTheTableAreAnExplicitChoice) {
-  auto strict = CreateEncoding<double>("learned", {{"max_len", "4"}}, EncodingShape{4, 1, 1, true, 64});
+  auto strict =
+      CreateEncoding<double>("learned", {{"max_len", "4"}}, EncodingShape{4, 1, 1, true, 64});
   MatD x = MatD::Zero(5, 4);
-  EXPECT_THROW(strict->AddEmbedding({0, 1, 2, 3, 4}, 1, x), Error);
+  EXPECT_THROW(strict->AddEmbedding({0, 1, 2, 3, 4}, {}, 1, x), Error);
   auto clamp = CreateEncoding<double>("learned", {{"max_len", "4"}, {"beyond", "clamp"}},
                                       EncodingShape{4, 1, 1, true, 64});
   Rng rng(1);
   clamp->Init(rng);
   x.setZero();
-  clamp->AddEmbedding({0, 1, 2, 3, 4}, 1, x);
+  clamp->AddEmbedding({0, 1, 2, 3, 4}, {}, 1, x);
   EXPECT_EQ(x.row(3), x.row(4));
 }
 
