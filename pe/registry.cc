@@ -8,8 +8,10 @@
 #include "pe/nope.h"
 #include "pe/rope.h"
 #include "pe/sandwich.h"
+#include "pe/shaw.h"
 #include "pe/sinusoidal.h"
 #include "pe/t5.h"
+#include "pe/transformer_xl.h"
 #include "pe/xpos.h"
 
 namespace lexp {
@@ -65,6 +67,18 @@ const std::vector<EncodingInfo>& ListEncodings() {
        {{"num_buckets", "32", "number of buckets (per direction halves when bidirectional)"},
         {"max_distance", "128", "distance at which the log buckets end"},
         {"per_layer", "false", "own table per layer (T5 shares one across layers)"}}},
+      {"shaw",
+       "relative representation",
+       "logit term (reads q) + value term",
+       "Shaw et al. 2018, arXiv:1803.02155",
+       {{"clip", "16", "k: offsets j - i are clipped to [-k, k] (2k+1 learned vectors per table)"},
+        {"values", "true", "also add relative value vectors to the output (false: keys only)"}}},
+      {"transformer_xl",
+       "relative representation",
+       "logit term (reads q, k)",
+       "Dai et al. 2019, arXiv:1901.02860",
+       {{"clamp_len", "0", "cap |i - j| of the sinusoid at this value (0 = no cap)"},
+        {"share_biases", "true", "u, v shared by all layers (original code); false = per layer"}}},
   };
   return kList;
 }
@@ -97,6 +111,8 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
   if (name == "sandwich") return std::make_unique<Sandwich<S>>(shape, opt);
   if (name == "fire") return std::make_unique<Fire<S>>(shape, opt);
   if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
+  if (name == "shaw") return std::make_unique<Shaw<S>>(shape, opt);
+  if (name == "transformer_xl") return std::make_unique<TransformerXL<S>>(shape, opt);
   Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");
 }
 

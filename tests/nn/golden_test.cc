@@ -1,6 +1,6 @@
-// Golden test: the C++ model in double, loaded with the weights of tests/golden/tiny_<pos>.h5 (written
-// by PyTorch in float64, tests/golden/make_golden.py), reproduces PyTorch's logits, loss and every
-// gradient. Both sides compute in double, so agreement is to rounding: 1e-10 relative.
+// Golden test: the C++ model in double, loaded with the weights of tests/golden/tiny_<pos>.h5
+// (written by PyTorch in float64, tests/golden/make_golden.py), reproduces PyTorch's logits, loss
+// and every gradient. Both sides compute in double, so agreement is to rounding: 1e-10 relative.
 #include <gtest/gtest.h>
 
 #include "nn/io/hdf5.h"
@@ -16,7 +16,8 @@ constexpr double kGoldenTol = 1e-10;
 class Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
-  const std::string path = std::string(LEXP_SOURCE_DIR) + "/tests/golden/tiny_" + GetParam() + ".h5";
+  const std::string path =
+      std::string(LEXP_SOURCE_DIR) + "/tests/golden/tiny_" + GetParam() + ".h5";
   h5::Reader f(path);
   const auto& r = f.root();
   ModelConfig mc;
@@ -26,7 +27,8 @@ TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
   mc.n_layers = static_cast<int>(r.AttrInt("n_layers"));
   mc.d_ff = static_cast<int>(r.AttrInt("d_ff"));
   const int B = static_cast<int>(r.AttrInt("batch")), T = static_cast<int>(r.AttrInt("seq"));
-  auto enc = CreateEncoding<double>(GetParam(), {}, EncodingShape{mc.d_model, mc.n_heads, mc.n_layers, true, T});
+  auto enc = CreateEncoding<double>(GetParam(), {},
+                                    EncodingShape{mc.d_model, mc.n_heads, mc.n_layers, true, T});
   Transformer<double> model(mc, enc.get());
   auto params = model.Parameters();
   h5::Group pg = r.OpenGroup("params"), gg = r.OpenGroup("grads");
@@ -36,7 +38,8 @@ TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
     std::copy(v.begin(), v.end(), p.value);
   }
   auto to_int = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
-  const std::vector<int> tokens = to_int(r.ReadInts("tokens")), targets = to_int(r.ReadInts("targets"));
+  const std::vector<int> tokens = to_int(r.ReadInts("tokens")),
+                         targets = to_int(r.ReadInts("targets"));
   std::vector<uint8_t> mask;
   for (auto m : r.ReadInts("mask")) mask.push_back(static_cast<uint8_t>(m));
   std::vector<double> pos(T);
@@ -47,7 +50,8 @@ TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
   const auto ref_logits = r.ReadDoubles("logits");
   for (long i = 0; i < logits.size(); ++i)
     ASSERT_NEAR(logits.data()[i], ref_logits[i], kGoldenTol * (1 + std::abs(ref_logits[i]))) << i;
-  const auto ce = CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
+  const auto ce =
+      CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
   EXPECT_NEAR(ce.MeanLoss(), r.ReadDoubles("loss")[0], kGoldenTol);
   model.Backward(tokens, d_logits);
   int checked = 0;

@@ -21,6 +21,7 @@ using testing::FillNormal;
 // Options for heads of width 4 (rope_partial's default 25% would rotate no pair).
 std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
   if (encoding == "rope_partial") return {{"fraction", "0.5"}};
+  if (encoding == "shaw") return {{"clip", "3"}};  // saturates inside the tiny sequences
   return {};
 }
 
@@ -125,11 +126,13 @@ TEST(GradCheck, CrossEntropyMasked) {
   };
   CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
   for (int c = 0; c < 4; ++c) EXPECT_EQ(d_logits(0, c), 0.0) << "unmasked rows get no gradient";
-  std::vector<ParamRef<double>> params = {{"logits", logits.data(), d_logits.data(), logits.size()}};
+  std::vector<ParamRef<double>> params = {
+      {"logits", logits.data(), d_logits.data(), logits.size()}};
   CheckGradients(loss, params, CopyGrads(params), 100);
 }
 
-// Attention with each built-in encoding, causal and bidirectional, through q, k, v (and T5's table).
+// Attention with each built-in encoding, causal and bidirectional, through q, k, v (and T5's
+// table).
 struct AttentionCase {
   std::string encoding;
   bool causal;
@@ -202,15 +205,16 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(
     Encodings, AttentionGradCheck,
-    ::testing::Values(AttentionCase{"nope", true}, AttentionCase{"nope", false},
-                      AttentionCase{"alibi", true}, AttentionCase{"alibi", false},
-                      AttentionCase{"rope", true}, AttentionCase{"rope", false},
-                      AttentionCase{"t5", true}, AttentionCase{"t5", false},
-                      AttentionCase{"rope_partial", true}, AttentionCase{"xpos", true},
-                      AttentionCase{"xpos", false}, AttentionCase{"kerple_log", true},
-                      AttentionCase{"kerple_power", true}, AttentionCase{"kerple_log", false},
-                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false},
-                      AttentionCase{"fire", true}, AttentionCase{"fire", false}),
+    ::testing::Values(
+        AttentionCase{"nope", true}, AttentionCase{"nope", false}, AttentionCase{"alibi", true},
+        AttentionCase{"alibi", false}, AttentionCase{"rope", true}, AttentionCase{"rope", false},
+        AttentionCase{"t5", true}, AttentionCase{"t5", false}, AttentionCase{"rope_partial", true},
+        AttentionCase{"xpos", true}, AttentionCase{"xpos", false},
+        AttentionCase{"kerple_log", true}, AttentionCase{"kerple_power", true},
+        AttentionCase{"kerple_log", false}, AttentionCase{"sandwich", true},
+        AttentionCase{"sandwich", false}, AttentionCase{"fire", true}, AttentionCase{"fire", false},
+        AttentionCase{"shaw", true}, AttentionCase{"shaw", false},
+        AttentionCase{"transformer_xl", true}, AttentionCase{"transformer_xl", false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
@@ -278,7 +282,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"rope_partial", true, true}, ModelCase{"xpos", true, true},
                       ModelCase{"kerple_log", true, true}, ModelCase{"kerple_power", true, false},
                       ModelCase{"sandwich", true, true}, ModelCase{"fire", true, true},
-                      ModelCase{"learned", false, false}),
+                      ModelCase{"learned", false, false}, ModelCase{"shaw", true, true},
+                      ModelCase{"shaw", true, false}, ModelCase{"transformer_xl", true, true},
+                      ModelCase{"transformer_xl", false, false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +
              (param_info.param.causal ? "_causal" : "_encoder");

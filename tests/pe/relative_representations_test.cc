@@ -1,0 +1,129 @@
+// Properties of the relative-representation encodings: Shaw (formulas.md 2.1: tensor2tensor index,
+// saturation beyond the clip) and Transformer-XL (2.2: the logit term equals the naive double loop
+// of the paper's formula; with clamp_len every offset past it gives the same logit).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "pe/registry.h"
+#include "pe/shaw.h"
+#include "pe/transformer_xl.h"
+#include "tests/testing/gradcheck.h"
+
+namespace lexp {
+namespace {
+
+constexpr int kT = 12, kD = 4, kH = 2;
+
+struct Head {
+  MatD q, k;  // [T, D]
+  std::vector<double> pos;
+  AttentionPattern pat{true};
+  AttentionContext Ctx(int head = 0, int layer = 0) const {
+    return {layer, head, kH, kD, kT, pos.data(), &pat, true};
+  }
+  HeadQK<double> QK() const { return {q.data(), k.data(), kD}; }
+};
+
+Head RandomHead(uint64_t seed) {
+  Head h;
+  Rng rng(seed);
+  h.q.resize(kT, kD);
+  h.k.resize(kT, kD);
+  testing::FillNormal(h.q, rng);
+  testing::FillNormal(h.k, rng);
+  for (int t = 0; t < kT; ++t) h.pos.push_back(t);
+  return h;
+}
+
+std::unique_ptr<PositionEncoding<double>> Make(const std::string& name,
+                                               const std::map<std::string, std::string>& o) {
+  auto enc = CreateEncoding<double>(name, o, EncodingShape{kD * kH, kH, 2, true, 64, 16});
+  Rng rng(5);
+  enc->Init(rng);
+  return enc;
+}
+
+TEST(Shaw, UsesTheTensor2TensorIndexAndSaturatesBeyondTheClip) {
+  auto enc = Make("shaw", {{"clip", "3"}});
+  const auto& shaw = dynamic_cast<const Shaw<double>&>(*enc);
+  Head h = RandomHead(1);
+  const auto ctx = h.Ctx();
+  EXPECT_EQ(shaw.Index(ctx, 5, 5), 3);  // offset 0 -> k
+  EXPECT_EQ(shaw.Index(ctx, 5, 4), 2);  // j - i = -1
+  EXPECT_EQ(shaw.Index(ctx, 5, 0), 0);  // clipped at -k
+  EXPECT_EQ(shaw.Index(ctx, 0, 9), 6);  // clipped at +k (bidirectional side)
+  // Key term: query 11 sees keys 0..8 (all at clipped offset -3) with the same bias.
+  std::vector<double> s(kT, 0.0);
+  enc->AddLogitTerm(ctx, 11, 12, 0, kT, h.QK(), s.data(), kT);
+  for (int j = 1; j <= 8; ++j) EXPECT_DOUBLE_EQ(s[j], s[0]) << j;
+  EXPECT_NE(s[9], s[8]);
+  EXPECT_NE(s[10], s[9]);
+  // Value term: all the weight on key 0 or on key 5 gives the same output row (both beyond k).
+  auto value_row = [&](int j) {
+    std::vector<double> p(kT, 0.0), out(kD, 0.0);
+    p[j] = 1;
+    enc->AddValueTerm(ctx, 11, 12, 0, kT, p.data(), kT, out.data(), kD);
+    return out;
+  };
+  EXPECT_EQ(value_row(0), value_row(5));
+  EXPECT_NE(value_row(8), value_row(9));
+}
+
+TEST(Shaw, ValuesFalseKeepsOnlyTheKeyTable) {
+  auto enc = Make("shaw", {{"values", "false"}});
+  EXPECT_FALSE(enc->Uses(kSiteValueTerm));
+  ASSERT_EQ(enc->Parameters().size(), 1u);
+  EXPECT_EQ(enc->Parameters()[0].name, "pe.shaw.keys");
+}
+
+// a_ij += [u.k_j + (q_i + v).(W_R^T R_{i-j})_h] / sqrt(D), written out as the paper's double loop.
+double NaiveTransformerXL(PositionEncoding<double>& enc, const Head& h, int head, int layer, int i,
+                          int j, int clamp) {
+  const auto& txl = dynamic_cast<const TransformerXL<double>&>(enc);
+  const auto params = enc.Parameters();
+  const int C = kD * kH;
+  const double* w_r = params[0].value + static_cast<long>(layer) * C * C;  // [C, C] of this layer
+  const double* u = params[1].value + head * kD;                           // shared by layers
+  const double* v = params[2].value + head * kD;
+  double d = i - j;
+  if (clamp > 0) d = std::clamp(d, -1.0 * clamp, 1.0 * clamp);
+  std::vector<double> R(C);
+  txl.Sinusoid(d, R.data());
+  double a = 0;
+  for (int c = 0; c < kD; ++c) {
+    double r = 0;
+    for (int e = 0; e < C; ++e) r += R[e] * w_r[e * C + head * kD + c];
+    a += u[c] * h.k(j, c) + (h.q(i, c) + v[c]) * r;
+  }
+  return a / std::sqrt(static_cast<double>(kD));
+}
+
+TEST(TransformerXL, LogitTermEqualsThePapersDoubleLoop) {
+  auto enc = Make("transformer_xl", {});
+  Head h = RandomHead(2);
+  enc->Prepare(h.pos);
+  for (int layer = 0; layer < 2; ++layer)
+    for (int head = 0; head < kH; ++head) {
+      Mat<double> s = Mat<double>::Zero(kT, kT);
+      enc->AddLogitTerm(h.Ctx(head, layer), 0, kT, 0, kT, h.QK(), s.data(), kT);
+      for (int i = 0; i < kT; ++i)
+        for (int j = 0; j < kT; ++j)  // bidirectional offsets too
+          EXPECT_NEAR(s(i, j), NaiveTransformerXL(*enc, h, head, layer, i, j, 0), 1e-12);
+    }
+}
+
+TEST(TransformerXL, ClampLenMakesEveryFartherOffsetLookTheSame) {
+  auto enc = Make("transformer_xl", {{"clamp_len", "4"}});
+  Head h = RandomHead(3);
+  h.k.rowwise() = h.k.row(0);  // identical keys: only the offset can change the logit
+  enc->Prepare(h.pos);
+  Mat<double> s = Mat<double>::Zero(kT, kT);
+  enc->AddLogitTerm(h.Ctx(), 0, kT, 0, kT, h.QK(), s.data(), kT);
+  for (int j = 0; j <= 7; ++j) EXPECT_NEAR(s(11, j), s(11, 7), 1e-12) << j;  // i - j >= 4
+  EXPECT_GT(std::abs(s(11, 8) - s(11, 7)), 1e-6);
+  EXPECT_NEAR(s(11, 0), NaiveTransformerXL(*enc, h, 0, 0, 11, 0, 4), 1e-12);
+}
+
+}  // namespace
+}  // namespace lexp
