@@ -2,6 +2,7 @@
 
 #include "nn/check.h"
 #include "pe/alibi.h"
+#include "pe/da.h"
 #include "pe/fire.h"
 #include "pe/kerple.h"
 #include "pe/learned.h"
@@ -12,6 +13,7 @@
 #include "pe/sinusoidal.h"
 #include "pe/t5.h"
 #include "pe/transformer_xl.h"
+#include "pe/tupe.h"
 #include "pe/xpos.h"
 
 namespace lexp {
@@ -79,6 +81,17 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "Dai et al. 2019, arXiv:1901.02860",
        {{"clamp_len", "0", "cap |i - j| of the sinusoid at this value (0 = no cap)"},
         {"share_biases", "true", "u, v shared by all layers (original code); false = per layer"}}},
+      {"tupe",
+       "absolute (untied) + relative bias",
+       "logit term + logit scale",
+       "Ke et al. 2021, arXiv:2006.15595",
+       {{"max_len", "0", "position table rows (0 = the run's longest evaluation length)"},
+        {"relative", "true", "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)"}}},
+      {"da",
+       "relative (multiplicative)",
+       "logit term (transforms q.k)",
+       "Wu et al. 2021, arXiv:2010.06925 (form recalled, not in formulas.md)",
+       {{"init_w", "0.1", "w_h starts uniform in [-init_w, init_w]; v_h starts at 0"}}},
   };
   return kList;
 }
@@ -111,6 +124,12 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
   if (name == "sandwich") return std::make_unique<Sandwich<S>>(shape, opt);
   if (name == "fire") return std::make_unique<Fire<S>>(shape, opt);
   if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
+  if (name == "tupe") {
+    std::unique_ptr<PositionEncoding<S>> relative;
+    if (opt.Bool("relative")) relative = CreateEncoding<S>("t5", {}, shape);
+    return std::make_unique<Tupe<S>>(shape, opt, std::move(relative));
+  }
+  if (name == "da") return std::make_unique<DistanceAware<S>>(shape, opt);
   if (name == "shaw") return std::make_unique<Shaw<S>>(shape, opt);
   if (name == "transformer_xl") return std::make_unique<TransformerXL<S>>(shape, opt);
   Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");

@@ -21,6 +21,7 @@ using testing::FillNormal;
 // Options for heads of width 4 (rope_partial's default 25% would rotate no pair).
 std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
   if (encoding == "rope_partial") return {{"fraction", "0.5"}};
+  if (encoding == "da") return {{"init_w", "0.5"}};
   if (encoding == "shaw") return {{"clip", "3"}};  // saturates inside the tiny sequences
   return {};
 }
@@ -205,16 +206,19 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(
     Encodings, AttentionGradCheck,
-    ::testing::Values(
-        AttentionCase{"nope", true}, AttentionCase{"nope", false}, AttentionCase{"alibi", true},
-        AttentionCase{"alibi", false}, AttentionCase{"rope", true}, AttentionCase{"rope", false},
-        AttentionCase{"t5", true}, AttentionCase{"t5", false}, AttentionCase{"rope_partial", true},
-        AttentionCase{"xpos", true}, AttentionCase{"xpos", false},
-        AttentionCase{"kerple_log", true}, AttentionCase{"kerple_power", true},
-        AttentionCase{"kerple_log", false}, AttentionCase{"sandwich", true},
-        AttentionCase{"sandwich", false}, AttentionCase{"fire", true}, AttentionCase{"fire", false},
-        AttentionCase{"shaw", true}, AttentionCase{"shaw", false},
-        AttentionCase{"transformer_xl", true}, AttentionCase{"transformer_xl", false}),
+    ::testing::Values(AttentionCase{"nope", true}, AttentionCase{"nope", false},
+                      AttentionCase{"alibi", true}, AttentionCase{"alibi", false},
+                      AttentionCase{"rope", true}, AttentionCase{"rope", false},
+                      AttentionCase{"t5", true}, AttentionCase{"t5", false},
+                      AttentionCase{"rope_partial", true}, AttentionCase{"xpos", true},
+                      AttentionCase{"xpos", false}, AttentionCase{"kerple_log", true},
+                      AttentionCase{"kerple_power", true}, AttentionCase{"kerple_log", false},
+                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false},
+                      AttentionCase{"fire", true}, AttentionCase{"fire", false},
+                      AttentionCase{"shaw", true}, AttentionCase{"shaw", false},
+                      AttentionCase{"transformer_xl", true}, AttentionCase{"transformer_xl", false},
+                      AttentionCase{"tupe", true}, AttentionCase{"tupe", false},
+                      AttentionCase{"da", true}, AttentionCase{"da", false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
@@ -284,7 +288,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"sandwich", true, true}, ModelCase{"fire", true, true},
                       ModelCase{"learned", false, false}, ModelCase{"shaw", true, true},
                       ModelCase{"shaw", true, false}, ModelCase{"transformer_xl", true, true},
-                      ModelCase{"transformer_xl", false, false}),
+                      ModelCase{"transformer_xl", false, false}, ModelCase{"tupe", true, true},
+                      ModelCase{"tupe", false, false}, ModelCase{"da", true, true},
+                      ModelCase{"da", true, false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +
              (param_info.param.causal ? "_causal" : "_encoder");

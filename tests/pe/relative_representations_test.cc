@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "nn/ops/layernorm.h"
+#include "pe/da.h"
 #include "pe/registry.h"
 #include "pe/shaw.h"
 #include "pe/transformer_xl.h"
@@ -123,6 +125,65 @@ TEST(TransformerXL, ClampLenMakesEveryFartherOffsetLookTheSame) {
   for (int j = 0; j <= 7; ++j) EXPECT_NEAR(s(11, j), s(11, 7), 1e-12) << j;  // i - j >= 4
   EXPECT_GT(std::abs(s(11, 8) - s(11, 7)), 1e-6);
   EXPECT_NEAR(s(11, 0), NaiveTransformerXL(*enc, h, 0, 0, 11, 0, 4), 1e-12);
+}
+
+TEST(Tupe, PositionTermIsTheUntiedProductSharedByAllLayers) {
+  auto enc = Make("tupe", {{"relative", "false"}});
+  ASSERT_EQ(enc->Parameters().size(), 5u);
+  Head h = RandomHead(4);
+  enc->Prepare(h.pos);
+  EXPECT_DOUBLE_EQ(enc->LogitScale(h.Ctx(), 3), 1 / std::sqrt(2.0));  // content / sqrt(2D)
+  // Naive: p = LN(table[pos]) row by row, then (p_i U^Q)_h . (p_j U^K)_h / sqrt(2D).
+  const auto params = enc->Parameters();
+  const int C = kD * kH;
+  auto P = [&](int t) {
+    Eigen::Map<const MatD> table(params[0].value, 64, C);
+    RowVec<double> x = table.row(t);
+    const double mean = x.mean();
+    const double var = (x.array() - mean).square().mean();
+    return RowVec<double>((x.array() - mean) / std::sqrt(var + kLayerNormEps));  // g = 1, b = 0
+  };
+  Eigen::Map<const MatD> uq(params[3].value, C, C), uk(params[4].value, C, C);
+  for (int head = 0; head < kH; ++head) {
+    MatD s0 = MatD::Zero(kT, kT), s1 = MatD::Zero(kT, kT);
+    enc->AddLogitTerm(h.Ctx(head, 0), 0, kT, 0, kT, h.QK(), s0.data(), kT);
+    enc->AddLogitTerm(h.Ctx(head, 1), 0, kT, 0, kT, h.QK(), s1.data(), kT);
+    EXPECT_EQ(s0, s1) << "the position term is computed once and shared by the layers";
+    for (int i = 0; i < kT; i += 3)
+      for (int j = 0; j < kT; j += 2) {
+        const RowVec<double> a = P(i) * uq, b = P(j) * uk;
+        const double want =
+            a.segment(head * kD, kD).dot(b.segment(head * kD, kD)) / std::sqrt(2.0 * kD);
+        EXPECT_NEAR(s0(i, j), want, 1e-12);
+      }
+  }
+  auto tupe_r = Make("tupe", {});
+  EXPECT_EQ(tupe_r->Parameters().back().name, "pe.t5.table");  // TUPE-R adds the T5 buckets
+}
+
+TEST(DistanceAware, CoefficientIsOneAtZeroBoundedAndMonotone) {
+  auto enc = Make("da", {});
+  auto& da = dynamic_cast<DistanceAware<double>&>(*enc);
+  da.SetParams(0, 0, 0.3, 0.5);   // prefers far keys
+  da.SetParams(0, 1, -0.3, 0.5);  // prefers near keys
+  EXPECT_DOUBLE_EQ(da.Coefficient(0, 0, 0), 1.0);
+  EXPECT_DOUBLE_EQ(da.Coefficient(0, 1, 0), 1.0);
+  const double top = 1 + std::exp(0.5);
+  for (double d = 1; d < 60; d *= 1.5) {  // strict until R = 18 (double saturates later)
+    EXPECT_GT(da.Coefficient(0, 0, d), da.Coefficient(0, 0, d / 1.5));
+    EXPECT_LT(da.Coefficient(0, 1, d), da.Coefficient(0, 1, d / 1.5));
+    EXPECT_LT(da.Coefficient(0, 0, d), top);
+    EXPECT_GT(da.Coefficient(0, 1, d), 0.0);
+  }
+  EXPECT_NEAR(da.Coefficient(0, 0, 1e4), top, 1e-9);
+  // The transform: ReLU(c) * f(w |i - j|); negative content scores become 0.
+  Head h = RandomHead(6);
+  std::vector<double> s = {-1.5, 2.0, 0.0, 3.0};
+  enc->AddLogitTerm(h.Ctx(0, 0), 5, 6, 0, 4, h.QK(), s.data(), 4);
+  EXPECT_EQ(s[0], 0.0);
+  EXPECT_DOUBLE_EQ(s[1], 2.0 * da.Coefficient(0, 0, 4));
+  EXPECT_EQ(s[2], 0.0);
+  EXPECT_DOUBLE_EQ(s[3], 3.0 * da.Coefficient(0, 0, 2));
 }
 
 }  // namespace
