@@ -42,8 +42,14 @@ std::vector<int> RecipeConfig::ProbeLengths() const {
 
 int RecipeConfig::PositionsMax() const {
   if (positions_max > 0) return positions_max;
-  if (positions == "pose") return MaxSequenceTokens();
+  if (positions == "pose" || positions == "shift") return MaxSequenceTokens();
   return std::max(2048, 2 * MaxSequenceTokens());
+}
+
+int RecipeConfig::MaxPositionId() const {
+  if (positions == "identity") return MaxSequenceTokens();
+  if (positions == "shift") return PositionsMax() + MaxSequenceTokens();
+  return std::max(MaxSequenceTokens(), PositionsMax());
 }
 
 int RecipeConfig::MaxSequenceTokens() const {
@@ -73,9 +79,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
       {"model.positions", "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
-       "pose (Zhu et al.)", &c.positions, 0, 0, {"identity", "randomized", "pose"}},
-      {"model.positions_max", "randomized: positions drawn from [0, L); pose: target length "
-       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence)", &c.positions_max, 0, 1 << 24},
+       "pose (Zhu et al.), shift (SHAPE, Kiyono et al.: positions k..k+T-1 with k ~ U{0..positions_max} in training)",
+       &c.positions, 0, 0, {"identity", "randomized", "pose", "shift"}},
+      {"model.positions_max", "randomized: positions drawn from [0, L); pose: target length; shift: largest k "
+       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest sequence)", &c.positions_max, 0, 1 << 24},
       {"model.positions_at_eval", "randomized at evaluation: sample (as the reference code) or identity",
        &c.positions_at_eval, 0, 0, {"sample", "identity"}},
       {"model.pattern", "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite)",
@@ -399,10 +406,11 @@ void ValidateRecipe(const RecipeConfig& c) {
     FailInput(Where(src, "task.name") + ": " + e.what());
   }
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
-  int train_tokens = 0;
+  int train_tokens = 0, vocab = 0;
   try {
     SequenceLayout check(*task, layout);
     train_tokens = check.SequenceLengthFor(c.train_max_length);
+    vocab = check.Vocab();
   } catch (const Error& e) {
     FailInput(Where(src, "model.layout") + ": " + e.what());
   }
@@ -438,8 +446,8 @@ void ValidateRecipe(const RecipeConfig& c) {
       auto it = c.encoding_options.find(e);
       CreateEncoding<float>(
           e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
-          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxSequenceTokens(),
-                        train_tokens});
+          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxPositionId(),
+                        train_tokens, vocab});
     } catch (const InputError& err) {
       FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
     }

@@ -65,8 +65,10 @@ struct RecipeConfig {
   std::vector<int> ProbeLengths() const;
   int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
   // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)
-  // but at least twice the longest evaluated sequence (randomized), or that sequence (pose).
+  // but at least twice the longest evaluated sequence (randomized), or that sequence (pose, shift).
   int PositionsMax() const;
+  // Bound on every position id a batch can carry (tables of absolute encodings are this long).
+  int MaxPositionId() const;
 };
 
 struct Field {

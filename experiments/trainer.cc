@@ -72,8 +72,8 @@ class Runner {
     mc.pre_ln = cfg.norm == "pre";
     mc.causal = cfg.layout == "decoder";
     EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal,
-                     std::max(cfg.MaxSequenceTokens(), cfg.positions == "identity" ? 0 : cfg.PositionsMax()),
-                     layout_.SequenceLengthFor(cfg.train_max_length)};
+                     cfg.MaxPositionId(),
+                     layout_.SequenceLengthFor(cfg.train_max_length), mc.vocab};
     auto it = cfg.encoding_options.find(encoding);
     enc_ = CreateEncoding<float>(
         encoding, it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,

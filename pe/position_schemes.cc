@@ -5,7 +5,7 @@
 namespace lexp {
 
 const std::vector<std::string>& PositionSchemes() {
-  static const std::vector<std::string> k = {"identity", "randomized", "pose"};
+  static const std::vector<std::string> k = {"identity", "randomized", "pose", "shift"};
   return k;
 }
 
@@ -32,8 +32,8 @@ std::vector<double> PosePositions(int T, int Lt, Rng& rng) {
 
 template <typename S>
 WithPositionScheme<S>::WithPositionScheme(std::unique_ptr<PositionEncoding<S>> inner,
-                                          const PositionSchemeConfig& c)
-    : inner_(std::move(inner)), c_(c) {
+                                          const PositionSchemeConfig& c, std::string name)
+    : inner_(std::move(inner)), c_(c), name_(std::move(name)) {
   LEXP_INPUT_CHECK(c.max_position > 0, "position scheme '" + c.name + "' needs max_position > 0");
 }
 
@@ -44,6 +44,10 @@ void WithPositionScheme<S>::PositionIds(int T, bool training, Rng& rng,
     pos = SampleSortedPositions(T, c_.max_position, rng);
   } else if (c_.name == "pose" && training && T <= c_.max_position) {
     pos = PosePositions(T, c_.max_position, rng);
+  } else if (c_.name == "shift" && training) {
+    const double k = static_cast<double>(rng.UniformInt(0, c_.max_position));
+    pos.resize(T);
+    for (int t = 0; t < T; ++t) pos[t] = t + k;
   } else {
     inner_->PositionIds(T, training, rng, pos);
   }

@@ -10,6 +10,8 @@
 //  * pose: Zhu et al. 2023 (arXiv:2309.10400, formulas.md 4.2), reference code with two chunks:
 //    l0 ~ U{1..ceil(T/2)}, skip u ~ U{0..Lt - T}, positions [0, l0) and [l0 + u, T + u); evaluation
 //    uses 0..T-1 (PoSE is a training scheme).
+//  * shift: SHAPE-style random shift (Kiyono et al. 2021, arXiv:2109.05644): every training batch
+//    uses positions k..k+T-1 with k ~ U{0..max_position}; evaluation uses 0..T-1.
 #pragma once
 
 #include <memory>
@@ -21,9 +23,10 @@
 namespace lexp {
 
 struct PositionSchemeConfig {
-  std::string name = "identity";  // identity | randomized | pose
-  int max_position = 0;           // randomized: L (positions in [0, L)); pose: target length Lt
-  bool sample_at_eval = true;     // randomized only
+  std::string name = "identity";  // identity | randomized | pose | shift
+  int max_position =
+      0;  // randomized: L (positions in [0, L)); pose: target length Lt; shift: max k
+  bool sample_at_eval = true;  // randomized only
 };
 
 const std::vector<std::string>& PositionSchemes();
@@ -36,8 +39,10 @@ std::vector<double> PosePositions(int T, int Lt, Rng& rng);
 template <typename S>
 class WithPositionScheme final : public PositionEncoding<S> {
  public:
-  WithPositionScheme(std::unique_ptr<PositionEncoding<S>> inner, const PositionSchemeConfig& c);
-  std::string Name() const override { return inner_->Name(); }
+  // name: the wrapped encoding's name unless given (an encoding defined as a scheme, random_shift).
+  WithPositionScheme(std::unique_ptr<PositionEncoding<S>> inner, const PositionSchemeConfig& c,
+                     std::string name = "");
+  std::string Name() const override { return name_.empty() ? inner_->Name() : name_; }
   unsigned Sites() const override { return inner_->Sites() | kSitePositionIds; }
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;
 
@@ -65,6 +70,14 @@ class WithPositionScheme final : public PositionEncoding<S> {
                          int task) override {
     inner_->LogitTermBackward(ctx, i0, i1, j0, j1, qk, d_s, lds, grad, task);
   }
+  void AddValueTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* p,
+                    long ldp, S* out, long ldo) const override {
+    inner_->AddValueTerm(ctx, i0, i1, j0, j1, p, ldp, out, ldo);
+  }
+  void ValueTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* p,
+                         long ldp, const S* d_out, long ldo, S* d_p, long ldd, int task) override {
+    inner_->ValueTermBackward(ctx, i0, i1, j0, j1, p, ldp, d_out, ldo, d_p, ldd, task);
+  }
   void BeginBackward(int tasks) override { inner_->BeginBackward(tasks); }
   void EndBackward() override { inner_->EndBackward(); }
   S LogitScale(const AttentionContext& ctx, int i) const override {
@@ -76,6 +89,7 @@ class WithPositionScheme final : public PositionEncoding<S> {
 
  private:
   std::unique_ptr<PositionEncoding<S>> inner_;
+  std::string name_;
   PositionSchemeConfig c_;
 };
 

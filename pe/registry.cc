@@ -2,11 +2,15 @@
 
 #include "nn/check.h"
 #include "pe/alibi.h"
+#include "pe/cape.h"
+#include "pe/complex_order.h"
 #include "pe/da.h"
 #include "pe/fire.h"
+#include "pe/floater.h"
 #include "pe/kerple.h"
 #include "pe/learned.h"
 #include "pe/nope.h"
+#include "pe/position_schemes.h"
 #include "pe/rope.h"
 #include "pe/sandwich.h"
 #include "pe/shaw.h"
@@ -92,6 +96,36 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "logit term (transforms q.k)",
        "Wu et al. 2021, arXiv:2010.06925 (form recalled, not in formulas.md)",
        {{"init_w", "0.1", "w_h starts uniform in [-init_w, init_w]; v_h starts at 0"}}},
+      {"cape",
+       "absolute",
+       "position ids + input embedding",
+       "Likhomanenko et al. 2021, arXiv:2106.03143",
+       {{"max_global_shift", "5", "delta ~ U(-max, max) added to every position (training only)"},
+        {"max_local_shift", "0.5", "eps_t ~ U(-max, max) * pos_scale per token (keep <= 0.5)"},
+        {"max_global_scaling", "1.03",
+         "ln lambda ~ U(-ln max, ln max) multiplies positions (>= 1)"},
+        {"normalize", "false", "subtract the mean position of the sequence first"},
+        {"pos_scale", "1", "positions are pos_scale * t"},
+        {"freq_scale", "1", "multiplies every sinusoid frequency"}}},
+      {"random_shift",
+       "absolute",
+       "position ids + input embedding",
+       "Kiyono et al. 2021 (SHAPE), arXiv:2109.05644",
+       {{"base", "10000", "frequency base of the sinusoid"},
+        {"max_shift", "0",
+         "training positions k..k+T-1 with k ~ U{0..max_shift} "
+         "(0 = the run's longest sequence)"}}},
+      {"complex_order",
+       "absolute (word-dependent)",
+       "input embedding (transforms it, reads tokens)",
+       "Wang et al. 2020, arXiv:1912.12333",
+       {}},
+      {"floater",
+       "absolute (continuous dynamics)",
+       "input embedding",
+       "Liu et al. 2020, arXiv:2003.09229",
+       {{"hidden", "32", "width of the learned correction network of dp/dt"},
+        {"steps", "8", "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}}},
   };
   return kList;
 }
@@ -130,6 +164,16 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
     return std::make_unique<Tupe<S>>(shape, opt, std::move(relative));
   }
   if (name == "da") return std::make_unique<DistanceAware<S>>(shape, opt);
+  if (name == "cape") return std::make_unique<Cape<S>>(shape, opt);
+  if (name == "random_shift") {
+    PositionSchemeConfig pc;
+    pc.name = "shift";
+    pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
+    return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
+                                                   "random_shift");
+  }
+  if (name == "complex_order") return std::make_unique<ComplexOrder<S>>(shape, opt);
+  if (name == "floater") return std::make_unique<Floater<S>>(shape, opt);
   if (name == "shaw") return std::make_unique<Shaw<S>>(shape, opt);
   if (name == "transformer_xl") return std::make_unique<TransformerXL<S>>(shape, opt);
   Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");

@@ -246,7 +246,7 @@ TEST_P(ModelGradCheck, EveryParameterMatchesFiniteDifferences) {
   cfg.d_ff = 12;
   cfg.pre_ln = tc.pre_ln;
   cfg.causal = tc.causal;
-  EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.causal, 16};
+  EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.causal, 16, 0, cfg.vocab};
   auto enc = CreateEncoding<double>(tc.encoding, TinyOptions(tc.encoding), es);
   Transformer<double> model(cfg, enc.get());
   Rng rng(11);
@@ -290,7 +290,10 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"shaw", true, false}, ModelCase{"transformer_xl", true, true},
                       ModelCase{"transformer_xl", false, false}, ModelCase{"tupe", true, true},
                       ModelCase{"tupe", false, false}, ModelCase{"da", true, true},
-                      ModelCase{"da", true, false}),
+                      ModelCase{"da", true, false}, ModelCase{"cape", true, true},
+                      ModelCase{"random_shift", true, true}, ModelCase{"complex_order", true, true},
+                      ModelCase{"complex_order", false, false}, ModelCase{"floater", true, true},
+                      ModelCase{"floater", true, false}),
     [](const auto& param_info) {
       return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +
              (param_info.param.causal ? "_causal" : "_encoder");

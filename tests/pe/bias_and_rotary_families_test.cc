@@ -1,5 +1,5 @@
-// Properties and published numbers for sandwich, kerple_log, kerple_power (formulas.md 2.5, 2.6, 8.10,
-// 8.16 item 10), xpos (3.2, 8.7, 8.16 item 1) and rope_partial (3.1).
+// Properties and published numbers for sandwich, kerple_log, kerple_power
+// (formulas.md 2.5, 2.6, 8.10, 8.16 item 10), xpos (3.2, 8.7, 8.16 item 1) and rope_partial (3.1).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,7 @@ namespace lexp {
 namespace {
 
 std::unique_ptr<PositionEncoding<double>> Make(const std::string& name, int d_model, int heads,
-                                                const std::map<std::string, std::string>& o = {}) {
+                                               const std::map<std::string, std::string>& o = {}) {
   return CreateEncoding<double>(name, o, EncodingShape{d_model, heads, 1, true, 4096, 64});
 }
 
@@ -120,7 +120,8 @@ TEST(Fire, NormalizedDistanceMatchesReferenceAndProperties) {
       EXPECT_LE(u(i, j), 1.0);
     }
   }
-  for (double i : {512.0, 1000.0, 20000.0}) EXPECT_NEAR(u(i, 0), 1.0, 1e-5) << "u(i, 0) ~ 1 for i >= L";
+  for (double i : {512.0, 1000.0, 20000.0})
+    EXPECT_NEAR(u(i, 0), 1.0, 1e-5) << "u(i, 0) ~ 1 for i >= L";
   // Below L the normaliser is constant (psi(L)): u depends on the distance only.
   EXPECT_EQ(u(50, 20), u(300, 270));
 }
@@ -140,8 +141,8 @@ TEST(XPos, ZetaMatchesReference) {
 }
 
 // Score of q at position m and k at position n through site 3 (positions 0..T-1, one head).
-double Score(PositionEncoding<double>& enc, const std::vector<double>& q, const std::vector<double>& k,
-             int m, int n, int T) {
+double Score(PositionEncoding<double>& enc, const std::vector<double>& q,
+             const std::vector<double>& k, int m, int n, int T) {
   std::vector<double> pos(T);
   std::iota(pos.begin(), pos.end(), 0.0);
   enc.Prepare(pos);
@@ -154,7 +155,8 @@ double Score(PositionEncoding<double>& enc, const std::vector<double>& q, const 
   enc.TransformQK(ctx, true, Q.data(), D);
   enc.TransformQK(ctx, false, K.data(), D);
   double s = 0;
-  for (int d = 0; d < D; ++d) s += Q[static_cast<long>(m) * D + d] * K[static_cast<long>(n) * D + d];
+  for (int d = 0; d < D; ++d)
+    s += Q[static_cast<long>(m) * D + d] * K[static_cast<long>(n) * D + d];
   return s;
 }
 

@@ -1,5 +1,7 @@
 // Attention patterns: index sets of formulas.md 8.15, distance bounds (8.16 item 11), gradients and
 // the streaming path through a non-contiguous pattern, and recipe-level checks.
+#include "pe/patterns.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
 #include "nn/ops/attention.h"
-#include "pe/patterns.h"
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
 #include "tests/testing/tiny_runs.h"
@@ -114,7 +115,8 @@ TEST(Patterns, RecipesRefuseWhatCannotWorkAndTrainWhatCan) {
             std::string::npos);
   EXPECT_NE(error_of({"model.layout=encoder", "model.pattern=bca"}).find("causal pattern"),
             std::string::npos);
-  EXPECT_NE(error_of({"model.pattern=bca", "model.pattern_window=5"}).find("even"), std::string::npos);
+  EXPECT_NE(error_of({"model.pattern=bca", "model.pattern_window=5"}).find("even"),
+            std::string::npos);
   // ALiBi evaluated through a 4-key sliding window: the probe's uniform-attention bound is ln 4.
   const RecipeConfig c = testing::TinyCopyRecipe(
       {"model.encodings=alibi", "model.pattern=sliding_window", "model.pattern_window=4"});

@@ -1,6 +1,7 @@
 // Randomized positions and PoSE (formulas.md 4.1, 4.2, 8.16 item 14) and their use from a recipe.
-#include <gtest/gtest.h>
+#include "pe/position_schemes.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -8,7 +9,6 @@
 #include "experiments/recipe.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
-#include "pe/position_schemes.h"
 #include "pe/registry.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -66,7 +66,8 @@ TEST(PositionSchemes, WrapAnyEncodingAndSwitchAtEvaluation) {
     c.max_position = 100;
     c.sample_at_eval = at_eval;
     return std::make_unique<WithPositionScheme<double>>(
-        CreateEncoding<double>("learned", {{"max_len", "100"}}, EncodingShape{8, 2, 1, true, 100}), c);
+        CreateEncoding<double>("learned", {{"max_len", "100"}}, EncodingShape{8, 2, 1, true, 100}),
+        c);
   };
   Rng rng(1);
   std::vector<double> pos;

@@ -1,7 +1,6 @@
 // `rope` with a scaling rule, at the level of the attention it plugs into (formulas.md 8.16 items
 // 3, 5, 6 and pitfalls 2, 6, 7).
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cmath>

@@ -1,11 +1,13 @@
 // RoPE scaling rules against formulas.md 3.3-3.9 and the vectors of 8.5, 8.8, 8.9, and the property
-// checklist 8.16 items 3, 4, 5 (base part), 6, 7 and 13 (corr_dim(1) = critical-dimension quantity).
+// checklist 8.16 items 3, 4, 5 (base part), 6, 7 and 13 (corr_dim(1) = critical-dimension
+// quantity).
+#include "pe/rope_scaling.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "nn/check.h"
-#include "pe/rope_scaling.h"
 
 namespace lexp {
 namespace {
@@ -74,7 +76,8 @@ void ExpectYarn(const RopeScalingConfig& c, int D, double base, double low, doub
   EXPECT_DOUBLE_EQ(r.low, low);
   EXPECT_NEAR(r.high, high, 1e-12);
   if (mscale > 0) ExpectRel(r.mscale, mscale, "mscale");
-  for (const auto& row : rows) ExpectRel(r.inv_freq[row.k], row.inv_freq, "k=" + std::to_string(row.k));
+  for (const auto& row : rows)
+    ExpectRel(r.inv_freq[row.k], row.inv_freq, "k=" + std::to_string(row.k));
 }
 
 TEST(RopeScaling, YarnMatchesReferenceTables) {
@@ -82,40 +85,57 @@ TEST(RopeScaling, YarnMatchesReferenceTables) {
   ExpectRel(YarnCorrectionDim(128, 1e4, 4096, 32), 20.94448162063605, "corr_dim(32)");
   ExpectRel(YarnCorrectionDim(128, 1e4, 4096, 1), 45.02688127375455, "corr_dim(1)");
   ExpectYarn(Cfg("yarn", 16, 4096), 128, 1e4, 20, 46, 1.2772588722239782,
-             {{0, 1.0}, {19, 0.06493816315762113}, {20, 0.056234132519034905},
-              {21, 0.046940859997959404}, {33, 0.004600435467850347},
-              {45, 1.5177160473182487e-4}, {46, 8.334508951020775e-05},
-              {47, 7.217387404309113e-05}, {63, 7.217387404309114e-06}});
+             {{0, 1.0},
+              {19, 0.06493816315762113},
+              {20, 0.056234132519034905},
+              {21, 0.046940859997959404},
+              {33, 0.004600435467850347},
+              {45, 1.5177160473182487e-4},
+              {46, 8.334508951020775e-05},
+              {47, 7.217387404309113e-05},
+              {63, 7.217387404309114e-06}});
   // B: s = 32.
   ExpectYarn(Cfg("yarn", 32, 4096), 128, 1e4, 20, 46, 1.3465735902799727,
-             {{21, 0.04688233024733851}, {33, 0.004465128542325336},
-              {45, 1.0549977402090264e-4}, {46, 4.167254475510388e-05},
+             {{21, 0.04688233024733851},
+              {33, 0.004465128542325336},
+              {45, 1.0549977402090264e-4},
+              {46, 4.167254475510388e-05},
               {63, 3.608693702154557e-06}});
   // C: s = 8, L = 2048 (the paper's 1.208).
   ExpectYarn(Cfg("yarn", 8, 2048), 128, 1e4, 16, 41, 1.2079441541679836,
-             {{17, 0.08356555720424631}, {28, 0.010314020578225752},
-              {40, 5.059644256269407e-4}, {41, 3.4230245428304516e-4},
+             {{17, 0.08356555720424631},
+              {28, 0.010314020578225752},
+              {40, 5.059644256269407e-4},
+              {41, 3.4230245428304516e-4},
               {63, 1.4434774808618228e-05}});
   // D: s = 2.
   ExpectYarn(Cfg("yarn", 2, 4096), 128, 1e4, 20, 46, 1.0693147180559945,
-             {{21, 0.04776027650665196}, {33, 0.006494732425200489},
-              {45, 7.99577234684736e-4}, {46, 6.66760716081662e-4}});
+             {{21, 0.04776027650665196},
+              {33, 0.006494732425200489},
+              {45, 7.99577234684736e-4},
+              {46, 6.66760716081662e-4}});
   // E: d = 64, s = 4, L = 2048.
   ExpectYarn(Cfg("yarn", 4, 2048), 64, 1e4, 8, 21, 1.138629436111989,
-             {{9, 0.0706631081870968}, {14, 0.011627211527177573},
-              {20, 9.730085108210396e-4}, {21, 5.928434264154137e-4},
+             {{9, 0.0706631081870968},
+              {14, 0.011627211527177573},
+              {20, 9.730085108210396e-4},
+              {21, 5.928434264154137e-4},
               {31, 3.33380358040831e-05}});
   // F: base 1e6, s = 4, L = 32768.
   ExpectYarn(Cfg("yarn", 4, 32768), 128, 1e6, 23, 40, 0,
-             {{24, 0.005375321490790102}, {31, 8.029597275452302e-4},
-              {39, 6.490394320837028e-05}, {40, 4.445698525097307e-05},
+             {{24, 0.005375321490790102},
+              {31, 8.029597275452302e-4},
+              {39, 6.490394320837028e-05},
+              {40, 4.445698525097307e-05},
               {63, 3.102344401879299e-07}});
   // G: truncate = false keeps the fractional bounds.
   RopeScalingConfig g = Cfg("yarn", 32, 4096);
   g.truncate = false;
   ExpectYarn(g, 64, 1.5e5, 8.092779115512402, 17.39802450158856, 1.3465735902799727,
-             {{9, 0.03170569618466377}, {10, 0.019335001126540362},
-              {16, 4.5648391922324086e-4}, {17, 1.2931870124506317e-4},
+             {{9, 0.03170569618466377},
+              {10, 0.019335001126540362},
+              {16, 4.5648391922324086e-4},
+              {17, 1.2931870124506317e-4},
               {18, 3.8308812373753384e-05}});
   g.truncate = true;
   ExpectYarn(g, 64, 1.5e5, 8, 18, 0, {{9, 0.031620752275346484}});
@@ -123,17 +143,17 @@ TEST(RopeScaling, YarnMatchesReferenceTables) {
   RopeScalingConfig h = Cfg("yarn", 16, 4096);
   h.blend = "harmonic";
   ExpectYarn(h, 128, 1e4, 20, 46, 0,
-             {{21, 0.030880867449542545}, {33, 0.0010187815568941945},
-              {45, 9.984561016844586e-05}, {0, 1.0}, {63, 7.217387404309114e-06}});
+             {{21, 0.030880867449542545},
+              {33, 0.0010187815568941945},
+              {45, 9.984561016844586e-05},
+              {0, 1.0},
+              {63, 7.217387404309114e-06}});
 }
 
 TEST(RopeScaling, YarnMscaleTableAndLogitFactor) {
-  const std::vector<std::pair<double, double>> t = {{2, 1.0693147180559945},
-                                                    {4, 1.138629436111989},
-                                                    {8, 1.2079441541679836},
-                                                    {16, 1.2772588722239782},
-                                                    {32, 1.3465735902799727},
-                                                    {64, 1.4158883083359672}};
+  const std::vector<std::pair<double, double>> t = {
+      {2, 1.0693147180559945},  {4, 1.138629436111989},   {8, 1.2079441541679836},
+      {16, 1.2772588722239782}, {32, 1.3465735902799727}, {64, 1.4158883083359672}};
   for (auto [s, m] : t) ExpectRel(ScaleRope(128, 1e4, Cfg("yarn", s, 4096), 0).mscale, m, "mscale");
   const double m16 = ScaleRope(128, 1e4, Cfg("yarn", 16, 4096), 0).mscale;
   ExpectRel(m16 * m16, 1.6313902266748685, "logits get mscale^2");
@@ -184,8 +204,10 @@ TEST(RopeScaling, TruncatedBasisMatchesGiraffeNumbers) {
   const auto theta = ScaleRope(128, 1e4, Cfg("none", 1, 0), 0).inv_freq;
   int kept = 0, rho = 0, zero = 0;
   for (int k = 0; k < 64; ++k) {
-    if (r[k] == theta[k]) ++kept;
-    else if (r[k] == 0) ++zero;
+    if (r[k] == theta[k])
+      ++kept;
+    else if (r[k] == 0)
+      ++zero;
     else {
       EXPECT_NEAR(r[k], 0.0001917476, 5e-11);  // reference printed to 7 significant digits
       ++rho;
@@ -201,25 +223,27 @@ TEST(RopeScaling, TruncatedBasisMatchesGiraffeNumbers) {
 TEST(RopeScaling, Llama3MatchesReferenceTableAndIsContinuous) {
   RopeScalingConfig c = Cfg("llama3", 8, 8192);
   const auto r = ScaleRope(128, 5e5, c, 0).inv_freq;
-  const std::vector<std::pair<int, double>> rows = {
-      {0, 1.0},
-      {28, 0.003211445994752591},
-      {29, 0.002166570763503359},
-      {30, 0.0013718935677611381},
-      {31, 8.567514129196321e-4},
-      {32, 5.248461609929547e-4},
-      {33, 3.1269375038406517e-4},
-      {34, 1.7850781276799638e-4},
-      {35, 9.556212353964683e-05},
-      {48, 6.647869871181236e-06},
-      {63, 3.068925988914511e-07}};
+  const std::vector<std::pair<int, double>> rows = {{0, 1.0},
+                                                    {28, 0.003211445994752591},
+                                                    {29, 0.002166570763503359},
+                                                    {30, 0.0013718935677611381},
+                                                    {31, 8.567514129196321e-4},
+                                                    {32, 5.248461609929547e-4},
+                                                    {33, 3.1269375038406517e-4},
+                                                    {34, 1.7850781276799638e-4},
+                                                    {35, 9.556212353964683e-05},
+                                                    {48, 6.647869871181236e-06},
+                                                    {63, 3.068925988914511e-07}};
   for (auto [k, v] : rows) ExpectRel(r[k], v, "llama3 k=" + std::to_string(k));
   const auto theta = ScaleRope(128, 5e5, Cfg("none", 1, 0), 0).inv_freq;
   int keep = 0, divide = 0, smooth = 0;
   for (int k = 0; k < 64; ++k) {
-    if (r[k] == theta[k]) ++keep;
-    else if (std::abs(r[k] - theta[k] / 8) < 1e-18 * theta[k] + 1e-30) ++divide;
-    else ++smooth;
+    if (r[k] == theta[k])
+      ++keep;
+    else if (std::abs(r[k] - theta[k] / 8) < 1e-18 * theta[k] + 1e-30)
+      ++divide;
+    else
+      ++smooth;
   }
   EXPECT_EQ(keep, 29);
   EXPECT_EQ(smooth, 6);
