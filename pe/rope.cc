@@ -20,7 +20,7 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"},
       {"scaling", "none",
        "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
-       "truncated_basis | llama3"},
+       "truncated_basis | llama3 | rerope | leaky_rerope"},
       {"factor", "1", "scale s = target length / training length (dynamic rules: alpha)"},
       {"original_length", "0",
        "training length L in tokens (0 = the recipe's longest training sequence)"},
@@ -34,6 +34,8 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"low_freq_factor", "1", "llama3: wavelengths above L / low_freq_factor are divided"},
       {"high_freq_factor", "4", "llama3: wavelengths below L / high_freq_factor are kept"},
       {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
+      {"window", "0", "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)"},
+      {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
       {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"}};
 }
 
@@ -62,6 +64,19 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   scaling_.high_freq_factor = opt.Double("high_freq_factor");
   scaling_.truncate_length = opt.Double("truncate_length");
   LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding 'rope': factor must be positive");
+  scaling_.window = opt.Double("window");
+  scaling_.leaky_factor = opt.Double("leaky_factor");
+  if (IsReropeRule(scaling_.rule)) {
+    LEXP_INPUT_CHECK(shape.causal, "encoding '" + name_ + "': scaling '" + scaling_.rule +
+                                       "' is defined for causal attention (decoder layout) only");
+    window_ = scaling_.window > 0 ? scaling_.window
+                                  : std::max(1.0, std::round(scaling_.original_length / 8));
+    LEXP_INPUT_CHECK(window_ >= 1, "encoding '" + name_ +
+                                       "': rerope needs window >= 1 or the "
+                                       "training length (original_length)");
+    LEXP_INPUT_CHECK(scaling_.leaky_factor >= 1,
+                     "encoding '" + name_ + "': leaky_factor must be >= 1");
+  }
   log_n_ = opt.Bool("log_n");
   LEXP_INPUT_CHECK(!log_n_ || scaling_.original_length > 1,
                    "encoding '" + name_ + "': log_n needs the training length (original_length)");
@@ -73,7 +88,8 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
 template <typename S>
 unsigned Rope<S>::Sites() const {
   const bool tempered = scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn";
-  return kSiteQKTransform | (tempered || log_n_ ? kSiteLogitScale : 0u);
+  return kSiteQKTransform | (tempered || log_n_ ? kSiteLogitScale : 0u) |
+         (IsReropeRule(scaling_.rule) ? kSiteLogitTerm : 0u);
 }
 
 // YaRN multiplies cos and sin by mscale, so q.k gets mscale^2: applied here once, on the logits.
@@ -117,6 +133,107 @@ void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) cons
 template <typename S>
 void Rope<S>::TransformQKBackward(const AttentionContext& ctx, bool, S* d_x, long ld) const {
   RotatePairs(d_x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(-1));
+}
+
+template <typename S>
+template <typename Offset>
+void Rope<S>::RotateRows(const S* x, long ld, int t0, int n, Offset offset, Mat<S>& out) const {
+  const int P = rot_ / 2, stride = interleaved_ ? 2 : 1, second = interleaved_ ? 1 : P;
+  Resize(out, n, D_);
+  for (int r = 0; r < n; ++r) {
+    const S* in = x + static_cast<long>(r) * ld;
+    S* o = out.data() + static_cast<long>(r) * D_;
+    for (int c = 0; c < D_; ++c) o[c] = in[c];
+    const double a = offset(t0 + r);
+    for (int k = 0; k < P; ++k) {
+      const double ang = a * inv_freq_[k], cs = std::cos(ang), sn = std::sin(ang);
+      const double x0 = o[k * stride], x1 = o[k * stride + second];
+      o[k * stride] = static_cast<S>(x0 * cs - x1 * sn);
+      o[k * stride + second] = static_cast<S>(x0 * sn + x1 * cs);
+    }
+  }
+}
+
+// q_i is already rotated to p_i, k_j to p_j. rerope: q2 at position w, k2 at 0 (unrotated), so
+// q2.k2 sees distance w. leaky: q2 at p_i/k + w(1 - 1/k), k2 at p_j/k, distance w + (d - w)/k.
+template <typename S>
+void Rope<S>::ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                             const HeadQK<S>& qk, Mat<S>& q2, Mat<S>& k2) const {
+  const double w = window_;
+  const double k = scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0;
+  const double* pos = ctx.pos;
+  const S* q = qk.q + static_cast<long>(i0) * qk.ld;
+  const S* k_rows = qk.k + static_cast<long>(j0) * qk.ld;
+  if (k > 0) {
+    RotateRows(
+        q, qk.ld, i0, i1 - i0, [&](int t) { return pos[t] / k + w * (1 - 1 / k) - pos[t]; }, q2);
+    RotateRows(
+        k_rows, qk.ld, j0, j1 - j0, [&](int t) { return pos[t] / k - pos[t]; }, k2);
+  } else {
+    RotateRows(
+        q, qk.ld, i0, i1 - i0, [&](int t) { return w - pos[t]; }, q2);
+    RotateRows(
+        k_rows, qk.ld, j0, j1 - j0, [&](int t) { return -pos[t]; }, k2);
+  }
+}
+
+// Far entries (d = p_i - p_j >= w) become scale_i q2_i.k2_j / sqrt(D); near ones keep the plain
+// rotary logit.
+template <typename S>
+void Rope<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                           const HeadQK<S>& qk, S* scores, long lds) const {
+  const double* pos = ctx.pos;
+  if (pos[i1 - 1] - pos[j0] < window_) return;  // no far pair in this block
+  thread_local Mat<S> q2, k2, s2;
+  ReropeOperands(ctx, i0, i1, j0, j1, qk, q2, k2);
+  s2.noalias() = q2 * k2.transpose();
+  const S inv = S(1) / std::sqrt(S(D_));
+  for (int i = i0; i < i1; ++i) {
+    const S scale = LogitScale(ctx, i) * inv;
+    S* row = scores + static_cast<long>(i - i0) * lds;
+    for (int j = j0; j < j1; ++j)
+      if (pos[i] - pos[j] >= window_) row[j - j0] = scale * s2(i - i0, j - j0);
+  }
+}
+
+// Far entries: g = d_a_ij scale_i / sqrt(D) goes to d_q2_i += g k2_j and d_k2_j += g q2_i, which
+// are rotated back onto the rotated q and k; d_a_ij is then zeroed so the plain product gets none
+// of it.
+template <typename S>
+void Rope<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                                const HeadQK<S>& qk, S* d_scores, long lds,
+                                const HeadQKGrad<S>& grad, int) {
+  const double* pos = ctx.pos;
+  if (pos[i1 - 1] - pos[j0] < window_) return;
+  const int n = i1 - i0, m = j1 - j0;
+  thread_local Mat<S> q2, k2, g, dq2, dk2, back;
+  ReropeOperands(ctx, i0, i1, j0, j1, qk, q2, k2);
+  Resize(g, n, m);
+  const S inv = S(1) / std::sqrt(S(D_));
+  for (int i = i0; i < i1; ++i) {
+    const S scale = LogitScale(ctx, i) * inv;
+    S* row = d_scores + static_cast<long>(i - i0) * lds;
+    for (int j = j0; j < j1; ++j) {
+      const bool far = pos[i] - pos[j] >= window_;
+      g(i - i0, j - j0) = far ? row[j - j0] * scale : S(0);
+      if (far) row[j - j0] = S(0);
+    }
+  }
+  dq2.noalias() = g * k2;
+  dk2.noalias() = g.transpose() * q2;
+  // Rotating back is rotating by minus the offset.
+  const double w = window_;
+  const double k = scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0;
+  auto q_off = [&](int t) { return k > 0 ? pos[t] / k + w * (1 - 1 / k) - pos[t] : w - pos[t]; };
+  auto k_off = [&](int t) { return k > 0 ? pos[t] / k - pos[t] : -pos[t]; };
+  RotateRows(
+      dq2.data(), D_, i0, n, [&](int t) { return -q_off(t); }, back);
+  for (int r = 0; r < n; ++r)
+    Eigen::Map<RowVec<S>>(grad.d_q + static_cast<long>(i0 + r) * grad.ld, D_) += back.row(r);
+  RotateRows(
+      dk2.data(), D_, j0, m, [&](int t) { return -k_off(t); }, back);
+  for (int r = 0; r < m; ++r)
+    Eigen::Map<RowVec<S>>(grad.d_k + static_cast<long>(j0 + r) * grad.ld, D_) += back.row(r);
 }
 
 template class Rope<float>;

@@ -8,6 +8,11 @@
 // (pitfall 2), so it also holds when only part of the head rotates (pitfall 3). Dynamic rules
 // recompute the frequencies from the current length at every forward pass; lexp recomputes every
 // key each pass (no KV cache), so keys never keep an old rotation (pitfall 7).
+// rerope / leaky_rerope (Su 2023, formulas.md 3.10) keep the frequencies and replace, for causal
+// distances d >= w, the logit by q^T R(d') k with d' = ReropeDistance(d): the logit-term site
+// recomputes those entries with a second rotary pass (queries rotated to a fixed offset against
+// keys rotated back, as the reference code's second attention matrix) and routes their gradient
+// through it instead of the plain product. Causal attention only, as the reference.
 #pragma once
 
 #include <vector>
@@ -58,6 +63,12 @@ class Rope final : public PositionEncoding<S> {
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
                            long ld) const override;
   S LogitScale(const AttentionContext& ctx, int i) const override;
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& qk, S* scores, long lds) const override;
+  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                         const HeadQK<S>& qk, S* d_scores, long lds, const HeadQKGrad<S>& grad,
+                         int task) override;
+  double rerope_window() const { return window_; }
   const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
   double mscale() const { return mscale_; }
 
@@ -71,7 +82,14 @@ class Rope final : public PositionEncoding<S> {
   std::vector<double> inv_freq_;
   double mscale_ = 1;
   bool log_n_ = false;
-  Mat<S> cos_, sin_;  // [T, D/2]
+  Mat<S> cos_, sin_;   // [T, D/2]
+  double window_ = 0;  // rerope w (tokens)
+  // Rotates n rows of x (stride ld; row r is token t0 + r) into out ([n, D]) by offset(t0 + r).
+  template <typename Offset>
+  void RotateRows(const S* x, long ld, int t0, int n, Offset offset, Mat<S>& out) const;
+  // The two rerope passes for a block: q2 / k2 rotated so that q2_i.k2_j = q_i^T R(d'_ij) k_j.
+  void ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                      const HeadQK<S>& qk, Mat<S>& q2, Mat<S>& k2) const;
   std::vector<double> prepared_pos_;
 };
 

@@ -69,11 +69,18 @@ double LogNFactor(double pos, double L) { return std::max(1.0, std::log(pos + 1)
 
 const std::vector<std::string>& RopeScalingRules() {
   static const std::vector<std::string> k = {
-      "none",         "pi",   "ntk",          "dynamic_ntk",
-      "ntk_by_parts", "yarn", "dynamic_yarn", "truncated_basis",
-      "llama3"};
+      "none",         "pi",     "ntk",          "dynamic_ntk",
+      "ntk_by_parts", "yarn",   "dynamic_yarn", "truncated_basis",
+      "llama3",       "rerope", "leaky_rerope"};
   return k;
 }
+
+double ReropeDistance(double d, double w, double k) {
+  if (d < w) return d;
+  return k > 0 ? w + (d - w) / k : w;
+}
+
+bool IsReropeRule(const std::string& rule) { return rule == "rerope" || rule == "leaky_rerope"; }
 
 bool IsDynamicRule(const std::string& rule) {
   return rule == "dynamic_ntk" || rule == "dynamic_yarn";
@@ -84,7 +91,7 @@ ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, doub
   ScaledFrequencies out;
   out.effective_base = base;
   const std::string& r = c.rule;
-  if (r == "none") {
+  if (r == "none" || IsReropeRule(r)) {  // rerope keeps the frequencies and changes distances
     out.inv_freq = Theta(D, base);
     return out;
   }

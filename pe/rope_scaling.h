@@ -11,6 +11,10 @@
 //   dynamic_yarn  yarn with s = max(1, l/L)
 //   truncated_basis  Pal et al. 2023 (Giraffe), arXiv:2308.10882: keep, set to rho, or zero
 //   llama3        Meta 2024 (HF `_compute_llama3_parameters`): keep / smooth / divide by wavelength
+//   rerope        Su 2023 (bojone/rerope, formulas.md 3.10): distances d >= w are seen as w;
+//   frequencies
+//                 unchanged; the rope encoding computes the far logits with a second rotary pass
+//   leaky_rerope  the same with d >= w seen as w + (d - w) / k
 //   log_n         (rope option) logits of the query at position p times max(1, ln(p+1)/ln L), as
 //                 ReRoPE's code does (Su 2023, formulas.md 3.10, vectors 8.11)
 // Parameters are named by rotations as in the reference code (beta_fast = 32 gives the low index,
@@ -36,6 +40,8 @@ struct RopeScalingConfig {
   double low_freq_factor = 1;    // llama3
   double high_freq_factor = 4;   // llama3
   double truncate_length = 0;    // truncated_basis T (0 = L)
+  double window = 0;             // rerope w (0 = L / 8, the reference's 512 / 4096)
+  double leaky_factor = 16;      // leaky_rerope k
 };
 
 struct ScaledFrequencies {
@@ -50,6 +56,11 @@ double YarnCorrectionDim(int D, double base, double L, double n_rot);
 
 // log-n query factor max(1, ln(pos + 1) / ln L).
 double LogNFactor(double pos, double L);
+
+// Distance at which rerope (k <= 0) or leaky_rerope sees a causal distance d >= 0
+// (formulas.md 8.11).
+double ReropeDistance(double d, double w, double k);
+bool IsReropeRule(const std::string& rule);
 
 // The rules that change with the current sequence length.
 bool IsDynamicRule(const std::string& rule);

@@ -178,7 +178,9 @@ TEST(Alibi, BiasIsAPerHeadToeplitzRamp) {
     for (int i = 0; i < 12; ++i)
       for (int j = 0; j <= i; ++j) {
         EXPECT_DOUBLE_EQ(b(i, j), -slopes[h] * (i - j));
-        if (j + 1 <= i) EXPECT_NEAR(b(i, j) - b(i, j + 1), -slopes[h], 1e-12);
+        if (j + 1 <= i) {
+          EXPECT_NEAR(b(i, j) - b(i, j + 1), -slopes[h], 1e-12);
+        }
       }
   }
 }
@@ -290,8 +292,12 @@ TEST(T5, BucketsAreMonotoneAndSaturate) {
     const int b = T5Bucket(-n, false, 32, 128);
     EXPECT_GE(b, prev);
     prev = b;
-    if (n >= 113) EXPECT_EQ(b, 31);
-    if (n >= 91) EXPECT_EQ(T5Bucket(-n, true, 32, 128), 15);
+    if (n >= 113) {
+      EXPECT_EQ(b, 31);
+    }
+    if (n >= 91) {
+      EXPECT_EQ(T5Bucket(-n, true, 32, 128), 15);
+    }
   }
   // The bias therefore "extrapolates" by saturation: every distance past 113 looks the same.
   auto enc = Make("t5", 8, 2);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -130,6 +131,113 @@ TEST(RopeScaled, YarnAttentionHasCorrectGradients) {
   std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
                                           {"k", k.data(), d_k.data(), k.size()}};
   testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
+}
+
+TEST(Rerope, DistanceMapMatchesTheReferenceTable) {  // formulas.md 8.11, w = 512, k = 16
+  const std::vector<std::array<double, 3>> rows = {{511, 511, 511},      {512, 512, 512},
+                                                   {513, 512, 512.0625}, {1000, 512, 542.5},
+                                                   {4096, 512, 736},     {16384, 512, 1504}};
+  for (const auto& [d, hard, leaky] : rows) {
+    EXPECT_DOUBLE_EQ(ReropeDistance(d, 512, 0), hard) << d;
+    EXPECT_DOUBLE_EQ(ReropeDistance(d, 512, 16), leaky) << d;
+  }
+}
+
+// Rotary attention with a rerope rule, run as the model runs it: rotate (site 3), then attention.
+struct RotaryRun {
+  static constexpr int kT = 70, kH = 2, kD = 8;
+  std::unique_ptr<PositionEncoding<double>> enc;
+  std::vector<double> pos = std::vector<double>(kT);
+  AttentionPattern pat{true};
+  explicit RotaryRun(const std::map<std::string, std::string>& o) : enc(MakeRope(o, 20)) {
+    std::iota(pos.begin(), pos.end(), 0.0);
+    enc->Prepare(pos);
+  }
+  MatD Rotate(const MatD& x, bool query, bool backward = false) const {
+    MatD r = x;
+    for (int h = 0; h < kH; ++h) {
+      AttentionContext ctx{0, h, kH, kD, kT, pos.data(), &pat, true};
+      if (backward)
+        enc->TransformQKBackward(ctx, query, r.data() + h * kD, kH * kD);
+      else
+        enc->TransformQK(ctx, query, r.data() + h * kD, kH * kD);
+    }
+    return r;
+  }
+  MatD Forward(const MatD& q, const MatD& k, const MatD& v, bool materialize,
+               AttentionCache<double>& c) const {
+    MatD out;
+    AttentionForward(Rotate(q, true), Rotate(k, false), v, AttentionShape{1, kT, kH, kD}, pos, pat,
+                     *enc, 0, materialize, c, out);
+    return out;
+  }
+};
+
+TEST(Rerope, FarLogitsSeeTheMappedDistanceAndNearOnesArePlainRope) {
+  for (const std::string rule : {"rerope", "leaky_rerope"}) {
+    RotaryRun run({{"scaling", rule}, {"window", "6"}, {"leaky_factor", "4"}});
+    EXPECT_TRUE(run.enc->Uses(kSiteLogitTerm));
+    const int T = RotaryRun::kT, D = RotaryRun::kD;
+    Rng rng(12);
+    MatD q(T, 16), k(T, 16), v(T, 16);
+    testing::FillNormal(q, rng);
+    testing::FillNormal(k, rng);
+    testing::FillNormal(v, rng);
+    AttentionCache<double> c;
+    c.capture_logits = true;
+    run.Forward(q, k, v, true, c);
+    auto plain = MakeRope({});
+    for (int i = 0; i < T; i += 3)
+      for (int j = 0; j <= i; j += 2) {
+        const double d = ReropeDistance(i - j, 6, rule == "leaky_rerope" ? 4 : 0);
+        plain->Prepare({d, 0.0});  // q at position d', k at 0: q^T R(d') k
+        AttentionContext ctx{0, 0, 1, D, 2, nullptr, &run.pat, true};
+        for (int h = 0; h < 2; ++h) {
+          MatD two(2, D);
+          two.row(0) = q.block(i, h * D, 1, D);
+          two.row(1) = k.block(j, h * D, 1, D);
+          plain->TransformQK(ctx, true, two.data(), D);
+          const double want = two.row(0).dot(two.row(1)) / std::sqrt(D * 1.0);
+          EXPECT_NEAR(c.logits(h * T + i, j), want, 1e-12) << rule << " " << i << "," << j;
+        }
+      }
+  }
+}
+
+TEST(Rerope, AttentionHasCorrectGradientsAndStreamingMatches) {
+  for (const std::string rule : {"rerope", "leaky_rerope"}) {
+    RotaryRun run({{"scaling", rule}, {"window", "5"}, {"log_n", "true"}});
+    const int T = RotaryRun::kT;
+    Rng rng(13);
+    MatD q(T, 16), k(T, 16), v(T, 16), w(T, 16);
+    for (MatD* m : {&q, &k, &v, &w}) testing::FillNormal(*m, rng);
+    auto loss = [&] {
+      AttentionCache<double> c;
+      return run.Forward(q, k, v, false, c).cwiseProduct(w).sum();  // streaming path
+    };
+    AttentionCache<double> cache;
+    const MatD out = run.Forward(q, k, v, true, cache);
+    EXPECT_NEAR(out.cwiseProduct(w).sum(), loss(), 1e-10);
+    MatD d_q = MatD::Zero(T, 16), d_k = MatD::Zero(T, 16), d_v = MatD::Zero(T, 16);
+    AttentionBackward(run.Rotate(q, true), run.Rotate(k, false), v, AttentionShape{1, T, 2, 8},
+                      run.pos, run.pat, *run.enc, 0, cache, w, d_q, d_k, d_v);
+    d_q = run.Rotate(d_q, true, true);
+    d_k = run.Rotate(d_k, false, true);
+    std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
+                                            {"k", k.data(), d_k.data(), k.size()},
+                                            {"v", v.data(), d_v.data(), v.size()}};
+    const auto res = testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
+    EXPECT_EQ(res.checked, 120) << rule;
+  }
+}
+
+TEST(Rerope, IsRefusedForBidirectionalAttention) {
+  try {
+    CreateEncoding<double>("rope", {{"scaling", "rerope"}}, EncodingShape{16, 2, 1, false, 64, 20});
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("causal"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RopeScaled, OptionErrorsNameTheRulesAndTheMissingLength) {

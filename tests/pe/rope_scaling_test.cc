@@ -167,7 +167,9 @@ TEST(RopeScaling, YarnLiesBetweenPiAndRopeAndKeepsItsEnds) {
     for (int k = 0; k < 64; ++k) {
       EXPECT_LE(r.inv_freq[k], theta[k] * (1 + 1e-15));
       EXPECT_GE(r.inv_freq[k], theta[k] / s * (1 - 1e-15));
-      if (k <= r.low) EXPECT_EQ(r.inv_freq[k], theta[k]);
+      if (k <= r.low) {
+        EXPECT_EQ(r.inv_freq[k], theta[k]);
+      }
       if (k >= r.high) ExpectRel(r.inv_freq[k], theta[k] / s, "k >= high");
     }
   }
