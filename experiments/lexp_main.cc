@@ -1,17 +1,17 @@
 // The `lexp` command: run recipes, redraw figures, list what exists, and benchmark.
 // Exit codes: 0 success; 1 a model of the sweep diverged or failed (run files say which);
 // 2 bad input (recipe, options, files); 3 internal error.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
-#include "experiments/default_recipe.h"
 #include "experiments/bench.h"
+#include "experiments/default_recipe.h"
 #include "experiments/eval_command.h"
 #include "experiments/pe_table.h"
 #include "experiments/recipe.h"
@@ -40,8 +40,9 @@ std::string ReadFile(const std::string& path) {
 
 std::string RecipeKeysHelp() {
   lexp::RecipeConfig c;
-  std::string s = "Recipe keys (TOML sections [run] [task] [model] [train] [eval] [probe]; "
-                  "defaults in brackets):\n";
+  std::string s =
+      "Recipe keys (TOML sections [run] [task] [model] [train] [eval] [probe]; "
+      "defaults in brackets):\n";
   for (const auto& f : lexp::Fields(c))
     s += fmt::format("  {:<22} {:<16} {}  [{}]\n", f.key, lexp::FieldTypeName(f), f.help,
                      lexp::FieldValueString(f));
@@ -60,25 +61,56 @@ int ListCommand(const std::string& what) {
     for (const auto& t : lexp::ListTasks())
       PrintLine(fmt::format("{:<20} {}  ({})", t.name, t.description, t.source));
   } else if (what == "scalings") {
-    PrintLine("RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
-    PrintLine("  pi ntk dynamic_ntk ntk_by_parts yarn dynamic_yarn truncated_basis llama3");
-    PrintLine("  options (all rules share them; defaults in brackets):");
+    PrintLine(
+        "RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
+    for (const auto& r : lexp::RopeScalingInfos())
+      PrintLine(
+          fmt::format("  {:<16} {}  [options: {}]  ({})", r.name, r.summary, r.options, r.paper));
+    PrintLine("  option details (defaults in brackets):");
     for (const auto& o : lexp::RopeOptionSpecs())
       if (o.name != "base" && o.name != "pairing" && o.name != "scaling")
         PrintLine(fmt::format("    {:<18} [{}] {}", o.name, o.default_value, o.help));
   } else if (what == "patterns") {
-    PrintLine("Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global /");
+    PrintLine(
+        "Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global /");
     PrintLine("pattern_limit, applied at evaluation or always with pattern_when):");
     PrintLine("  full            the model's causal or bidirectional mask (default)");
     PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
-    PrintLine("  bca             blockwise causal attention, block l = pattern_window (Sun et al. 2022)");
-    PrintLine("  lambda          LM-Infinite: first pattern_global keys + last pattern_window keys; global");
-    PrintLine("                  keys outside the window seen at distance pattern_limit (Han et al. 2023);");
-    PrintLine("                  logit-term encodings only");
+    PrintLine(
+        "  bca             blockwise causal attention, block l = pattern_window (Sun et al. 2022)");
+    PrintLine(
+        "  lambda          LM-Infinite: first pattern_global keys + last pattern_window keys; "
+        "global");
+    PrintLine(
+        "                  keys outside the window seen at distance pattern_limit (Han et al. "
+        "2023,");
+    PrintLine(
+        "                  arXiv:2308.16137); logit-term encodings, rope, rope_partial, nope");
+    PrintLine(
+        "  dilated         LongNet segments pattern_segments with dilations pattern_dilations (one "
+        "of");
+    PrintLine(
+        "                  them 1); head h keeps offset h mod r; sets merged by their softmax "
+        "mass");
+    PrintLine("                  (Ding et al. 2023, arXiv:2307.02486)");
+    PrintLine(
+        "  shifted_sparse  LongLoRA S2-Attn: groups of pattern_ratio * T tokens, half the heads "
+        "shifted");
+    PrintLine(
+        "                  by half a group, no wrap-around; training only: pattern_when = "
+        "\"train\"");
+    PrintLine("                  (Chen et al. 2023, arXiv:2309.12307)");
+    PrintLine(
+        "  sinks           StreamingLLM: first pattern_global keys + last pattern_window keys, "
+        "positions");
+    PrintLine(
+        "                  renumbered inside the cache (Xiao et al. 2023, arXiv:2309.17453); same");
+    PrintLine("                  encodings as lambda");
   } else if (what == "keys") {
     std::fputs(RecipeKeysHelp().c_str(), stdout);
   } else {
-    throw lexp::Error("lexp list: unknown topic '" + what + "'; topics: encodings, scalings, patterns, tasks, keys");
+    throw lexp::Error("lexp list: unknown topic '" + what +
+                      "'; topics: encodings, scalings, patterns, tasks, keys");
   }
   return 0;
 }
@@ -93,17 +125,20 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lexp ") + LEXP_VERSION);
   app.require_subcommand(1);
   int threads = 0;
-  app.add_option("--threads", threads, "worker threads (0 = all cores; results do not depend on it)")
+  app.add_option("--threads", threads,
+                 "worker threads (0 = all cores; results do not depend on it)")
       ->check(CLI::NonNegativeNumber);
 
   auto* run = app.add_subcommand("run", "train and evaluate every model of a recipe");
   std::string recipe_path, out_dir;
   std::vector<std::string> sets;
   bool resume = false, no_figures = false, print_recipe = false;
-  run->add_option("RECIPE", recipe_path,
-                  "TOML recipe (default: the embedded default recipe, experiments/recipes/default.toml)");
-  run->add_option("--set", sets, "override a recipe key: --set train.steps=200 "
-                                 "--set model.encodings=rope,alibi --set encoding_options.rope.base=500")
+  run->add_option(
+      "RECIPE", recipe_path,
+      "TOML recipe (default: the embedded default recipe, experiments/recipes/default.toml)");
+  run->add_option("--set", sets,
+                  "override a recipe key: --set train.steps=200 "
+                  "--set model.encodings=rope,alibi --set encoding_options.rope.base=500")
       ->take_all();
   run->add_option("--out", out_dir, "output directory (default: data/runs/<run.name>)");
   run->add_flag("--resume", resume,
@@ -121,18 +156,22 @@ int main(int argc, char** argv) {
   eval->add_option("--scale", eo.scale,
                    "RULE[:key=value,...], e.g. yarn:factor=4 or ntk:factor=8 or "
                    "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings)");
-  eval->add_option("--set", eo.sets, "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
+  eval->add_option("--set", eo.sets,
+                   "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
       ->take_all();
   eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
   eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
-  eval->footer("Writes <out>/<encoding>+<rule>x<factor>.h5 with the same layout as a trained run "
-               "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
+  eval->footer(
+      "Writes <out>/<encoding>+<rule>x<factor>.h5 with the same layout as a trained run "
+      "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
 
   auto* pe_table = app.add_subcommand(
-      "pe-table", "closed-form tables without training: RoPE scaling rules per pair, bias families "
-                  "vs distance (HDF5 + figure)");
+      "pe-table",
+      "closed-form tables without training: RoPE scaling rules per pair, bias families "
+      "vs distance (HDF5 + figure)");
   lexp::PeTableOptions pto;
-  pe_table->add_option("--head-dim", pto.head_dim, "rotary head dimension D")->capture_default_str();
+  pe_table->add_option("--head-dim", pto.head_dim, "rotary head dimension D")
+      ->capture_default_str();
   pe_table->add_option("--base", pto.base, "RoPE base")->capture_default_str();
   pe_table->add_option("--train-length", pto.train_length, "training length L of the rules")
       ->capture_default_str();
@@ -142,7 +181,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   pe_table->add_option("--out", pto.out_file, "HDF5 file to write")->capture_default_str();
 
-  auto* figures = app.add_subcommand("figures", "redraw every figure of a run directory from its files");
+  auto* figures =
+      app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
 
@@ -155,7 +195,8 @@ int main(int argc, char** argv) {
   lexp::BenchOptions bo;
   bench->add_option("--config", bo.configs, "configurations: T S E512 E2048")->delimiter(',');
   bench->add_option("--pos", bo.positions, "encodings: rope alibi")->delimiter(',');
-  bench->add_option("--steps", bo.steps, "timed steps per measurement (0 = 20 for T, 10 for S, 5 for E*)");
+  bench->add_option("--steps", bo.steps,
+                    "timed steps per measurement (0 = 20 for T, 10 for S, 5 for E*)");
   bench->add_option("--warmup", bo.warmup, "untimed steps before each measurement");
   bench->add_option("--rounds", bo.rounds, "alternations of lexp and the reference (--compare)");
   bench->add_flag("--compare", bo.compare,

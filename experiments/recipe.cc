@@ -46,6 +46,19 @@ int RecipeConfig::PositionsMax() const {
   return std::max(2048, 2 * MaxSequenceTokens());
 }
 
+PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
+  PatternConfig pc;
+  pc.name = pattern;
+  pc.window = pattern_window > 0 ? pattern_window : train_tokens;
+  pc.global = pattern_global;
+  pc.limit = pattern_limit;
+  pc.heads = n_heads;
+  pc.segments = pattern_segments;
+  pc.dilations = pattern_dilations;
+  pc.ratio = pattern_ratio;
+  return pc;
+}
+
 int RecipeConfig::MaxPositionId() const {
   if (positions == "identity") return MaxSequenceTokens();
   if (positions == "shift") return PositionsMax() + MaxSequenceTokens();
@@ -85,16 +98,22 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest sequence)", &c.positions_max, 0, 1 << 24},
       {"model.positions_at_eval", "randomized at evaluation: sample (as the reference code) or identity",
        &c.positions_at_eval, 0, 0, {"sample", "identity"}},
-      {"model.pattern", "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite)",
-       &c.pattern, 0, 0, {"full", "sliding_window", "bca", "lambda"}},
-      {"model.pattern_window", "sliding window w / bca block l / lambda n_local (0 = the longest "
-       "training sequence)", &c.pattern_window, 0, 1 << 24},
-      {"model.pattern_global", "lambda: n_global first tokens always visible", &c.pattern_global, 0,
-       1 << 24},
+      {"model.pattern", "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
+       "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM)",
+       &c.pattern, 0, 0, {"full", "sliding_window", "bca", "lambda", "dilated", "shifted_sparse", "sinks"}},
+      {"model.pattern_window", "sliding window w / bca block l / lambda n_local / sinks recent window "
+       "(0 = the longest training sequence)", &c.pattern_window, 0, 1 << 24},
+      {"model.pattern_global", "lambda: n_global first tokens always visible; sinks: n_sink first tokens kept",
+       &c.pattern_global, 0, 1 << 24},
+      {"model.pattern_segments", "dilated: segment lengths w_a (tokens)", &c.pattern_segments, 1, 1 << 24},
+      {"model.pattern_dilations", "dilated: dilations r_a, one per segment length, one of them 1",
+       &c.pattern_dilations, 1, 1 << 24},
+      {"model.pattern_ratio", "shifted_sparse: group size / sequence length (LongLoRA: 1/4)",
+       &c.pattern_ratio, 0.001, 1},
       {"model.pattern_limit", "lambda: distance at which global tokens are seen (0 = the window)",
        &c.pattern_limit, 0, 1 << 24},
-      {"model.pattern_when", "apply the pattern at evaluation only (eval) or also in training (always)",
-       &c.pattern_when, 0, 0, {"eval", "always"}},
+      {"model.pattern_when", "apply the pattern at evaluation only (eval), in training only (train) or "
+       "always", &c.pattern_when, 0, 0, {"eval", "train", "always"}},
       {"train.max_length", "training lengths are uniform in 1..max_length (N)",
        &c.train_max_length, 1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},
@@ -421,17 +440,26 @@ void ValidateRecipe(const RecipeConfig& c) {
   if (c.pattern != "full") {
     LEXP_INPUT_CHECK(c.layout == "decoder", Where(src, "model.pattern") + " = \"" + c.pattern +
                                                 "\" is a causal pattern; model.layout must be \"decoder\"");
-    const int window = c.pattern_window > 0 ? c.pattern_window : train_tokens;
-    LEXP_INPUT_CHECK(c.pattern != "bca" || (window >= 2 && window % 2 == 0),
-                     Where(src, "model.pattern_window") + " must be even for bca (block size), got " +
-                         std::to_string(window));
-    if (c.pattern == "lambda") {
-      for (const auto& e : c.encodings)
-        LEXP_INPUT_CHECK(FindEncoding(e).sites.find("q/k transform") == std::string::npos,
-                         Where(src, "model.pattern") + " = \"lambda\" caps the distance of global "
-                         "tokens, which the q/k rotation of '" + e + "' cannot express per key; use it "
-                         "with a logit-term encoding (alibi, t5, kerple_*, sandwich, fire) or nope");
+    try {
+      CreatePattern(c.PatternFor(train_tokens));
+    } catch (const InputError& err) {
+      FailInput(Where(src, "model.pattern") + ": " + err.what());
     }
+    LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
+                     Where(src, "model.pattern_when") + " is \"eval\", but shifted_sparse (S2-Attn) is a "
+                     "training-time pattern; set pattern_when = \"train\" (or \"always\")");
+    if (PatternRemapsDistances(c.pattern)) {
+      for (const auto& e : c.encodings)
+        LEXP_INPUT_CHECK(FindEncoding(e).sites.find("q/k transform") == std::string::npos ||
+                             e == "rope" || e == "rope_partial",
+                         Where(src, "model.pattern") + " = \"" + c.pattern + "\" shows some keys at "
+                         "another distance, which the q/k transform of '" + e + "' cannot express per "
+                         "key; use rope, a logit-term encoding (alibi, t5, kerple_*, sandwich, fire, ...) "
+                         "or nope");
+    }
+  } else {
+    LEXP_INPUT_CHECK(c.pattern_when == "eval", Where(src, "model.pattern_when") +
+                                                   " is set but model.pattern is \"full\"");
   }
   std::set<std::string> seen;
   for (const auto& e : c.encodings) {

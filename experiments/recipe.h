@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "pe/patterns.h"
+
 namespace lexp {
 
 struct RecipeConfig {
@@ -31,11 +33,15 @@ struct RecipeConfig {
   std::string positions = "identity";      // identity | randomized | pose (wraps every encoding)
   int positions_max = 0;                   // randomized: L; pose: target length (0 = default)
   std::string positions_at_eval = "sample";  // randomized: sample | identity
-  std::string pattern = "full";      // full | sliding_window | bca | lambda
-  int pattern_window = 0;            // sliding_window w, bca l, lambda n_local (0 = N's sequence)
-  int pattern_global = 2;            // lambda n_global
+  std::string pattern = "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
+  int pattern_window = 0;            // sliding_window w, bca l, lambda n_local, sinks recent window
+                                     // (0 = N's sequence)
+  int pattern_global = 2;            // lambda n_global, sinks n_sink
   int pattern_limit = 0;             // lambda distance cap (0 = the window)
-  std::string pattern_when = "eval";  // eval (as BCA and LM-Infinite are used) | always
+  std::vector<int> pattern_segments;   // dilated w_a
+  std::vector<int> pattern_dilations;  // dilated r_a
+  double pattern_ratio = 0.25;         // shifted_sparse group size / sequence length
+  std::string pattern_when = "eval";  // eval (BCA, LM-Infinite, sinks) | train (S2-Attn) | always
   // [train]
   int train_max_length = 16;
   int steps = 4000;
@@ -67,6 +73,8 @@ struct RecipeConfig {
   // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)
   // but at least twice the longest evaluated sequence (randomized), or that sequence (pose, shift).
   int PositionsMax() const;
+  // The pattern of the recipe, with defaults resolved (train_tokens: the longest training sequence).
+  PatternConfig PatternFor(int train_tokens) const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).
   int MaxPositionId() const;
 };

@@ -86,14 +86,8 @@ class Runner {
       enc_ = std::make_unique<WithPositionScheme<float>>(std::move(enc_), pc);
     }
     model_ = std::make_unique<Transformer<float>>(mc, enc_.get());
-    PatternConfig pc;
-    pc.name = cfg.pattern;
-    pc.window = cfg.pattern_window > 0 ? cfg.pattern_window
-                                       : layout_.SequenceLengthFor(cfg.train_max_length);
-    pc.global = cfg.pattern_global;
-    pc.limit = cfg.pattern_limit;
-    pattern_ = CreatePattern(pc);
-    if (pattern_ && cfg.pattern_when == "always") model_->set_pattern(pattern_.get());
+    pattern_ = CreatePattern(cfg.PatternFor(layout_.SequenceLengthFor(cfg.train_max_length)));
+    if (pattern_ && cfg.pattern_when != "eval") model_->set_pattern(pattern_.get());
     AdamWConfig ac;
     ac.lr = cfg.lr;
     ac.weight_decay = cfg.weight_decay;
@@ -272,9 +266,10 @@ class Runner {
     return true;
   }
 
-  // Evaluation and probe both run under the evaluation pattern (if the recipe has one).
+  // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
+  // training-only pattern is removed).
   void EvaluateAndProbe() {
-    if (pattern_) model_->set_pattern(pattern_.get());
+    model_->set_pattern(pattern_ && cfg_.pattern_when != "train" ? pattern_.get() : nullptr);
     Evaluate();
     Probe();
   }

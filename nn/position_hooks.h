@@ -36,8 +36,10 @@ struct ParamRef {
   long size;
 };
 
-// Mask / pattern site. Causal and bidirectional are the two built-in patterns; later patterns
-// (Lambda, sliding window, sinks, ...) override KeyBounds/Visible/EffectiveDistance.
+// Mask / pattern site. Causal and bidirectional are the two built-in patterns; the others
+// (pe/patterns.h) override KeyBounds/Visible/EffectiveDistance, may differ per head (ForHead) and
+// may add a logit offset per visible key (LongNet's merge of overlapping key sets is a softmax with
+// ln(multiplicity)).
 class AttentionPattern {
  public:
   explicit AttentionPattern(bool causal) : causal_(causal) {}
@@ -58,6 +60,11 @@ class AttentionPattern {
   }
   // True when EffectiveDistance is pos[i] - pos[j]; lets hot loops skip the virtual call.
   virtual bool PlainDistance() const { return true; }
+  // The pattern that head `head` of `heads` uses (patterns that split heads override it).
+  virtual const AttentionPattern& ForHead(int /*head*/, int /*heads*/) const { return *this; }
+  // Offset added to the logit of a visible key (HasLogitOffset() = false: none is ever added).
+  virtual bool HasLogitOffset() const { return false; }
+  virtual double LogitOffset(int /*i*/, int /*j*/, int /*T*/) const { return 0; }
 
  private:
   bool causal_;

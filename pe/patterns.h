@@ -2,16 +2,33 @@
 // that reads distances through AttentionContext::Distance (formulas.md section 5, index sets 8.15):
 //  * sliding_window(w): query i sees keys i-w+1..i.
 //  * bca(l): blockwise causal attention of the xPos paper (Sun et al. 2022, arXiv:2212.10554):
-//  queries
-//    in half-blocks of l/2 see the previous half-block and their own, so distances stay <= l-1.
+//    queries in half-blocks of l/2 see the previous half-block and their own, so distances stay
+//    <= l-1.
 //  * lambda(n_global, n_local, limit): LM-Infinite (Han et al. 2023, arXiv:2308.16137): key j is
 //    visible iff j < n_global or i - j < n_local; global keys outside the local window are seen at
 //    distance `limit` (a global key inside the window keeps its true distance, pitfall 22).
-// Patterns are causal. lambda changes distances, which a q/k rotation cannot express per key (the
-// reference rotates the query a second time); with rotary encodings it is refused, not
-// approximated.
+//  * dilated(segments w_a, dilations r_a): LongNet (Ding et al. 2023, arXiv:2307.02486, formulas.md
+//    5.3, torchscale's dilated_attention): for each (w_a, r_a) the sequence is cut into segments of
+//    w_a; head h keeps the positions of its segment with offset (t - start) mod r_a = h mod r_a,
+//    and a kept query attends causally to the kept keys of its segment. The outputs of the (w_a,
+//    r_a) sets, merged with weights proportional to their softmax denominators, equal one softmax
+//    over the union of the sets with a logit offset ln(number of sets holding the key), which is
+//    how it is computed here. One dilation must be 1, so that every query sees a key.
+//  * shifted_sparse(ratio): S2-Attn of LongLoRA (Chen et al. 2023, arXiv:2309.12307, formulas.md
+//    5.4) without the roll's wrap-around leak: groups of G = round(ratio T) tokens, causal inside a
+//    group; the second half of the heads use groups shifted by G/2 (the first group is G/2 long).
+//    A training-time pattern (pattern_when = "train").
+//  * sinks(n_sink, window): StreamingLLM (Xiao et al. 2023, arXiv:2309.17453, formulas.md 5.5): the
+//    cache keeps the first n_sink tokens and the last `window`; positions are reassigned inside the
+//    cache, so once tokens are evicted a sink key j is seen at distance n_sink + window - 1 - j and
+//    a recent key at i - j.
+// Patterns are causal. lambda and sinks change distances per key: logit-term encodings read them
+// through AttentionContext::Distance, and rope recomputes the logit of each remapped key at its
+// distance (pe/rope.h); other q/k transforms (xpos) are refused, not approximated.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,11 +38,19 @@
 namespace lexp {
 
 struct PatternConfig {
-  std::string name = "full";  // full | sliding_window | bca | lambda
-  int window = 0;             // sliding_window w, bca l, lambda n_local
-  int global = 0;             // lambda n_global
-  int limit = 0;              // lambda distance cap (0 = window)
+  std::string name =
+      "full";      // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
+  int window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window
+  int global = 0;  // lambda n_global, sinks n_sink
+  int limit = 0;   // lambda distance cap (0 = window)
+  int heads = 1;   // heads of the model (dilated, shifted_sparse split them)
+  std::vector<int> segments;   // dilated w_a
+  std::vector<int> dilations;  // dilated r_a
+  double ratio = 0.25;         // shifted_sparse group size / sequence length
 };
+
+// Patterns that change the distance at which some keys are seen.
+bool PatternRemapsDistances(const std::string& name);
 
 const std::vector<std::string>& PatternNames();
 
@@ -77,6 +102,89 @@ class LambdaPattern final : public AttentionPattern {
 
  private:
   int global_, local_, limit_;
+};
+
+// One head's LongNet key sets.
+class DilatedHeadPattern final : public AttentionPattern {
+ public:
+  DilatedHeadPattern(std::vector<int> segments, std::vector<int> dilations, int head)
+      : AttentionPattern(true), w_(std::move(segments)), r_(std::move(dilations)), head_(head) {}
+  std::string Name() const override { return "dilated"; }
+  // Keys from the start of the longest segment holding i.
+  void KeyBounds(int i, int, int* b, int* e) const override;
+  bool Contiguous() const override { return false; }
+  bool Visible(int i, int j, int) const override { return Sets(i, j) > 0; }
+  bool HasLogitOffset() const override { return true; }
+  double LogitOffset(int i, int j, int) const override;
+  // Number of (w_a, r_a) sets in which query i sees key j.
+  int Sets(int i, int j) const;
+
+ private:
+  std::vector<int> w_, r_;
+  int head_;
+};
+
+class DilatedPattern final : public AttentionPattern {
+ public:
+  DilatedPattern(const std::vector<int>& segments, const std::vector<int>& dilations, int heads);
+  std::string Name() const override { return "dilated"; }
+  const AttentionPattern& ForHead(int head, int) const override { return heads_[head]; }
+
+ private:
+  std::vector<DilatedHeadPattern> heads_;
+};
+
+class ShiftedGroupPattern final : public AttentionPattern {
+ public:
+  ShiftedGroupPattern(double ratio, bool shifted)
+      : AttentionPattern(true), ratio_(ratio), shifted_(shifted) {}
+  std::string Name() const override { return "shifted_sparse"; }
+  int GroupSize(int T) const { return std::max(1, static_cast<int>(std::lround(ratio_ * T))); }
+  void KeyBounds(int i, int T, int* b, int* e) const override {
+    const int G = GroupSize(T), half = G / 2;
+    if (!shifted_ || half == 0)
+      *b = (i / G) * G;
+    else
+      *b = i < half ? 0 : half + ((i - half) / G) * G;
+    *e = i + 1;
+  }
+
+ private:
+  double ratio_;
+  bool shifted_;
+};
+
+class ShiftedSparsePattern final : public AttentionPattern {
+ public:
+  explicit ShiftedSparsePattern(double ratio)
+      : AttentionPattern(true), plain_(ratio, false), shifted_(ratio, true) {}
+  std::string Name() const override { return "shifted_sparse"; }
+  const AttentionPattern& ForHead(int head, int heads) const override {
+    return head < heads / 2 ? static_cast<const AttentionPattern&>(plain_) : shifted_;
+  }
+
+ private:
+  ShiftedGroupPattern plain_, shifted_;
+};
+
+class SinksPattern final : public AttentionPattern {
+ public:
+  SinksPattern(int n_sink, int window) : AttentionPattern(true), sinks_(n_sink), window_(window) {}
+  std::string Name() const override { return "sinks"; }
+  void KeyBounds(int i, int, int* b, int* e) const override {
+    *b = 0;
+    *e = i + 1;
+  }
+  bool Contiguous() const override { return false; }
+  bool Visible(int i, int j, int) const override { return j < sinks_ || i - j < window_; }
+  double EffectiveDistance(int i, int j, const double*) const override {
+    const bool evicting = i >= sinks_ + window_;
+    return evicting && j < sinks_ ? sinks_ + window_ - 1 - j : i - j;
+  }
+  bool PlainDistance() const override { return false; }
+
+ private:
+  int sinks_, window_;
 };
 
 }  // namespace lexp

@@ -38,9 +38,10 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
         {"init_std", "1.0", "standard deviation of the initial table"}}},
       {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
-      {"rope", "rotary", "q/k transform (+ logit scale for yarn)",
+      {"rope", "rotary",
+       "q/k transform (+ logit scale: yarn, log_n; logit term: rerope, remapped pattern distances)",
        "Su et al. 2021, arXiv:2104.09864; scaling rules: pe/rope_scaling.h", RopeOptionSpecs()},
-      {"rope_partial", "rotary", "q/k transform (+ logit scale for yarn)",
+      {"rope_partial", "rotary", "q/k transform (+ logit scale, logit term as rope)",
        "Su et al. 2021; partial rotation as in GPT-NeoX / Kazemnejad et al. 2023 (25%)",
        RopeOptionSpecs("0.25")},
       {"xpos",
@@ -125,7 +126,8 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "input embedding",
        "Liu et al. 2020, arXiv:2003.09229",
        {{"hidden", "32", "width of the learned correction network of dp/dt"},
-        {"steps", "8", "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}}},
+        {"steps", "8",
+         "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}}},
   };
   return kList;
 }

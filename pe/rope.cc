@@ -88,8 +88,8 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
 template <typename S>
 unsigned Rope<S>::Sites() const {
   const bool tempered = scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn";
-  return kSiteQKTransform | (tempered || log_n_ ? kSiteLogitScale : 0u) |
-         (IsReropeRule(scaling_.rule) ? kSiteLogitTerm : 0u);
+  // The logit term is idle unless the rule is rerope or the pattern remaps distances.
+  return kSiteQKTransform | kSiteLogitTerm | (tempered || log_n_ ? kSiteLogitScale : 0u);
 }
 
 // YaRN multiplies cos and sin by mscale, so q.k gets mscale^2: applied here once, on the logits.
@@ -180,8 +180,8 @@ void Rope<S>::ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0
 // Far entries (d = p_i - p_j >= w) become scale_i q2_i.k2_j / sqrt(D); near ones keep the plain
 // rotary logit.
 template <typename S>
-void Rope<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                           const HeadQK<S>& qk, S* scores, long lds) const {
+void Rope<S>::ReropeForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                            const HeadQK<S>& qk, S* scores, long lds) const {
   const double* pos = ctx.pos;
   if (pos[i1 - 1] - pos[j0] < window_) return;  // no far pair in this block
   thread_local Mat<S> q2, k2, s2;
@@ -200,9 +200,9 @@ void Rope<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, 
 // are rotated back onto the rotated q and k; d_a_ij is then zeroed so the plain product gets none
 // of it.
 template <typename S>
-void Rope<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                                const HeadQK<S>& qk, S* d_scores, long lds,
-                                const HeadQKGrad<S>& grad, int) {
+void Rope<S>::ReropeBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                             const HeadQK<S>& qk, S* d_scores, long lds,
+                             const HeadQKGrad<S>& grad) const {
   const double* pos = ctx.pos;
   if (pos[i1 - 1] - pos[j0] < window_) return;
   const int n = i1 - i0, m = j1 - j0;
@@ -234,6 +234,87 @@ void Rope<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int
       dk2.data(), D_, j0, m, [&](int t) { return -k_off(t); }, back);
   for (int r = 0; r < m; ++r)
     Eigen::Map<RowVec<S>>(grad.d_k + static_cast<long>(j0 + r) * grad.ld, D_) += back.row(r);
+}
+
+// Site 4: rerope's far entries, then the keys a pattern shows at another distance than p_i - p_j.
+template <typename S>
+void Rope<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                           const HeadQK<S>& qk, S* scores, long lds) const {
+  if (IsReropeRule(scaling_.rule)) ReropeForward(ctx, i0, i1, j0, j1, qk, scores, lds);
+  if (!ctx.plain_distance) RemapForward(ctx, i0, i1, j0, j1, qk, scores, lds);
+}
+
+template <typename S>
+void Rope<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                                const HeadQK<S>& qk, S* d_scores, long lds,
+                                const HeadQKGrad<S>& grad, int) {
+  if (!ctx.plain_distance) RemapBackward(ctx, i0, i1, j0, j1, qk, d_scores, lds, grad);
+  if (IsReropeRule(scaling_.rule)) ReropeBackward(ctx, i0, i1, j0, j1, qk, d_scores, lds, grad);
+}
+
+template <typename S>
+double Rope<S>::TargetDistance(double d) const {
+  if (!IsReropeRule(scaling_.rule)) return d;
+  return ReropeDistance(d, window_, scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0);
+}
+
+// Calls f(i, j, delta) for every visible key whose target distance differs from p_i - p_j by delta.
+template <typename S>
+template <typename F>
+void Rope<S>::ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                              F f) const {
+  const AttentionPattern& pat = *ctx.pattern;
+  for (int i = i0; i < i1; ++i) {
+    int b, e;
+    pat.KeyBounds(i, ctx.T, &b, &e);
+    for (int j = std::max(b, j0); j < std::min(e, j1); ++j) {
+      if (!pat.Contiguous() && !pat.Visible(i, j, ctx.T)) continue;
+      const double plain = ctx.pos[i] - ctx.pos[j];
+      const double eff = pat.EffectiveDistance(i, j, ctx.pos);
+      if (eff == plain) continue;
+      f(i, j, TargetDistance(eff) - plain);
+    }
+  }
+}
+
+// a_ij = scale_i (R(delta) q_i).k_j / sqrt(D) with the rotated q_i, k_j: the rotation at the target
+// distance, one key at a time (patterns remap few keys: LM-Infinite's globals, StreamingLLM's
+// sinks).
+template <typename S>
+void Rope<S>::RemapForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                           const HeadQK<S>& qk, S* scores, long lds) const {
+  thread_local Mat<S> qd;
+  const S inv = S(1) / std::sqrt(S(D_));
+  ForEachRemapped(ctx, i0, i1, j0, j1, [&](int i, int j, double delta) {
+    RotateRows(
+        qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
+    const S dot =
+        Eigen::Map<const RowVec<S>>(qk.k + static_cast<long>(j) * qk.ld, D_).dot(qd.row(0));
+    scores[static_cast<long>(i - i0) * lds + (j - j0)] = LogitScale(ctx, i) * inv * dot;
+  });
+}
+
+// g = d_a_ij scale_i / sqrt(D):  d_q_i += R(-delta) (g k_j);  d_k_j += g R(delta) q_i;  d_a_ij = 0.
+template <typename S>
+void Rope<S>::RemapBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                            const HeadQK<S>& qk, S* d_scores, long lds,
+                            const HeadQKGrad<S>& grad) const {
+  thread_local Mat<S> qd, back;
+  thread_local RowVec<S> gk;
+  const S inv = S(1) / std::sqrt(S(D_));
+  ForEachRemapped(ctx, i0, i1, j0, j1, [&](int i, int j, double delta) {
+    S& d = d_scores[static_cast<long>(i - i0) * lds + (j - j0)];
+    const S g = d * LogitScale(ctx, i) * inv;
+    d = S(0);
+    if (g == S(0)) return;
+    RotateRows(
+        qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
+    Eigen::Map<RowVec<S>>(grad.d_k + static_cast<long>(j) * grad.ld, D_) += g * qd.row(0);
+    gk = g * Eigen::Map<const RowVec<S>>(qk.k + static_cast<long>(j) * qk.ld, D_);
+    RotateRows(
+        gk.data(), D_, 0, 1, [&](int) { return -delta; }, back);
+    Eigen::Map<RowVec<S>>(grad.d_q + static_cast<long>(i) * grad.ld, D_) += back.row(0);
+  });
 }
 
 template class Rope<float>;

@@ -13,6 +13,8 @@
 // recomputes those entries with a second rotary pass (queries rotated to a fixed offset against
 // keys rotated back, as the reference code's second attention matrix) and routes their gradient
 // through it instead of the plain product. Causal attention only, as the reference.
+// Patterns that show some keys at another distance than p_i - p_j (lambda, sinks) get, for those
+// keys only, the logit of the rotation at that distance (the same site, one key at a time).
 #pragma once
 
 #include <vector>
@@ -87,6 +89,17 @@ class Rope final : public PositionEncoding<S> {
   // Rotates n rows of x (stride ld; row r is token t0 + r) into out ([n, D]) by offset(t0 + r).
   template <typename Offset>
   void RotateRows(const S* x, long ld, int t0, int n, Offset offset, Mat<S>& out) const;
+  void ReropeForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                     const HeadQK<S>& qk, S* scores, long lds) const;
+  void ReropeBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                      const HeadQK<S>& qk, S* d_scores, long lds, const HeadQKGrad<S>& grad) const;
+  void RemapForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<S>& qk, S* scores, long lds) const;
+  void RemapBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                     const HeadQK<S>& qk, S* d_scores, long lds, const HeadQKGrad<S>& grad) const;
+  double TargetDistance(double d) const;
+  template <typename F>
+  void ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j0, int j1, F f) const;
   // The two rerope passes for a block: q2 / k2 rotated so that q2_i.k2_j = q_i^T R(d'_ij) k_j.
   void ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                       const HeadQK<S>& qk, Mat<S>& q2, Mat<S>& k2) const;

@@ -75,6 +75,32 @@ const std::vector<std::string>& RopeScalingRules() {
   return k;
 }
 
+const std::vector<RopeScalingInfo>& RopeScalingInfos() {
+  static const std::vector<RopeScalingInfo> k = {
+      {"none", "plain RoPE", "-", "Su et al. 2021, arXiv:2104.09864"},
+      {"pi", "every frequency / s (positions interpolated)", "factor, original_length",
+       "Chen et al. 2023, arXiv:2306.15595"},
+      {"ntk", "base * s^(D/(D-2))", "factor", "bloc97 2023; YaRN eq. 14-16"},
+      {"dynamic_ntk", "ntk with s from the current length", "factor, original_length",
+       "emozilla 2023; YaRN sec. 3.3"},
+      {"ntk_by_parts", "keep fast pairs, interpolate slow ones, ramp between",
+       "factor, original_length, beta_fast, beta_slow, truncate, ramp, blend",
+       "bloc97 2023; YaRN sec. 3.2"},
+      {"yarn", "ntk_by_parts + logits times (0.1 ln s + 1)^2", "as ntk_by_parts + attn_factor",
+       "Peng et al. 2023, arXiv:2309.00071"},
+      {"dynamic_yarn", "yarn with s = max(1, length / L)", "as yarn", "Peng et al. 2023, sec. 3.3"},
+      {"truncated_basis", "keep, set to rho, or zero each frequency", "truncate_length",
+       "Pal et al. 2023 (Giraffe), arXiv:2308.10882"},
+      {"llama3", "keep / smooth / divide by wavelength class",
+       "factor, original_length, low_freq_factor, high_freq_factor", "Meta 2024 (Llama 3.1)"},
+      {"rerope", "distances >= w seen as w (second rotary pass; causal only)", "window",
+       "Su 2023, github.com/bojone/rerope"},
+      {"leaky_rerope", "distances >= w seen as w + (d - w) / k", "window, leaky_factor",
+       "Su 2023, github.com/bojone/rerope"},
+  };
+  return k;
+}
+
 double ReropeDistance(double d, double w, double k) {
   if (d < w) return d;
   return k > 0 ? w + (d - w) / k : w;

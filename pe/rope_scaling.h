@@ -62,6 +62,12 @@ double LogNFactor(double pos, double L);
 double ReropeDistance(double d, double w, double k);
 bool IsReropeRule(const std::string& rule);
 
+// What `lexp list scalings` prints for each rule.
+struct RopeScalingInfo {
+  std::string name, summary, options, paper;
+};
+const std::vector<RopeScalingInfo>& RopeScalingInfos();
+
 // The rules that change with the current sequence length.
 bool IsDynamicRule(const std::string& rule);
 const std::vector<std::string>& RopeScalingRules();

@@ -98,6 +98,11 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
   }
   if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, HeadQK<S>{q, k, ld}, s, lds);
+  if (ctx.pattern->HasLogitOffset()) {
+    for (int r = 0; r < n; ++r)
+      for (int j = j0; j < j1; ++j)
+        out(r, j - j0) += static_cast<S>(ctx.pattern->LogitOffset(i0 + r, j, ctx.T));
+  }
   for (int r = 0; r < n; ++r)
     SetMasked(*ctx.pattern, i0 + r, ctx.T, j0, j1, s + static_cast<long>(r) * lds,
               -std::numeric_limits<S>::infinity());
@@ -108,7 +113,7 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
 // q, k, v: [B*T, C] (head h in columns [h*D, (h+1)*D)); pos: [T]. out: [B*T, C].
 template <typename S>
 void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
-                      const std::vector<double>& pos, const AttentionPattern& pattern,
+                      const std::vector<double>& pos, const AttentionPattern& pattern_all,
                       const PositionEncoding<S>& enc, int layer, bool materialize,
                       AttentionCache<S>& cache, Mat<S>& out) {
   using namespace attention_detail;
@@ -125,6 +130,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
   const bool has_value_term = enc.Uses(kSiteValueTerm);
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+    const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     const S* qh = q.data() + base;
@@ -204,7 +210,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
 // Needs the materialised forward. d_q, d_k, d_v: [B*T, C], accumulated.
 template <typename S>
 void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
-                       const std::vector<double>& pos, const AttentionPattern& pattern,
+                       const std::vector<double>& pos, const AttentionPattern& pattern_all,
                        PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
                        const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v) {
   using namespace attention_detail;
@@ -218,6 +224,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+    const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));

@@ -69,6 +69,172 @@ TEST(Patterns, SlidingWindowSeesTheLastWKeys) {
   EXPECT_THROW(CreatePattern(PatternConfig{"bca", 5, 0, 0}), InputError);
 }
 
+TEST(Patterns, LongNetMatchesReferenceIndexSets) {  // N = 16, w = 8, r = 2
+  const DilatedHeadPattern g0({8}, {2}, 0), g1({8}, {2}, 1), g2({8}, {2}, 2);
+  EXPECT_EQ(VisibleKeys(g0, 6, 16), (std::set<int>{0, 2, 4, 6}));
+  EXPECT_EQ(VisibleKeys(g0, 14, 16), (std::set<int>{8, 10, 12, 14}));
+  EXPECT_EQ(VisibleKeys(g1, 7, 16), (std::set<int>{1, 3, 5, 7}));
+  EXPECT_EQ(VisibleKeys(g1, 15, 16), (std::set<int>{9, 11, 13, 15}));
+  EXPECT_EQ(VisibleKeys(g2, 6, 16), VisibleKeys(g0, 6, 16)) << "head 2 is in group 2 mod 2 = 0";
+  EXPECT_TRUE(VisibleKeys(g0, 5, 16).empty()) << "an odd query is not kept by group 0";
+  // Two sets: keys in both get ln 2, in one ln 1.
+  const DilatedHeadPattern two({8, 16}, {1, 2}, 0);
+  EXPECT_EQ(two.Sets(10, 8), 2);
+  EXPECT_EQ(two.Sets(10, 9), 1);
+  EXPECT_EQ(two.Sets(10, 2), 1);
+  EXPECT_DOUBLE_EQ(two.LogitOffset(10, 8, 16), std::log(2.0));
+  EXPECT_EQ(two.Sets(11, 2), 0) << "odd query, far key: only the w = 16, r = 2 set reaches it";
+}
+
+// Output of LongNet's reference procedure for one head: dense causal softmax attention inside each
+// (w, r) set, merged with weights proportional to exp(lse) of each set.
+MatD LongNetByMerging(const MatD& q, const MatD& k, const MatD& v, const std::vector<int>& w,
+                      const std::vector<int>& r, int head) {
+  const int T = static_cast<int>(q.rows()), D = static_cast<int>(q.cols());
+  MatD out = MatD::Zero(T, D);
+  for (int i = 0; i < T; ++i) {
+    std::vector<double> lse;
+    std::vector<RowVec<double>> o;
+    for (size_t a = 0; a < w.size(); ++a) {
+      const int start = (i / w[a]) * w[a], g = head % r[a];
+      if ((i - start) % r[a] != g) continue;
+      std::vector<int> keys;
+      for (int j = start; j <= i; ++j)
+        if ((j - start) % r[a] == g) keys.push_back(j);
+      double mx = -1e300, z = 0;
+      for (int j : keys) mx = std::max(mx, q.row(i).dot(k.row(j)) / std::sqrt(D * 1.0));
+      RowVec<double> acc = RowVec<double>::Zero(D);
+      for (int j : keys) {
+        const double e = std::exp(q.row(i).dot(k.row(j)) / std::sqrt(D * 1.0) - mx);
+        z += e;
+        acc += e * v.row(j);
+      }
+      lse.push_back(mx + std::log(z));
+      o.push_back(acc / z);
+    }
+    double m = -1e300, s = 0;
+    for (double l : lse) m = std::max(m, l);
+    for (double l : lse) s += std::exp(l - m);
+    for (size_t a = 0; a < o.size(); ++a) out.row(i) += std::exp(lse[a] - m) / s * o[a];
+  }
+  return out;
+}
+
+TEST(Patterns, LongNetUnionWithMultiplicityOffsetEqualsTheLseMerge) {
+  const std::vector<int> w = {4, 16, 32}, r = {1, 2, 4};
+  const DilatedPattern pat(w, r, 4);
+  const AttentionShape sh{1, 40, 4, 4};
+  auto nope = CreateEncoding<double>("nope", {}, EncodingShape{16, 4, 1, true, 64});
+  Rng rng(9);
+  MatD q(40, 16), k(40, 16), v(40, 16), out, dense_out;
+  for (MatD* m : {&q, &k, &v}) testing::FillNormal(*m, rng);
+  std::vector<double> pos(40);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  for (bool materialize : {true, false}) {
+    AttentionCache<double> c;
+    AttentionForward(q, k, v, sh, pos, pat, *nope, 0, materialize, c, out);
+    for (int h = 0; h < 4; ++h) {
+      const MatD want = LongNetByMerging(q.middleCols(4 * h, 4), k.middleCols(4 * h, 4),
+                                         v.middleCols(4 * h, 4), w, r, h);
+      EXPECT_LT((out.middleCols(4 * h, 4) - want).cwiseAbs().maxCoeff(), 1e-12) << h;
+    }
+  }
+  // One set with w >= N and r = 1 is dense causal attention.
+  const DilatedPattern one({64}, {1}, 4);
+  AttentionCache<double> c1, c2;
+  AttentionForward(q, k, v, sh, pos, one, *nope, 0, true, c1, out);
+  AttentionForward(q, k, v, sh, pos, AttentionPattern(true), *nope, 0, true, c2, dense_out);
+  EXPECT_LT((out - dense_out).cwiseAbs().maxCoeff(), 1e-14);
+}
+
+TEST(Patterns, ShiftedSparseGroupsWithoutWrapAround) {  // N = 16, ratio 1/4: G = 4
+  const ShiftedSparsePattern s2(0.25);
+  const AttentionPattern& plain = s2.ForHead(0, 2);
+  const AttentionPattern& shifted = s2.ForHead(1, 2);
+  EXPECT_EQ(VisibleKeys(plain, 3, 16), Range(0, 3));
+  EXPECT_EQ(VisibleKeys(plain, 5, 16), Range(4, 5));
+  EXPECT_EQ(VisibleKeys(plain, 15, 16), Range(12, 15));
+  // Shifted groups {0,1}, {2..5}, {6..9}, {10..13}, {14,15}: the reference's {14,15,0,1} group
+  // (which lets token 0 see 14 and 15 through the roll) is split, so nothing leaks backwards.
+  EXPECT_EQ(VisibleKeys(shifted, 1, 16), Range(0, 1));
+  EXPECT_EQ(VisibleKeys(shifted, 5, 16), Range(2, 5));
+  EXPECT_EQ(VisibleKeys(shifted, 13, 16), Range(10, 13));
+  EXPECT_EQ(VisibleKeys(shifted, 15, 16), Range(14, 15));
+  EXPECT_EQ(&s2.ForHead(2, 4), &s2.ForHead(3, 4));
+  EXPECT_NE(&s2.ForHead(1, 4), &s2.ForHead(2, 4));
+}
+
+TEST(Patterns, SinksMatchTheReferenceCacheAndRenumberPositions) {  // start 4, recent 6
+  const SinksPattern sinks(4, 6);
+  std::vector<double> pos(30);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  std::set<int> want = Range(15, 20);
+  for (int j = 0; j < 4; ++j) want.insert(j);
+  EXPECT_EQ(VisibleKeys(sinks, 20, 30), want);
+  // Cache positions 0..9: the query at 9, sink j at j, recent key 15 + m at 4 + m.
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(sinks.EffectiveDistance(20, j, pos.data()), 9 - j);
+  for (int j = 15; j <= 20; ++j) EXPECT_EQ(sinks.EffectiveDistance(20, j, pos.data()), 20 - j);
+  // Before anything is evicted every key is cached at its own position.
+  EXPECT_EQ(VisibleKeys(sinks, 8, 30), Range(0, 8));
+  for (int j = 0; j <= 8; ++j) EXPECT_EQ(sinks.EffectiveDistance(8, j, pos.data()), 8 - j);
+}
+
+TEST(Patterns, RopeSeesRemappedKeysAtTheirDistanceWithCorrectGradients) {
+  const AttentionShape sh{1, 70, 2, 4};
+  auto rope = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128, 16});
+  const SinksPattern pat(3, 9);
+  std::vector<double> pos(70);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  rope->Prepare(pos);
+  Rng rng(3);
+  MatD q(70, 8), k(70, 8), v(70, 8), w(70, 8);
+  for (MatD* m : {&q, &k, &v, &w}) testing::FillNormal(*m, rng);
+  auto rotate = [&](const MatD& x, bool query, bool back) {
+    MatD r = x;
+    for (int h = 0; h < 2; ++h) {
+      AttentionContext ctx{0, h, 2, 4, 70, pos.data(), &pat, false};
+      if (back)
+        rope->TransformQKBackward(ctx, query, r.data() + 4 * h, 8);
+      else
+        rope->TransformQK(ctx, query, r.data() + 4 * h, 8);
+    }
+    return r;
+  };
+  auto forward = [&](bool materialize, AttentionCache<double>& c) {
+    MatD out;
+    AttentionForward(rotate(q, true, false), rotate(k, false, false), v, sh, pos, pat, *rope, 0,
+                     materialize, c, out);
+    return out;
+  };
+  AttentionCache<double> cache;
+  cache.capture_logits = true;
+  const MatD out = forward(true, cache);
+  // Sink key j seen by query 50 at distance 3 + 9 - 1 - j: logit q^T R(11 - j) k.
+  auto plain = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128, 16});
+  for (int j = 0; j < 3; ++j) {
+    plain->Prepare({11.0 - j, 0.0});
+    MatD two(2, 4);
+    two.row(0) = q.block(50, 0, 1, 4);
+    two.row(1) = k.block(j, 0, 1, 4);
+    AttentionContext ctx{0, 0, 1, 4, 2, nullptr, &pat, true};
+    plain->TransformQK(ctx, true, two.data(), 4);
+    EXPECT_NEAR(cache.logits(50, j), two.row(0).dot(two.row(1)) / 2, 1e-12) << j;
+  }
+  auto loss = [&] {
+    AttentionCache<double> c;
+    return forward(false, c).cwiseProduct(w).sum();
+  };
+  EXPECT_NEAR(out.cwiseProduct(w).sum(), loss(), 1e-12);
+  MatD d_q = MatD::Zero(70, 8), d_k = MatD::Zero(70, 8), d_v = MatD::Zero(70, 8);
+  AttentionBackward(rotate(q, true, false), rotate(k, false, false), v, sh, pos, pat, *rope, 0,
+                    cache, w, d_q, d_k, d_v);
+  d_q = rotate(d_q, true, true);
+  d_k = rotate(d_k, false, true);
+  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
+                                          {"k", k.data(), d_k.data(), k.size()}};
+  testing::CheckGradients(loss, params, testing::CopyGrads(params), 60);
+}
+
 TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
   const AttentionShape sh{1, 70, 2, 4};
   auto enc = CreateEncoding<double>("t5", {}, EncodingShape{8, 2, 1, true, 128});
@@ -111,8 +277,20 @@ TEST(Patterns, RecipesRefuseWhatCannotWorkAndTrainWhatCan) {
     }
     return std::string();
   };
-  EXPECT_NE(error_of({"model.encodings=rope", "model.pattern=lambda"}).find("q/k rotation"),
+  EXPECT_NE(error_of({"model.encodings=xpos", "model.pattern=lambda"}).find("per key"),
             std::string::npos);
+  EXPECT_NE(error_of({"model.encodings=xpos", "model.pattern=sinks"}).find("per key"),
+            std::string::npos);
+  EXPECT_EQ(error_of({"model.encodings=rope", "model.pattern=sinks"}), "");
+  EXPECT_NE(error_of({"model.pattern=shifted_sparse"}).find("training-time"), std::string::npos);
+  EXPECT_NE(error_of({"model.pattern=dilated", "model.pattern_segments=8,16",
+                      "model.pattern_dilations=2,4"})
+                .find("dilation of 1"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({"model.pattern=dilated", "model.pattern_segments=8", "model.pattern_dilations=1,2"})
+          .find("as many"),
+      std::string::npos);
   EXPECT_NE(error_of({"model.layout=encoder", "model.pattern=bca"}).find("causal pattern"),
             std::string::npos);
   EXPECT_NE(error_of({"model.pattern=bca", "model.pattern_window=5"}).find("even"),
