@@ -180,6 +180,11 @@ int main(int argc, char** argv) {
   pe_table->add_option("--max-distance", pto.max_distance, "largest distance tabulated")
       ->capture_default_str();
   pe_table->add_option("--out", pto.out_file, "HDF5 file to write")->capture_default_str();
+  pe_table
+      ->add_option("--run", pto.runs,
+                   "completed run file of a bias encoding (t5, fire, kerple_*, ...): tabulate its "
+                   "learned b(d) too (repeatable)")
+      ->check(CLI::ExistingFile);
 
   auto* figures =
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");

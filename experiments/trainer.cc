@@ -41,10 +41,10 @@ struct TrainHistory {
 
 struct ProbeResult {
   int length = 0, T = 0;
-  std::vector<int64_t> tokens;       // [stored, T]
-  std::vector<double> positions;     // [T]
-  std::vector<float> logits, probs;  // [stored, L, H, T, T]
-  std::vector<double> entropy, max_logit, mean_logit;  // [L, H]
+  std::vector<int64_t> tokens;                               // [stored, T]
+  std::vector<double> positions;                             // [T]
+  std::vector<float> logits, probs;                          // [stored, L, H, T, T]
+  std::vector<double> entropy, max_logit, mean_logit;        // [L, H]
   std::vector<double> entropy_by_query, max_logit_by_query;  // [L, H, T]
   double log_visible = 0;
 };
@@ -57,10 +57,24 @@ std::string FormatDuration(double s) {
 
 bool IsFinite(double x) { return std::isfinite(x); }
 
+std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std::string& encoding) {
+  auto it = cfg.encoding_options.find(encoding);
+  return it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second;
+}
+
+EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
+  return EncodingShape{cfg.d_model,         cfg.n_heads,
+                       cfg.n_layers,        cfg.layout == "decoder",
+                       cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
+                       layout.Vocab()};
+}
+
 class Runner {
  public:
   Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
-      : cfg_(cfg), encoding_(encoding), opt_(opt),
+      : cfg_(cfg),
+        encoding_(encoding),
+        opt_(opt),
         task_(CreateTask(cfg.task, TaskOptions{cfg.task_vocab})),
         layout_(*task_, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder) {
     ModelConfig mc;
@@ -71,13 +85,7 @@ class Runner {
     mc.d_ff = cfg.d_ff;
     mc.pre_ln = cfg.norm == "pre";
     mc.causal = cfg.layout == "decoder";
-    EncodingShape es{mc.d_model, mc.n_heads, mc.n_layers, mc.causal,
-                     cfg.MaxPositionId(),
-                     layout_.SequenceLengthFor(cfg.train_max_length), mc.vocab};
-    auto it = cfg.encoding_options.find(encoding);
-    enc_ = CreateEncoding<float>(
-        encoding, it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
-        es);
+    enc_ = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, layout_));
     if (cfg.positions != "identity") {
       PositionSchemeConfig pc;
       pc.name = cfg.positions;
@@ -325,9 +333,10 @@ class Runner {
         ++out_n;
       }
     }
-    Say(fmt::format("evaluated {} lengths in {:.1f}s: token accuracy {:.3f} at 1..{}, {:.3f} beyond",
-                    eval_.size(), el, in_n ? in_acc / in_n : 0.0, cfg_.train_max_length,
-                    out_n ? out_acc / out_n : 0.0));
+    Say(fmt::format(
+        "evaluated {} lengths in {:.1f}s: token accuracy {:.3f} at 1..{}, {:.3f} beyond",
+        eval_.size(), el, in_n ? in_acc / in_n : 0.0, cfg_.train_max_length,
+        out_n ? out_acc / out_n : 0.0));
   }
 
   void Probe() {
@@ -470,14 +479,18 @@ class Runner {
       g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
                     "attention probability");
       h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
-      ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query", "nats");
+      ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query",
+                      "nats");
       ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
     }
     probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
     an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");
-    an.WriteDoubles("entropy", ent, {P, L, H}, "probe,layer,head", "nats (mean over queries, samples)");
-    an.WriteDoubles("max_logit", mx, {P, L, H}, "probe,layer,head", "logit (mean over queries of the row max)");
-    an.WriteDoubles("mean_logit", mean, {P, L, H}, "probe,layer,head", "logit (mean over visible keys and queries)");
+    an.WriteDoubles("entropy", ent, {P, L, H}, "probe,layer,head",
+                    "nats (mean over queries, samples)");
+    an.WriteDoubles("max_logit", mx, {P, L, H}, "probe,layer,head",
+                    "logit (mean over queries of the row max)");
+    an.WriteDoubles("mean_logit", mean, {P, L, H}, "probe,layer,head",
+                    "logit (mean over visible keys and queries)");
     an.WriteDoubles("entropy_mean", ent_m, {P}, "probe", "nats (mean over layers, heads)");
     an.WriteDoubles("max_logit_mean", mx_m, {P}, "probe", "logit (mean over layers, heads)");
     an.WriteDoubles("mean_logit_mean", mean_m, {P}, "probe", "logit (mean over layers, heads)");
@@ -538,6 +551,30 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
   }
   Runner runner(cfg, encoding, opt);
   return runner.Run();
+}
+
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape) {
+  h5::Reader r(run_file);
+  LEXP_INPUT_CHECK(r.root().Has("config") && r.root().Has("model"),
+                   "'" + run_file + "' is not a completed lexp run file (no /config or /model)");
+  *name = r.root().AttrString("encoding");
+  const RecipeConfig cfg =
+      ParseRecipe(r.root().OpenGroup("config").ReadString("recipe"), run_file + ":/config/recipe");
+  auto task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  *shape = ShapeFor(cfg, layout);
+  auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
+  h5::Group m = r.root().OpenGroup("model");
+  for (auto& p : enc->Parameters()) {
+    LEXP_INPUT_CHECK(m.Has(p.name), "'" + run_file + "' has no weights for " + p.name);
+    const std::vector<double> v = m.ReadDoubles(p.name);
+    LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
+                     "'" + run_file + "': " + p.name + " has another shape");
+    std::copy(v.begin(), v.end(), p.value);
+  }
+  return enc;
 }
 
 }  // namespace lexp

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "experiments/recipe.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
 
 namespace lexp {
 
@@ -18,10 +21,10 @@ struct EvalRow {
 };
 
 struct RunOptions {
-  std::string out_dir;       // run file goes to <out_dir>/<encoding>.h5
-  bool resume = false;       // continue from <encoding>.ckpt.h5; skip models already completed
+  std::string out_dir;  // run file goes to <out_dir>/<encoding>.h5
+  bool resume = false;  // continue from <encoding>.ckpt.h5; skip models already completed
   std::function<void(const std::string&)> progress;  // one line per call; may be empty
-  std::string label;         // progress prefix, e.g. "rope 2/4"
+  std::string label;                                 // progress prefix, e.g. "rope 2/4"
   // Test hook: stop (as if killed) after this many steps, leaving only the checkpoint. 0 = never.
   int stop_after_steps = 0;
   // Evaluate only: take the trained weights from this run file's /model instead of training.
@@ -44,6 +47,13 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
 
 // Path helpers shared with `lexp figures` and tests.
 std::string RunFilePath(const std::string& out_dir, const std::string& encoding);
+
+// The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
+// (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
+// *shape to the shape it was built with.
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape);
 std::string CheckpointPath(const std::string& out_dir, const std::string& encoding);
 
 }  // namespace lexp

@@ -2,13 +2,13 @@
 
 #include <fmt/core.h>
 #include <fmt/ostream.h>
+#include <gnuplot-iostream.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <gnuplot-iostream.h>
 #include <sstream>
 
 #include "nn/check.h"
@@ -29,7 +29,8 @@ struct RunData {
 RunData ReadRun(const std::string& path) {
   h5::Reader r(path);
   RunData d;
-  d.encoding = r.root().HasAttr("label") ? r.root().AttrString("label") : r.root().AttrString("encoding");
+  d.encoding =
+      r.root().HasAttr("label") ? r.root().AttrString("label") : r.root().AttrString("encoding");
   d.train_max_length = static_cast<int>(r.root().AttrInt("train_max_length"));
   d.state = r.root().OpenGroup("status").AttrString("state");
   if (r.root().Has("eval") && r.root().OpenGroup("eval").Has("length")) {
@@ -70,7 +71,8 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
     g << "cd " << Quote(dir.string()) << "\n";
     g << "load " << Quote(gp.filename().string()) << "\n";
   }  // closes the pipe and waits for gnuplot
-  LEXP_CHECK(fs::exists(png), "gnuplot did not write '" + png.string() + "' (see " + gp.string() + ")");
+  LEXP_CHECK(fs::exists(png),
+             "gnuplot did not write '" + png.string() + "' (see " + gp.string() + ")");
   return png.string();
 }
 
@@ -125,7 +127,8 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   dat.close();
   LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
   std::string s;
-  s += "# Accuracy vs evaluation length; data in " + name + ".dat (written by lexp from the run files)\n";
+  s += "# Accuracy vs evaluation length; data in " + name +
+       ".dat (written by lexp from the run files)\n";
   s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Length extrapolation: trained on lengths 1.." +
@@ -135,7 +138,8 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   s += "set logscale x 2\n";
   s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
   s += fmt::format("set arrow 1 from {},0 to {},1.02 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
-  s += fmt::format("set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
+  s += fmt::format(
+      "set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
   for (int i = 0; i < block; ++i) s += fmt::format("set style line {} lw 2 pt 7 ps 0.5\n", i + 1);
   s += "set ylabel 'token accuracy (fraction)'\nset title 'token accuracy'\n";
   s += "plot " + plot_acc + "\n";
@@ -171,17 +175,20 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
   }
   dat.close();
   LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has attention analysis");
-  plot_ent += fmt::format(", '{}.dat' index 0 using 1:3 with lines dt 3 lw 2 lc rgb 'black' "
-                          "title 'uniform: mean ln(visible keys)'",
-                          name);
+  plot_ent += fmt::format(
+      ", '{}.dat' index 0 using 1:3 with lines dt 3 lw 2 lc rgb 'black' "
+      "title 'uniform: mean ln(visible keys)'",
+      name);
   std::string s;
   s += "# Attention entropy and max logit vs probe length; data in " + name + ".dat\n";
   s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n";
-  s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, queries)'\n";
+  s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, "
+       "queries)'\n";
   s += "set grid\nset key top left\nset logscale x 2\n";
   s += "set xlabel 'probe length n (tokens, log scale)'\n";
-  s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
+  s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",
+                   N, N);
   s += "set ylabel 'attention entropy (nats)'\nset title 'entropy over visible keys'\n";
   s += "plot " + plot_ent + "\n";
   s += "set ylabel 'max pre-softmax logit'\nset title 'row maximum of the logits'\n";
@@ -193,8 +200,9 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
 std::string DrawPeTable(const std::string& file) {
   h5::Reader r(file);
   const auto& root = r.root();
-  const fs::path dir = fs::path(file).parent_path().empty() ? fs::path("figures")
-                                                             : fs::path(file).parent_path() / "figures";
+  const fs::path dir = fs::path(file).parent_path().empty()
+                           ? fs::path("figures")
+                           : fs::path(file).parent_path() / "figures";
   fs::create_directories(dir);
   const std::string name = "pe_table";
   h5::Group rot = root.OpenGroup("rotary"), bias = root.OpenGroup("bias");
@@ -220,28 +228,60 @@ std::string DrawPeTable(const std::string& file) {
   std::vector<std::vector<double>> b;
   std::vector<uint64_t> bd;
   for (const auto& f : fams) b.push_back(bias.ReadDoubles(f, &bd));
-  dat << "\n\n# block 1: distance, then b(d) of head 0 for: alibi sandwich kerple_log kerple_power\n";
+  dat << "\n\n# block 1: distance, then b(d) of head 0 for: alibi sandwich kerple_log "
+         "kerple_power\n";
   for (uint64_t d = 1; d < bd[1]; ++d) {
     dat << d;
     for (const auto& v : b) dat << " " << v[d];
     dat << "\n";
   }
+  // Block 2 (when the file has /learned): distance, then b(d) of every head of layer 0 per run.
+  std::vector<std::string> learned_titles;
+  if (root.Has("learned")) {
+    h5::Group lg = root.OpenGroup("learned");
+    std::vector<std::vector<double>> cols;
+    uint64_t n_d = 0;
+    for (const auto& run : lg.Children()) {
+      std::vector<uint64_t> ld;
+      const auto v = lg.ReadDoubles(run, &ld);  // [layer, head, distance]
+      n_d = n_d == 0 ? ld[2] : std::min(n_d, ld[2]);
+      for (uint64_t h = 0; h < ld[1]; ++h) {
+        cols.emplace_back(v.begin() + h * ld[2], v.begin() + (h + 1) * ld[2]);
+        learned_titles.push_back(fmt::format("{} head {}", run, h));
+      }
+    }
+    dat << "\n\n# block 2: distance, then the learned b(d) (layer 0, query d, key 0) of:";
+    for (const auto& t : learned_titles) dat << " [" << t << "]";
+    dat << "\n";
+    for (uint64_t d = 1; d < n_d; ++d) {
+      dat << d;
+      for (const auto& c : cols) dat << " " << c[d];
+      dat << "\n";
+    }
+  }
   dat.close();
   const double L = static_cast<double>(root.AttrInt("train_length"));
-  std::string s = "# Per-pair wavelength of each RoPE scaling rule, and bias families vs distance\n";
-  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
+  std::string s =
+      "# Per-pair wavelength of each RoPE scaling rule, and bias families vs distance\n";
+  s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",
+                   learned_titles.empty() ? 1200 : 1800);
   s += "set output '" + name + ".png'\n";
-  s += fmt::format("set multiplot layout 1,2 title 'head dim {}, base {:g}, training length {:g}, factor {:g}'\n",
-                   root.AttrInt("head_dim"), root.AttrDouble("base"), L, root.AttrDouble("factor"));
+  const int panels = learned_titles.empty() ? 2 : 3;
+  s += fmt::format(
+      "set multiplot layout 1,{} title 'head dim {}, base {:g}, training length {:g}, factor "
+      "{:g}'\n",
+      panels, root.AttrInt("head_dim"), root.AttrDouble("base"), L, root.AttrDouble("factor"));
   s += "set grid\nset key top left\nset logscale y\n";
   s += "set xlabel 'rotary pair k'\nset ylabel 'wavelength 2 pi / theta_k (tokens, log scale)'\n";
   s += "set title 'RoPE scaling rules (truncated: pairs set to 0 are not drawn)'\n";
-  s += fmt::format("set arrow 1 from graph 0,first {0} to graph 1,first {0} nohead dt 2 lc rgb 'gray40'\n", L);
+  s += fmt::format(
+      "set arrow 1 from graph 0,first {0} to graph 1,first {0} nohead dt 2 lc rgb 'gray40'\n", L);
   std::string plot = "plot ";
   for (size_t ri = 0; ri < rules.size(); ++ri)
-    plot += fmt::format("{}'{}.dat' index 0 using 1:(${} > 0 ? ${} : 1/0) with lines lw 2 title '{}'",
-                        ri ? ", " : "", name, ri + 2, ri + 2,
-                        rules[ri] == "yarn" ? "yarn (= ntk_by_parts; + temperature)" : rules[ri]);
+    plot +=
+        fmt::format("{}'{}.dat' index 0 using 1:(${} > 0 ? ${} : 1/0) with lines lw 2 title '{}'",
+                    ri ? ", " : "", name, ri + 2, ri + 2,
+                    rules[ri] == "yarn" ? "yarn (= ntk_by_parts; + temperature)" : rules[ri]);
   s += plot + "\n";
   s += "unset arrow 1\nset logscale xy\nset key top left\n";
   s += "set xlabel 'distance d (tokens, log scale)'\n";
@@ -249,9 +289,20 @@ std::string DrawPeTable(const std::string& file) {
   s += "set title 'relative biases at fixed parameters (see the file for each)'\n";
   plot = "plot ";
   for (size_t fi = 0; fi < fams.size(); ++fi)
-    plot += fmt::format("{}'{}.dat' index 1 using 1:(-${} > 0 ? -${} : 1/0) with lines lw 2 title '{}'",
-                        fi ? ", " : "", name, fi + 2, fi + 2, fams[fi]);
+    plot +=
+        fmt::format("{}'{}.dat' index 1 using 1:(-${} > 0 ? -${} : 1/0) with lines lw 2 title '{}'",
+                    fi ? ", " : "", name, fi + 2, fi + 2, fams[fi]);
   s += plot + "\n";
+  if (panels == 3) {
+    s += "unset logscale y\nset logscale x\nset key bottom left\n";
+    s += "set ylabel 'learned bias b(d), layer 0 (logit)'\n";
+    s += "set title 'learned biases of trained runs (query d, key 0)'\n";
+    plot = "plot ";
+    for (size_t c = 0; c < learned_titles.size(); ++c)
+      plot += fmt::format("{}'{}.dat' index 2 using 1:{} with lines lw 1.5 title '{}'",
+                          c ? ", " : "", name, c + 2, learned_titles[c]);
+    s += plot + "\n";
+  }
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }
