@@ -19,6 +19,23 @@ namespace fs = std::filesystem;
 namespace lexp {
 namespace {
 
+// Line styles 1..n that stay distinguishable for many series: ten colours (Tableau 10), then the
+// same colours dashed, with a different point type per series.
+std::string SeriesStyles(int n) {
+  static const char* kColours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#000000"};
+  std::string s;
+  for (int i = 0; i < n; ++i)
+    s += fmt::format("set style line {} lw 2 lc rgb '{}' dt {} pt {} ps 0.6\n", i + 1,
+                     kColours[i % 10], 1 + (i / 10) % 4, 1 + i % 13);
+  return s;
+}
+
+// Many series: the key goes outside, to the right, so it hides no curve.
+std::string KeyPlacement(int n, const std::string& inside) {
+  return n > 6 ? "set key outside right top\n" : "set key " + inside + "\n";
+}
+
 struct RunData {
   std::string encoding, state;
   int train_max_length = 0;
@@ -129,18 +146,19 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name +
        ".dat (written by lexp from the run files)\n";
-  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
+  s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",
+                   block > 6 ? 1600 : 1200);
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Length extrapolation: trained on lengths 1.." +
        std::to_string(N) + "'\n";
-  s += "set grid\nset key bottom left\nset yrange [0:1.02]\n";
+  s += "set grid\n" + KeyPlacement(block, "bottom left") + "set yrange [0:1.02]\n";
   s += fmt::format("set xrange [1:{}]\n", max_len);
   s += "set logscale x 2\n";
   s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
   s += fmt::format("set arrow 1 from {},0 to {},1.02 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
   s += fmt::format(
       "set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
-  for (int i = 0; i < block; ++i) s += fmt::format("set style line {} lw 2 pt 7 ps 0.5\n", i + 1);
+  s += SeriesStyles(block);
   s += "set ylabel 'token accuracy (fraction)'\nset title 'token accuracy'\n";
   s += "plot " + plot_acc + "\n";
   s += "set ylabel 'exact match (fraction of sequences)'\nset title 'sequence exact match'\n";
@@ -167,10 +185,10 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
           << r.max_logit[i] << "\n";
     dat << "\n\n";
     const std::string sep = block ? ", " : "";
-    plot_ent += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 title '{}'",
-                            sep, name, block, r.encoding);
-    plot_max += fmt::format("{}'{}.dat' index {} using 1:4 with linespoints lw 2 pt 7 title '{}'",
-                            sep, name, block, r.encoding);
+    plot_ent += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep,
+                            name, block, block + 1, r.encoding);
+    plot_max += fmt::format("{}'{}.dat' index {} using 1:4 with linespoints ls {} title '{}'", sep,
+                            name, block, block + 1, r.encoding);
     ++block;
   }
   dat.close();
@@ -181,11 +199,13 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
       name);
   std::string s;
   s += "# Attention entropy and max logit vs probe length; data in " + name + ".dat\n";
-  s += "set terminal pngcairo size 1200,520 font 'Sans,10' noenhanced\n";
+  s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",
+                   block > 6 ? 1600 : 1200);
+  s += SeriesStyles(block);
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, "
        "queries)'\n";
-  s += "set grid\nset key top left\nset logscale x 2\n";
+  s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\n";
   s += "set xlabel 'probe length n (tokens, log scale)'\n";
   s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",
                    N, N);
