@@ -58,8 +58,11 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     auto& o = cfg.encoding_options[encoding];
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
+    // The name carries every option given, so two evaluations never share a file.
     name = encoding + "+" + spec.rule;
-    if (o.count("factor")) name += "x" + o.at("factor");
+    if (spec.options.count("factor")) name += "x" + spec.options.at("factor");
+    for (const auto& [k, v] : spec.options)
+      if (k != "factor") name += "-" + k + v;
   }
   ValidateRecipe(cfg);
   RunOptions ro;

@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
   eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
   eval->footer(
-      "Writes <out>/<encoding>+<rule>x<factor>.h5 with the same layout as a trained run "
+      "Writes <out>/<encoding>+<rule>x<factor>[-<option><value>...].h5 with the same layout as a trained run "
       "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
 
   auto* pe_table = app.add_subcommand(

@@ -51,7 +51,8 @@ samples = 256
 [probe]
 lengths = [6]
 samples = 1
-)", "convergence.toml");
+)",
+                               "convergence.toml");
   const fs::path dir = TempDir("converge");
   RunOptions o;
   o.out_dir = dir.string();
@@ -60,7 +61,9 @@ samples = 1
   ASSERT_EQ(s.state, "completed") << s.message;
   ASSERT_EQ(s.eval.size(), 6u);
   for (const auto& e : s.eval) {
-    if (e.length <= 2) EXPECT_EQ(e.token_accuracy, 1.0) << "n=" << e.length;
+    if (e.length <= 2) {
+      EXPECT_EQ(e.token_accuracy, 1.0) << "n=" << e.length;
+    }
     EXPECT_GE(e.token_accuracy, 0.995) << "n=" << e.length;
   }
   EXPECT_LT(s.final_train_loss, 0.05);
@@ -81,7 +84,8 @@ TEST(Training, RunFilesAreBitIdenticalWithOneAndTwoThreads) {
     o.out_dir = d2.string();
     ASSERT_EQ(TrainAndEvaluate(c, "t5", o).state, "completed");
   }
-  const int n = testing::ExpectSameRunFiles(RunFilePath(d1.string(), "t5"), RunFilePath(d2.string(), "t5"));
+  const int n =
+      testing::ExpectSameRunFiles(RunFilePath(d1.string(), "t5"), RunFilePath(d2.string(), "t5"));
   EXPECT_GT(n, 20) << "datasets compared";
   fs::remove_all(d1);
   fs::remove_all(d2);
@@ -95,7 +99,8 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   RunOptions o;
   o.out_dir = full.string();
   ASSERT_EQ(TrainAndEvaluate(c, "learned", o).state, "completed");
-  EXPECT_FALSE(fs::exists(CheckpointPath(full.string(), "learned"))) << "checkpoint removed at the end";
+  EXPECT_FALSE(fs::exists(CheckpointPath(full.string(), "learned")))
+      << "checkpoint removed at the end";
 
   o.out_dir = cut.string();
   o.stop_after_steps = 33;  // killed between checkpoints: resumes from the step-33 checkpoint
@@ -105,7 +110,8 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   o.stop_after_steps = 0;
   o.resume = true;
   ASSERT_EQ(TrainAndEvaluate(c, "learned", o).state, "completed");
-  testing::ExpectSameRunFiles(RunFilePath(full.string(), "learned"), RunFilePath(cut.string(), "learned"));
+  testing::ExpectSameRunFiles(RunFilePath(full.string(), "learned"),
+                              RunFilePath(cut.string(), "learned"));
   // A completed model is skipped on resume.
   EXPECT_EQ(TrainAndEvaluate(c, "learned", o).state, "skipped");
   fs::remove_all(full);

@@ -152,7 +152,9 @@ TEST(PositionHooks, ContentTermScaleAndPatternHaveCorrectGradients) {
     for (int j = 0; j < sh.T; ++j) {
       const bool visible = j <= i && i - j <= 8 && (i - j) % 3 != 2;
       EXPECT_EQ(std::isinf(cache.logits(i, j)), !visible) << i << "," << j;
-      if (!visible) EXPECT_EQ(cache.probs(i, j), 0.0);
+      if (!visible) {
+        EXPECT_EQ(cache.probs(i, j), 0.0);
+      }
     }
   AttentionBackward(q, k, v, sh, pos, pat, enc, 0, cache, w, d_q, d_k, d_v);
   std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},

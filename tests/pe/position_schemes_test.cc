@@ -55,7 +55,9 @@ TEST(Pose, GivesTwoContiguousChunksInsideTheTargetLength) {
     }
     EXPECT_LE(jumps, 1) << "at most two contiguous runs";
     EXPECT_GE(l0, 1);
-    if (jumps == 1) EXPECT_LE(l0, (T + 1) / 2) << "first chunk l0 in 1..ceil(T/2)";
+    if (jumps == 1) {
+      EXPECT_LE(l0, (T + 1) / 2) << "first chunk l0 in 1..ceil(T/2)";
+    }
   }
 }
 
