@@ -8,9 +8,9 @@ namespace lexp {
 
 Example AssociativeRecallTask::Sample(int n, Rng& rng) const {
   const int half = vocab_ / 2;
-  LEXP_INPUT_CHECK(n >= 1 && n <= half, "associative_recall: length " + std::to_string(n) +
-                                      " needs n distinct keys; at most vocab/2 = " +
-                                      std::to_string(half));
+  LEXP_INPUT_CHECK(n >= 1 && n <= half,
+                   "associative_recall: length " + std::to_string(n) +
+                       " needs n distinct keys; at most vocab/2 = " + std::to_string(half));
   // Partial Fisher-Yates: n distinct keys from [0, half).
   std::vector<int> keys(half);
   std::iota(keys.begin(), keys.end(), 0);

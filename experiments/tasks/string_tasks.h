@@ -7,7 +7,8 @@
 
 namespace lexp {
 
-// copy: n tokens drawn uniformly from a pool of `vocab` tokens (default 100, as "cmc"), output = input.
+// copy: n tokens drawn uniformly from a pool of `vocab` tokens (default 100, as "cmc"), output =
+// input.
 class CopyTask final : public Task {
  public:
   explicit CopyTask(int vocab) : vocab_(vocab > 0 ? vocab : 100) {}

@@ -14,9 +14,10 @@
 namespace lexp {
 
 struct Example {
-  std::vector<int> input;             // symbols in [0, InputAlphabet())
-  std::vector<int> output;            // symbols in [0, OutputAlphabet())
-  std::vector<uint8_t> output_scored;  // 1 where the output symbol is a target (same size as output)
+  std::vector<int> input;   // symbols in [0, InputAlphabet())
+  std::vector<int> output;  // symbols in [0, OutputAlphabet())
+  std::vector<uint8_t>
+      output_scored;  // 1 where the output symbol is a target (same size as output)
 };
 
 struct TaskOptions {

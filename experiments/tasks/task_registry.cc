@@ -2,6 +2,7 @@
 #include <string>
 
 #include "experiments/tasks/associative_recall.h"
+#include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -17,6 +18,26 @@ const std::vector<TaskInfo>& ListTasks() {
       {"parity_check", "parity of n random bits (one output)", "Deletang et al. 2023"},
       {"associative_recall", "n key-value pairs, then each key queried; vocab default 128",
        "Arora et al. 2023 (Zoology MQAR, simplified)"},
+      {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
+      {"modular_arithmetic", "value mod 5 of d op d op ... (n, or n-1 when even)",
+       "Deletang et al. 2023 (R)"},
+      {"cycle_navigation", "final position on a 5-cycle after n moves left/stay/right",
+       "Deletang et al. 2023 (R)"},
+      {"stack_manipulation", "final stack after pushes/pops, top first, then end (n+1 outputs)",
+       "Deletang et al. 2023 (DCF)"},
+      {"modular_arithmetic_brackets", "value mod 5 of a bracketed expression of n symbols",
+       "Deletang et al. 2023 (DCF)"},
+      {"solve_equation", "the digit x hidden in 'expression = value' (n symbols)",
+       "Deletang et al. 2023 (DCF)"},
+      {"missing_duplicate_string", "the bit hidden in ww (n symbols)", "Deletang et al. 2023 (CS)"},
+      {"odds_first", "bits at odd indices, then at even indices", "Deletang et al. 2023 (CS)"},
+      {"binary_addition", "a + b little-endian, then end (n+1 outputs)",
+       "Deletang et al. 2023 (CS)"},
+      {"binary_multiplication", "a * b little-endian, then end (n outputs)",
+       "Deletang et al. 2023 (CS)"},
+      {"compute_sqrt", "floor(sqrt x) of an n-bit x, big-endian (ceil(n/2) outputs)",
+       "Deletang et al. 2023 (CS)"},
+      {"bucket_sort", "n symbols of 0..4 sorted", "Deletang et al. 2023 (CS)"},
   };
   return kList;
 }
@@ -27,6 +48,11 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "duplicate_string") return std::make_unique<DuplicateStringTask>();
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
+  if (auto t = chomsky::Create(name)) {
+    LEXP_INPUT_CHECK(o.vocab == 0,
+                     "task '" + name + "' has a fixed alphabet; leave task.vocab at 0");
+    return t;
+  }
   std::string known;
   for (const auto& t : ListTasks()) known += (known.empty() ? "" : ", ") + t.name;
   FailInput("unknown task '" + name + "'; known tasks: " + known);
