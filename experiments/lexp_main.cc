@@ -2,6 +2,7 @@
 // Exit codes: 0 success; 1 a model of the sweep diverged or failed (run files say which);
 // 2 bad input (recipe, options, files); 3 internal error.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -162,7 +163,8 @@ int main(int argc, char** argv) {
   eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
   eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
   eval->footer(
-      "Writes <out>/<encoding>+<rule>x<factor>[-<option><value>...].h5 with the same layout as a trained run "
+      "Writes <out>/<encoding>+<rule>x<factor>[-<option><value>...].h5 with the same layout as a "
+      "trained run "
       "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
 
   auto* pe_table = app.add_subcommand(
@@ -257,7 +259,8 @@ int main(int argc, char** argv) {
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
     if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
     PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads, output {}",
-                          cfg.source_name, cfg.task, cfg.encodings.size(),
+                          cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")),
+                          cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size(),
                           lexp::ThreadLimit::Active(), out_dir));
     lexp::SweepOptions so;
     so.out_dir = out_dir;
@@ -265,7 +268,10 @@ int main(int argc, char** argv) {
     so.figures = !no_figures;
     so.progress = PrintLine;
     const auto runs = lexp::RunRecipe(cfg, so);
-    std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
+    if (cfg.tasks.empty() && cfg.seeds.empty())
+      std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
+    else
+      std::fputs(lexp::SeedSummaryTable(cfg, runs).c_str(), stdout);
     for (const auto& r : runs)
       if (r.state == "diverged" || r.state == "failed") return 1;
     return 0;

@@ -1,9 +1,10 @@
 #include "experiments/recipe.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "experiments/sequence_layout.h"
 #include "experiments/tasks/task.h"
@@ -78,44 +79,80 @@ std::vector<Field> Fields(RecipeConfig& c) {
   return {
       {"run.name", "name of the run directory under the output folder", &c.name},
       {"run.seed", "seed of every random stream (init, data, positions, eval)", &c.seed, 0, kBig},
+      {"run.seeds",
+       "seed sweep: one model per encoding and seed, files <encoding>-seed<s>.h5 "
+       "(empty = run.seed only)",
+       &c.seeds, 0, kBig},
       {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
        1024},
       {"task.name", "synthetic task (lexp list tasks)", &c.task},
+      {"task.names",
+       "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",
+       &c.tasks},
       {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
        0, 1e6},
-      {"model.layout", "decoder (causal, answer after a separator) or encoder (bidirectional, output slots)",
-       &c.layout, 0, 0, {"decoder", "encoder"}},
+      {"model.layout",
+       "decoder (causal, answer after a separator) or encoder (bidirectional, output slots)",
+       &c.layout,
+       0,
+       0,
+       {"decoder", "encoder"}},
       {"model.norm", "LayerNorm placement", &c.norm, 0, 0, {"pre", "post"}},
       {"model.d_model", "model width C", &c.d_model, 2, 65536},
       {"model.n_heads", "attention heads H (C must be a multiple)", &c.n_heads, 1, 1024},
       {"model.n_layers", "transformer blocks L", &c.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
-      {"model.positions", "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
-       "pose (Zhu et al.), shift (SHAPE, Kiyono et al.: positions k..k+T-1 with k ~ U{0..positions_max} in training)",
-       &c.positions, 0, 0, {"identity", "randomized", "pose", "shift"}},
-      {"model.positions_max", "randomized: positions drawn from [0, L); pose: target length; shift: largest k "
-       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest sequence)", &c.positions_max, 0, 1 << 24},
-      {"model.positions_at_eval", "randomized at evaluation: sample (as the reference code) or identity",
-       &c.positions_at_eval, 0, 0, {"sample", "identity"}},
-      {"model.pattern", "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
+      {"model.positions",
+       "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
+       "pose (Zhu et al.), shift (SHAPE, Kiyono et al.: positions k..k+T-1 with k ~ "
+       "U{0..positions_max} in training)",
+       &c.positions,
+       0,
+       0,
+       {"identity", "randomized", "pose", "shift"}},
+      {"model.positions_max",
+       "randomized: positions drawn from [0, L); pose: target length; shift: largest k "
+       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest "
+       "sequence)",
+       &c.positions_max, 0, 1 << 24},
+      {"model.positions_at_eval",
+       "randomized at evaluation: sample (as the reference code) or identity",
+       &c.positions_at_eval,
+       0,
+       0,
+       {"sample", "identity"}},
+      {"model.pattern",
+       "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
        "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM)",
-       &c.pattern, 0, 0, {"full", "sliding_window", "bca", "lambda", "dilated", "shifted_sparse", "sinks"}},
-      {"model.pattern_window", "sliding window w / bca block l / lambda n_local / sinks recent window "
-       "(0 = the longest training sequence)", &c.pattern_window, 0, 1 << 24},
-      {"model.pattern_global", "lambda: n_global first tokens always visible; sinks: n_sink first tokens kept",
+       &c.pattern,
+       0,
+       0,
+       {"full", "sliding_window", "bca", "lambda", "dilated", "shifted_sparse", "sinks"}},
+      {"model.pattern_window",
+       "sliding window w / bca block l / lambda n_local / sinks recent window "
+       "(0 = the longest training sequence)",
+       &c.pattern_window, 0, 1 << 24},
+      {"model.pattern_global",
+       "lambda: n_global first tokens always visible; sinks: n_sink first tokens kept",
        &c.pattern_global, 0, 1 << 24},
-      {"model.pattern_segments", "dilated: segment lengths w_a (tokens)", &c.pattern_segments, 1, 1 << 24},
+      {"model.pattern_segments", "dilated: segment lengths w_a (tokens)", &c.pattern_segments, 1,
+       1 << 24},
       {"model.pattern_dilations", "dilated: dilations r_a, one per segment length, one of them 1",
        &c.pattern_dilations, 1, 1 << 24},
       {"model.pattern_ratio", "shifted_sparse: group size / sequence length (LongLoRA: 1/4)",
        &c.pattern_ratio, 0.001, 1},
       {"model.pattern_limit", "lambda: distance at which global tokens are seen (0 = the window)",
        &c.pattern_limit, 0, 1 << 24},
-      {"model.pattern_when", "apply the pattern at evaluation only (eval), in training only (train) or "
-       "always", &c.pattern_when, 0, 0, {"eval", "train", "always"}},
-      {"train.max_length", "training lengths are uniform in 1..max_length (N)",
-       &c.train_max_length, 1, 1 << 20},
+      {"model.pattern_when",
+       "apply the pattern at evaluation only (eval), in training only (train) or "
+       "always",
+       &c.pattern_when,
+       0,
+       0,
+       {"eval", "train", "always"}},
+      {"train.max_length", "training lengths are uniform in 1..max_length (N)", &c.train_max_length,
+       1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},
       {"train.batch_size", "sequences per step", &c.batch_size, 1, 1 << 20},
       {"train.lr", "peak learning rate of AdamW", &c.lr, 1e-8, 10},
@@ -142,11 +179,16 @@ std::vector<Field> Fields(RecipeConfig& c) {
 
 std::string FieldTypeName(const Field& f) {
   switch (f.value.index()) {
-    case 0: return "integer";
-    case 1: return "number";
-    case 2: return "string";
-    case 3: return "list of integers";
-    default: return "list of strings";
+    case 0:
+      return "integer";
+    case 1:
+      return "number";
+    case 2:
+      return "string";
+    case 3:
+      return "list of integers";
+    default:
+      return "list of strings";
   }
 }
 
@@ -200,13 +242,20 @@ std::string Allowed(const Field& f) {
 
 std::string NodeText(const toml::node& n) {
   std::ostringstream s;
-  if (n.is_string()) s << '"' << n.value<std::string>().value_or("") << '"';
-  else if (n.is_table()) s << "a table";
-  else if (n.is_array()) s << "an array";
-  else if (n.is_boolean()) s << (n.value<bool>().value_or(false) ? "true" : "false");
-  else if (n.is_integer()) s << n.value<int64_t>().value_or(0);
-  else if (n.is_floating_point()) s << n.value<double>().value_or(0);
-  else s << "a value";
+  if (n.is_string())
+    s << '"' << n.value<std::string>().value_or("") << '"';
+  else if (n.is_table())
+    s << "a table";
+  else if (n.is_array())
+    s << "an array";
+  else if (n.is_boolean())
+    s << (n.value<bool>().value_or(false) ? "true" : "false");
+  else if (n.is_integer())
+    s << n.value<int64_t>().value_or(0);
+  else if (n.is_floating_point())
+    s << n.value<double>().value_or(0);
+  else
+    s << "a value";
   return s.str();
 }
 
@@ -220,8 +269,8 @@ void CheckRange(const Field& f, double v, const std::string& source) {
 
 // Assigns a TOML node to a field, with a clear error on a wrong type or value.
 void Assign(const Field& f, const toml::node& n, const std::string& source) {
-  const std::string bad = Where(source, f.key) + " = " + NodeText(n) + " has the wrong type; allowed: " +
-                          Allowed(f);
+  const std::string bad =
+      Where(source, f.key) + " = " + NodeText(n) + " has the wrong type; allowed: " + Allowed(f);
   std::visit(
       [&](auto* p) {
         using T = std::decay_t<decltype(*p)>;
@@ -244,8 +293,8 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           if (!v) FailInput(bad);
           if (!f.allowed.empty() &&
               std::find(f.allowed.begin(), f.allowed.end(), *v) == f.allowed.end())
-            FailInput(
-                 Where(source, f.key) + " = \"" + *v + "\" is not allowed; allowed: " + Allowed(f));
+            FailInput(Where(source, f.key) + " = \"" + *v +
+                      "\" is not allowed; allowed: " + Allowed(f));
           *p = *v;
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
           const toml::array* a = n.as_array();
@@ -254,8 +303,7 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           for (const auto& e : *a) {
             auto v = e.value_exact<int64_t>();
             if (!v || *v < 1)
-              FailInput(Where(source, f.key) + " must hold positive integers, got " +
-                                           NodeText(e));
+              FailInput(Where(source, f.key) + " must hold positive integers, got " + NodeText(e));
             p->push_back(static_cast<int>(*v));
           }
         } else {
@@ -264,8 +312,7 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           p->clear();
           for (const auto& e : *a) {
             auto v = e.value_exact<std::string>();
-            if (!v) FailInput(Where(source, f.key) + " must hold strings, got " +
-                                                 NodeText(e));
+            if (!v) FailInput(Where(source, f.key) + " must hold strings, got " + NodeText(e));
             p->push_back(*v);
           }
         }
@@ -291,8 +338,8 @@ void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::strin
     const std::string enc(enc_key.str());
     const toml::table* opts = node.as_table();
     LEXP_INPUT_CHECK(opts != nullptr,
-               Where(source, "encoding_options." + enc) + " must be a table of options");
-    FindEncoding(enc);  // unknown encoding names are errors
+                     Where(source, "encoding_options." + enc) + " must be a table of options");
+    FindEncoding(enc);        // unknown encoding names are errors
     c.encoding_options[enc];  // an empty table still names the encoding
     for (const auto& [k, v] : *opts) {
       const std::string key = "encoding_options." + enc + "." + std::string(k.str());
@@ -334,19 +381,18 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
       std::string known;
       for (const auto& [s, _] : keys_of_section) known += "[" + s + "] ";
       FailInput(Where(source, sec) + " is not a known section; sections: " + known +
-                                   "[encoding_options]");
+                "[encoding_options]");
     }
     const toml::table* t = sec_node.as_table();
     LEXP_INPUT_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
     for (const auto& [k, v] : *t) {
       const std::string key = sec + "." + std::string(k.str());
-      auto it = std::find_if(fields.begin(), fields.end(),
-                             [&](const Field& f) { return f.key == key; });
+      auto it =
+          std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
       if (it == fields.end()) {
         std::string known;
         for (const auto& n : keys_of_section[sec]) known += (known.empty() ? "" : ", ") + n;
-        FailInput(
-             Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
+        FailInput(Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
       }
       Assign(*it, v, source);
     }
@@ -359,7 +405,7 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
   for (const std::string& s : sets) {
     const auto eq = s.find('=');
     LEXP_INPUT_CHECK(eq != std::string::npos && eq > 0,
-               "--set '" + s + "': expected key=value, e.g. --set train.steps=200");
+                     "--set '" + s + "': expected key=value, e.g. --set train.steps=200");
     const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
     toml::table parsed;
     std::string text = "v = " + value;
@@ -390,13 +436,14 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
       const std::string rest = key.substr(17);
       const auto dot = rest.find('.');
       LEXP_INPUT_CHECK(dot != std::string::npos,
-                 "--set " + key + ": expected encoding_options.<encoding>.<option>=value");
+                       "--set " + key + ": expected encoding_options.<encoding>.<option>=value");
       const std::string enc = rest.substr(0, dot);
       FindEncoding(enc);
       c.encoding_options[enc][rest.substr(dot + 1)] = OptionValueText(node);
       continue;
     }
-    auto it = std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    auto it =
+        std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
     if (it == fields.end()) {
       std::string known;
       for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.key;
@@ -404,7 +451,9 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
     }
     // A single value for a list field becomes a one-element list.
     if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
-      toml::table wrapped = toml::parse("v = [" + std::string(node.is_string() ? "\"" + *node.value<std::string>() + "\"" : value) + "]");
+      toml::table wrapped = toml::parse(
+          "v = [" +
+          std::string(node.is_string() ? "\"" + *node.value<std::string>() + "\"" : value) + "]");
       Assign(*it, *wrapped.get("v"), "--set");
     } else {
       Assign(*it, node, "--set");
@@ -412,12 +461,27 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
   }
 }
 
+void ValidateOneTask(const RecipeConfig& c);
+
 void ValidateRecipe(const RecipeConfig& c) {
+  std::set<std::string> tasks;
+  for (const auto& t : c.Tasks())
+    LEXP_INPUT_CHECK(tasks.insert(t).second,
+                     Where(c.source_name, "task.names") + " lists '" + t + "' twice");
+  std::set<int> seeds;
+  for (int s : c.Seeds())
+    LEXP_INPUT_CHECK(seeds.insert(s).second,
+                     Where(c.source_name, "run.seeds") + " lists " + std::to_string(s) + " twice");
+  for (const auto& t : c.Tasks()) ValidateOneTask(c.For(t, c.Seeds()[0]));
+}
+
+void ValidateOneTask(const RecipeConfig& c) {
   const std::string src = c.source_name;
   LEXP_INPUT_CHECK(c.d_model % c.n_heads == 0,
-             Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
-                 " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
-  LEXP_INPUT_CHECK(!c.encodings.empty(), Where(src, "model.encodings") + " must name at least one encoding");
+                   Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
+                       " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
+  LEXP_INPUT_CHECK(!c.encodings.empty(),
+                   Where(src, "model.encodings") + " must name at least one encoding");
   std::unique_ptr<Task> task;
   try {
     task = CreateTask(c.task, TaskOptions{c.task_vocab});
@@ -435,35 +499,42 @@ void ValidateRecipe(const RecipeConfig& c) {
   }
   for (int n : c.EvalLengths())
     LEXP_INPUT_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
-                                           " exceeds what task '" + c.task + "' supports (" +
-                                           std::to_string(task->MaxLength()) + ")");
+                                                 " exceeds what task '" + c.task + "' supports (" +
+                                                 std::to_string(task->MaxLength()) + ")");
   if (c.pattern != "full") {
-    LEXP_INPUT_CHECK(c.layout == "decoder", Where(src, "model.pattern") + " = \"" + c.pattern +
-                                                "\" is a causal pattern; model.layout must be \"decoder\"");
+    LEXP_INPUT_CHECK(c.layout == "decoder",
+                     Where(src, "model.pattern") + " = \"" + c.pattern +
+                         "\" is a causal pattern; model.layout must be \"decoder\"");
     try {
       CreatePattern(c.PatternFor(train_tokens));
     } catch (const InputError& err) {
       FailInput(Where(src, "model.pattern") + ": " + err.what());
     }
     LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
-                     Where(src, "model.pattern_when") + " is \"eval\", but shifted_sparse (S2-Attn) is a "
-                     "training-time pattern; set pattern_when = \"train\" (or \"always\")");
+                     Where(src, "model.pattern_when") +
+                         " is \"eval\", but shifted_sparse (S2-Attn) is a "
+                         "training-time pattern; set pattern_when = \"train\" (or \"always\")");
     if (PatternRemapsDistances(c.pattern)) {
       for (const auto& e : c.encodings)
-        LEXP_INPUT_CHECK(FindEncoding(e).sites.find("q/k transform") == std::string::npos ||
-                             e == "rope" || e == "rope_partial",
-                         Where(src, "model.pattern") + " = \"" + c.pattern + "\" shows some keys at "
-                         "another distance, which the q/k transform of '" + e + "' cannot express per "
-                         "key; use rope, a logit-term encoding (alibi, t5, kerple_*, sandwich, fire, ...) "
-                         "or nope");
+        LEXP_INPUT_CHECK(
+            FindEncoding(e).sites.find("q/k transform") == std::string::npos || e == "rope" ||
+                e == "rope_partial",
+            Where(src, "model.pattern") + " = \"" + c.pattern +
+                "\" shows some keys at "
+                "another distance, which the q/k transform of '" +
+                e +
+                "' cannot express per "
+                "key; use rope, a logit-term encoding (alibi, t5, kerple_*, sandwich, fire, ...) "
+                "or nope");
     }
   } else {
-    LEXP_INPUT_CHECK(c.pattern_when == "eval", Where(src, "model.pattern_when") +
-                                                   " is set but model.pattern is \"full\"");
+    LEXP_INPUT_CHECK(c.pattern_when == "eval",
+                     Where(src, "model.pattern_when") + " is set but model.pattern is \"full\"");
   }
   std::set<std::string> seen;
   for (const auto& e : c.encodings) {
-    LEXP_INPUT_CHECK(seen.insert(e).second, Where(src, "model.encodings") + " lists '" + e + "' twice");
+    LEXP_INPUT_CHECK(seen.insert(e).second,
+                     Where(src, "model.encodings") + " lists '" + e + "' twice");
     try {
       FindEncoding(e);
     } catch (const InputError& err) {
@@ -481,8 +552,9 @@ void ValidateRecipe(const RecipeConfig& c) {
     }
   }
   for (const auto& [e, _] : c.encoding_options)
-    LEXP_INPUT_CHECK(seen.count(e), Where(src, "encoding_options." + e) +
-                                  " configures an encoding that model.encodings does not train");
+    LEXP_INPUT_CHECK(seen.count(e),
+                     Where(src, "encoding_options." + e) +
+                         " configures an encoding that model.encodings does not train");
 }
 
 std::string RecipeToToml(RecipeConfig& c) {

@@ -17,9 +17,11 @@ struct RecipeConfig {
   // [run]
   std::string name = "default";
   int seed = 1;
+  std::vector<int> seeds;  // seed sweep: one model per (encoding, seed); empty = {seed}
   int threads = 0;
   // [task]
   std::string task = "copy";
+  std::vector<std::string> tasks;  // task sweep; empty = {task}
   int task_vocab = 0;
   // [model]
   std::string layout = "decoder";
@@ -30,18 +32,19 @@ struct RecipeConfig {
   int d_ff = 0;
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
-  std::string positions = "identity";      // identity | randomized | pose (wraps every encoding)
-  int positions_max = 0;                   // randomized: L; pose: target length (0 = default)
+  std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)
+  int positions_max = 0;                     // randomized: L; pose: target length (0 = default)
   std::string positions_at_eval = "sample";  // randomized: sample | identity
-  std::string pattern = "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
-  int pattern_window = 0;            // sliding_window w, bca l, lambda n_local, sinks recent window
-                                     // (0 = N's sequence)
-  int pattern_global = 2;            // lambda n_global, sinks n_sink
-  int pattern_limit = 0;             // lambda distance cap (0 = the window)
+  std::string pattern =
+      "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
+  int pattern_window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window
+                           // (0 = N's sequence)
+  int pattern_global = 2;  // lambda n_global, sinks n_sink
+  int pattern_limit = 0;   // lambda distance cap (0 = the window)
   std::vector<int> pattern_segments;   // dilated w_a
   std::vector<int> pattern_dilations;  // dilated r_a
   double pattern_ratio = 0.25;         // shifted_sparse group size / sequence length
-  std::string pattern_when = "eval";  // eval (BCA, LM-Infinite, sinks) | train (S2-Attn) | always
+  std::string pattern_when = "eval";   // eval (BCA, LM-Infinite, sinks) | train (S2-Attn) | always
   // [train]
   int train_max_length = 16;
   int steps = 4000;
@@ -69,26 +72,46 @@ struct RecipeConfig {
 
   std::vector<int> EvalLengths() const;
   std::vector<int> ProbeLengths() const;
-  int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
+  int MaxSequenceTokens() const;
+  std::vector<int> Seeds() const { return seeds.empty() ? std::vector<int>{seed} : seeds; }
+  std::vector<std::string> Tasks() const {
+    return tasks.empty() ? std::vector<std::string>{task} : tasks;
+  }
+  // The recipe of one model of the sweep.
+  RecipeConfig For(const std::string& task_name, int seed_value) const {
+    RecipeConfig c = *this;
+    c.task = task_name;
+    c.tasks.clear();
+    c.seed = seed_value;
+    c.seeds.clear();
+    return c;
+  }  // upper bound of the model sequence length over all evaluations
   // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)
   // but at least twice the longest evaluated sequence (randomized), or that sequence (pose, shift).
   int PositionsMax() const;
-  // The pattern of the recipe, with defaults resolved (train_tokens: the longest training sequence).
+  // The pattern of the recipe, with defaults resolved (train_tokens: the longest training
+  // sequence).
   PatternConfig PatternFor(int train_tokens) const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).
   int MaxPositionId() const;
 };
 
 struct Field {
-  using Ptr = std::variant<int*, double*, std::string*, std::vector<int>*, std::vector<std::string>*>;
+  using Ptr =
+      std::variant<int*, double*, std::string*, std::vector<int>*, std::vector<std::string>*>;
   Field(std::string k, std::string h, Ptr v, double lo = 0, double hi = 0,
         std::vector<std::string> allow = {})
-      : key(std::move(k)), help(std::move(h)), value(v), min(lo), max(hi), allowed(std::move(allow)) {}
-  std::string key;   // "train.steps"
+      : key(std::move(k)),
+        help(std::move(h)),
+        value(v),
+        min(lo),
+        max(hi),
+        allowed(std::move(allow)) {}
+  std::string key;  // "train.steps"
   std::string help;
   Ptr value;
-  double min = 0, max = 0;             // numeric range (inclusive), used when min < max
-  std::vector<std::string> allowed;    // allowed strings (empty: any)
+  double min = 0, max = 0;           // numeric range (inclusive), used when min < max
+  std::vector<std::string> allowed;  // allowed strings (empty: any)
 };
 
 std::vector<Field> Fields(RecipeConfig& c);

@@ -1,8 +1,12 @@
 #include "experiments/sweep.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "experiments/provenance.h"
 #include "nn/check.h"
@@ -33,35 +37,204 @@ void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
 std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
   std::filesystem::create_directories(opt.out_dir);
   std::vector<RunSummary> out;
-  const int total = static_cast<int>(cfg.encodings.size());
-  for (int i = 0; i < total; ++i) {
-    const std::string& enc = cfg.encodings[i];
-    RunOptions ro;
-    ro.out_dir = opt.out_dir;
-    ro.resume = opt.resume;
-    ro.progress = opt.progress;
-    ro.label = fmt::format("{} {}/{}", enc, i + 1, total);
-    RunSummary s;
-    try {
-      s = TrainAndEvaluate(cfg, enc, ro);
-    } catch (const Error& e) {
-      s.encoding = enc;
-      s.state = "failed";
-      s.message = e.what();
-      s.path = RunFilePath(opt.out_dir, enc);
-      WriteFailedRunFile(cfg, enc, s.path, s.message);
-      if (opt.progress) opt.progress("[" + ro.label + "] failed: " + s.message);
+  const std::vector<std::string> tasks = cfg.Tasks();
+  const std::vector<int> seeds = cfg.Seeds();
+  const bool task_sweep = !cfg.tasks.empty(), seed_sweep = !cfg.seeds.empty();
+  const int total = static_cast<int>(tasks.size() * seeds.size() * cfg.encodings.size());
+  int index = 0;
+  std::vector<std::string> dirs;
+  for (const auto& task : tasks) {
+    const std::string dir =
+        task_sweep ? (std::filesystem::path(opt.out_dir) / task).string() : opt.out_dir;
+    dirs.push_back(dir);
+    for (int seed : seeds) {
+      const RecipeConfig one = cfg.For(task, seed);
+      for (const auto& enc : cfg.encodings) {
+        RunOptions ro;
+        ro.out_dir = dir;
+        ro.resume = opt.resume;
+        ro.progress = opt.progress;
+        ro.name = seed_sweep ? fmt::format("{}-seed{}", enc, seed) : "";
+        std::string what = enc;
+        if (seed_sweep) what += fmt::format(" seed {}", seed);
+        if (task_sweep) what = task + " " + what;
+        ro.label = fmt::format("{} {}/{}", what, ++index, total);
+        std::filesystem::create_directories(dir);
+        RunSummary s;
+        try {
+          s = TrainAndEvaluate(one, enc, ro);
+        } catch (const Error& e) {
+          s.encoding = enc;
+          s.state = "failed";
+          s.message = e.what();
+          s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
+          WriteFailedRunFile(one, enc, s.path, s.message);
+          if (opt.progress) opt.progress("[" + ro.label + "] failed: " + s.message);
+        }
+        s.task = task;
+        s.seed = seed;
+        if (opt.progress && s.state != "completed")
+          opt.progress(fmt::format("[{}] {}{}", ro.label, s.state,
+                                   s.message.empty() ? "" : ": " + s.message));
+        out.push_back(s);
+      }
     }
-    if (opt.progress && s.state != "completed")
-      opt.progress(fmt::format("[{}] {}{}", ro.label, s.state,
-                               s.message.empty() ? "" : ": " + s.message));
-    out.push_back(s);
   }
   if (opt.figures) {
-    for (const auto& png : DrawAllFigures(opt.out_dir))
+    for (const auto& dir : dirs)
+      for (const auto& png : DrawAllFigures(dir))
+        if (opt.progress) opt.progress("figure: " + png);
+  }
+  if (task_sweep || seed_sweep) {
+    const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
+    if (opt.progress) opt.progress("summary: " + summary);
+    if (opt.figures) {
+      const std::string png = DrawScoreTable(summary);
       if (opt.progress) opt.progress("figure: " + png);
+    }
   }
   return out;
+}
+
+ProtocolScores ScoresOf(const RunSummary& r, int N) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ProtocolScores p{nan, nan, nan};
+  if (r.state != "completed") return p;
+  double in = 0, out = 0, kz = 0;
+  int ni = 0, no = 0, nk = 0;
+  for (const auto& e : r.eval) {
+    if (e.length <= N) {
+      in += e.token_accuracy;
+      ++ni;
+    } else {
+      out += e.token_accuracy;
+      ++no;
+      if (e.length <= 2 * N) {
+        kz += e.exact_match;
+        ++nk;
+      }
+    }
+  }
+  if (ni) p.in_distribution = in / ni;
+  if (no) p.ruoss = out / no;
+  if (nk) p.kazemnejad_exact = kz / nk;
+  return p;
+}
+
+namespace {
+
+struct SeedStats {
+  double mean = std::numeric_limits<double>::quiet_NaN(), sd = mean, max = mean;
+  int n = 0;
+};
+
+SeedStats Stats(const std::vector<double>& v) {
+  SeedStats s;
+  double sum = 0, mx = -1;
+  for (double x : v)
+    if (!std::isnan(x)) {
+      sum += x;
+      mx = std::max(mx, x);
+      ++s.n;
+    }
+  if (s.n == 0) return s;
+  s.mean = sum / s.n;
+  s.max = mx;
+  double ss = 0;
+  for (double x : v)
+    if (!std::isnan(x)) ss += (x - s.mean) * (x - s.mean);
+  s.sd = s.n > 1 ? std::sqrt(ss / (s.n - 1)) : 0.0;
+  return s;
+}
+
+}  // namespace
+
+std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSummary>& runs,
+                              const std::string& out_dir) {
+  const std::vector<std::string> tasks = cfg.Tasks();
+  const std::vector<int> seeds = cfg.Seeds();
+  const uint64_t T = tasks.size(), E = cfg.encodings.size(), S = seeds.size();
+  std::vector<double> ruoss(T * E * S), kz(T * E * S), ind(T * E * S);
+  std::vector<std::string> states(T * E * S, "missing");
+  for (const auto& r : runs) {
+    const auto ti = std::find(tasks.begin(), tasks.end(), r.task) - tasks.begin();
+    const auto ei =
+        std::find(cfg.encodings.begin(), cfg.encodings.end(), r.encoding) - cfg.encodings.begin();
+    const auto si = std::find(seeds.begin(), seeds.end(), r.seed) - seeds.begin();
+    const uint64_t at = (ti * E + ei) * S + si;
+    const ProtocolScores p = ScoresOf(r, cfg.train_max_length);
+    ruoss[at] = p.ruoss;
+    kz[at] = p.kazemnejad_exact;
+    ind[at] = p.in_distribution;
+    states[at] = r.state;
+  }
+  std::vector<double> mean(T * E), sd(T * E), mx(T * E), kz_mean(T * E);
+  for (uint64_t i = 0; i < T * E; ++i) {
+    const SeedStats s = Stats({ruoss.begin() + i * S, ruoss.begin() + (i + 1) * S});
+    mean[i] = s.mean;
+    sd[i] = s.sd;
+    mx[i] = s.max;
+    kz_mean[i] = Stats({kz.begin() + i * S, kz.begin() + (i + 1) * S}).mean;
+  }
+  const std::string path = (std::filesystem::path(out_dir) / "summary.h5").string();
+  h5::Writer w(path);
+  WriteProvenance(w.root(), ThreadLimit::Active());
+  RecipeConfig copy = cfg;
+  w.root().CreateGroup("config").WriteString("recipe", RecipeToToml(copy));
+  auto join = [](const auto& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : ",") + fmt::format("{}", x);
+    return s;
+  };
+  w.root().SetAttr("tasks", join(tasks));
+  w.root().SetAttr("encodings", join(cfg.encodings));
+  w.root().SetAttr("seeds", join(seeds));
+  w.root().SetAttr("train_max_length", cfg.train_max_length);
+  int M = 0;
+  for (int n : cfg.EvalLengths()) M = std::max(M, n);
+  w.root().SetAttr("max_eval_length", M);
+  h5::Group g = w.root().CreateGroup("scores");
+  g.WriteDoubles(
+      "ruoss", ruoss, {T, E, S}, "task,encoding,seed",
+      "token accuracy averaged over the evaluated lengths N+1..M (NaN: run not completed)");
+  g.WriteDoubles("kazemnejad_exact", kz, {T, E, S}, "task,encoding,seed",
+                 "exact match averaged over the evaluated lengths N+1..2N");
+  g.WriteDoubles("in_distribution", ind, {T, E, S}, "task,encoding,seed",
+                 "token accuracy averaged over the evaluated lengths 1..N");
+  g.WriteDoubles("ruoss_mean", mean, {T, E}, "task,encoding", "mean over completed seeds");
+  g.WriteDoubles("ruoss_sd", sd, {T, E}, "task,encoding", "sample standard deviation over seeds");
+  g.WriteDoubles("ruoss_max", mx, {T, E}, "task,encoding",
+                 "max over seeds (the published convention of Deletang et al. and Ruoss et al.)");
+  g.WriteDoubles("kazemnejad_exact_mean", kz_mean, {T, E}, "task,encoding", "mean over seeds");
+  std::string st;
+  for (const auto& x : states) st += (st.empty() ? "" : ",") + x;
+  g.SetAttr("states", st);
+  w.Commit();
+  return path;
+}
+
+std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs) {
+  std::string s = fmt::format(
+      "score per task and encoding over seeds {}: token accuracy averaged over lengths {}..M "
+      "(mean ± sd, max), and exact match over {}..{} (mean)\n",
+      fmt::format("{}", fmt::join(cfg.Seeds(), ",")), cfg.train_max_length + 1,
+      cfg.train_max_length + 1, 2 * cfg.train_max_length);
+  for (const auto& task : cfg.Tasks()) {
+    s += task + "\n";
+    for (const auto& enc : cfg.encodings) {
+      std::vector<double> r, k;
+      for (const auto& run : runs)
+        if (run.task == task && run.encoding == enc) {
+          const ProtocolScores p = ScoresOf(run, cfg.train_max_length);
+          r.push_back(p.ruoss);
+          k.push_back(p.kazemnejad_exact);
+        }
+      const SeedStats a = Stats(r), b = Stats(k);
+      s += fmt::format("  {:<14} {:.3f} ± {:.3f}  max {:.3f}   exact {:.3f}   ({} of {} seeds)\n",
+                       enc, a.mean, a.sd, a.max, b.mean, a.n, r.size());
+    }
+  }
+  return s;
 }
 
 std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs) {

@@ -1,5 +1,8 @@
-// Runs every model of a recipe (one per encoding) one after the other: a model that diverges or fails
-// is recorded as such and the sweep goes on. Then draws the figures of the run directory.
+// Runs every model of a recipe, one per (task, seed, encoding), one after the other: a model that
+// diverges or fails is recorded as such and the sweep goes on. A task sweep (task.names) puts each
+// task in <out>/<task>/; a seed sweep (run.seeds) names files <encoding>-seed<s>.h5. Then draws the
+// figures of every run directory and, for sweeps, writes <out>/summary.h5 (SweepScores) and its
+// score-table figure.
 #pragma once
 
 #include <functional>
@@ -22,6 +25,20 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
 
 // The accuracy-vs-length table of a sweep (text), as printed at the end of `lexp run`.
 std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs);
+
+// Scores of one model under the protocols of tasks.md: Ruoss/Deletang (token accuracy averaged over
+// the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and in distribution
+// (token accuracy over 1..N). NaN where the run has no such length or did not complete.
+struct ProtocolScores {
+  double in_distribution, ruoss, kazemnejad_exact;
+};
+ProtocolScores ScoresOf(const RunSummary& r, int train_max_length);
+
+// Writes <out>/summary.h5 (layout in data/README.md) and returns its path.
+std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSummary>& runs,
+                              const std::string& out_dir);
+// Per task, per encoding: mean, spread and max over seeds of the Ruoss score (text).
+std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs);
 
 // A run file for a model that failed before it could write its own (status "failed").
 void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,

@@ -17,6 +17,7 @@
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
+#include "analysis/binomial.h"
 #include "pe/patterns.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
@@ -448,6 +449,16 @@ class Runner {
     ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
     ev.WriteInts("samples", samples, {E}, "length", "sequences");
     ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
+    std::vector<double> acc_ci, em_ci;
+    for (const auto& r : eval_) {
+      const Interval a = ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
+      const Interval m = ClopperPearson(std::lround(r.exact_match * r.samples), r.samples);
+      acc_ci.insert(acc_ci.end(), {a.lo, a.hi});
+      em_ci.insert(em_ci.end(), {m.lo, m.hi});
+    }
+    ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
+                    "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
+    ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
 
     h5::Group probe = root.CreateGroup("probe");
     h5::Group an = root.CreateGroup("analysis");

@@ -35,6 +35,8 @@ struct RunOptions {
 
 struct RunSummary {
   std::string encoding;
+  std::string task;
+  int seed = 0;
   std::string state;  // completed | diverged | failed | interrupted | skipped
   std::string message;
   std::string path;

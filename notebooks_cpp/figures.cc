@@ -5,6 +5,7 @@
 #include <gnuplot-iostream.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -40,6 +41,7 @@ struct RunData {
   std::string encoding, state;
   int train_max_length = 0;
   std::vector<double> length, accuracy, exact;
+  std::vector<double> accuracy_lo, accuracy_hi;  // Clopper-Pearson bounds (empty in old files)
   std::vector<double> probe_length, entropy, log_visible, max_logit;
 };
 
@@ -55,6 +57,13 @@ RunData ReadRun(const std::string& path) {
     for (auto v : ev.ReadInts("length")) d.length.push_back(static_cast<double>(v));
     d.accuracy = ev.ReadDoubles("token_accuracy");
     d.exact = ev.ReadDoubles("exact_match");
+    if (ev.Has("token_accuracy_ci")) {
+      const auto ci = ev.ReadDoubles("token_accuracy_ci");
+      for (size_t i = 0; 2 * i + 1 < ci.size(); ++i) {
+        d.accuracy_lo.push_back(ci[2 * i]);
+        d.accuracy_hi.push_back(ci[2 * i + 1]);
+      }
+    }
   }
   if (r.root().Has("analysis") && r.root().OpenGroup("analysis").Has("probe_length")) {
     h5::Group an = r.root().OpenGroup("analysis");
@@ -114,31 +123,70 @@ std::vector<std::string> FindRunFiles(const std::string& run_dir) {
   return out;
 }
 
+// Runs of one encoding over a seed sweep share a curve: files "<label>-seed<k>" group under
+// <label>.
+std::string GroupKey(const std::string& label) {
+  const auto at = label.rfind("-seed");
+  if (at == std::string::npos || at + 5 == label.size()) return label;
+  for (size_t i = at + 5; i < label.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(label[i]))) return label;
+  return label.substr(0, at);
+}
+
 std::string DrawAccuracyVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "accuracy_vs_length";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# one block per encoding (blocks separated by two blank lines)\n"
-      << "# columns: length(tokens) token_accuracy exact_match\n";
+      << "# columns: length(tokens) token_accuracy exact_match band_low band_high\n"
+      << "# one run: token accuracy, exact match and the Clopper-Pearson 95% band of the token\n"
+      << "# accuracy; several seeds: their mean and the min..max band over seeds\n";
+  // Curves in order of first appearance; each collects the completed runs of its key.
+  std::vector<std::pair<std::string, std::vector<const RunData*>>> groups;
   int N = 0;
-  double max_len = 1;
-  std::string plot_acc, plot_em;
-  int block = 0;
   for (const auto& r : runs) {
     N = std::max(N, r.train_max_length);
     if (r.length.empty()) continue;
-    dat << "# encoding " << r.encoding << " (" << r.state << ")\n";
-    for (size_t i = 0; i < r.length.size(); ++i) {
-      dat << r.length[i] << " " << r.accuracy[i] << " " << r.exact[i] << "\n";
-      max_len = std::max(max_len, r.length[i]);
+    const std::string key = GroupKey(r.encoding);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == key; });
+    if (it == groups.end()) {
+      groups.push_back({key, {}});
+      it = groups.end() - 1;
+    }
+    if (it->second.empty() || it->second[0]->length == r.length) it->second.push_back(&r);
+  }
+  double max_len = 1;
+  std::string plot_acc, plot_em;
+  int block = 0;
+  for (const auto& [key, members] : groups) {
+    const RunData& first = *members[0];
+    dat << "# encoding " << key << " (" << members.size() << " run(s))\n";
+    for (size_t i = 0; i < first.length.size(); ++i) {
+      double acc = 0, em = 0, lo = 1, hi = 0;
+      for (const RunData* m : members) {
+        acc += m->accuracy[i] / members.size();
+        em += m->exact[i] / members.size();
+        lo = std::min(lo, m->accuracy[i]);
+        hi = std::max(hi, m->accuracy[i]);
+      }
+      if (members.size() == 1) {
+        lo = first.accuracy_lo.empty() ? acc : first.accuracy_lo[i];
+        hi = first.accuracy_hi.empty() ? acc : first.accuracy_hi[i];
+      }
+      dat << first.length[i] << " " << acc << " " << em << " " << lo << " " << hi << "\n";
+      max_len = std::max(max_len, first.length[i]);
     }
     dat << "\n\n";
     const std::string sep = block ? ", " : "";
-    plot_acc += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep,
-                            name, block, block + 1, r.encoding);
+    const std::string title =
+        members.size() > 1 ? fmt::format("{} (mean of {} seeds)", key, members.size()) : key;
+    plot_acc += fmt::format(
+        "{0}'{1}.dat' index {2} using 1:4:5 with filledcurves ls {3} fs transparent solid 0.18 "
+        "notitle, '{1}.dat' index {2} using 1:2 with linespoints ls {3} title '{4}'",
+        sep, name, block, block + 1, title);
     plot_em += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep,
-                           name, block, block + 1, r.encoding);
+                           name, block, block + 1, title);
     ++block;
   }
   dat.close();
@@ -159,7 +207,8 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   s += fmt::format(
       "set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
   s += SeriesStyles(block);
-  s += "set ylabel 'token accuracy (fraction)'\nset title 'token accuracy'\n";
+  s += "set ylabel 'token accuracy (fraction)'\n";
+  s += "set title 'token accuracy (band: 95% Clopper-Pearson, or min..max over seeds)'\n";
   s += "plot " + plot_acc + "\n";
   s += "set ylabel 'exact match (fraction of sequences)'\nset title 'sequence exact match'\n";
   s += "plot " + plot_em + "\n";
@@ -324,6 +373,60 @@ std::string DrawPeTable(const std::string& file) {
     s += plot + "\n";
   }
   s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
+std::string DrawScoreTable(const std::string& file) {
+  h5::Reader r(file);
+  const auto& root = r.root();
+  const fs::path dir = fs::path(file).parent_path().empty()
+                           ? fs::path("figures")
+                           : fs::path(file).parent_path() / "figures";
+  fs::create_directories(dir);
+  const std::string name = "score_table";
+  auto split = [](const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string x;
+    while (std::getline(ss, x, ',')) v.push_back(x);
+    return v;
+  };
+  const auto tasks = split(root.AttrString("tasks"));
+  const auto encs = split(root.AttrString("encodings"));
+  h5::Group g = root.OpenGroup("scores");
+  const auto mx = g.ReadDoubles("ruoss_max"), mean = g.ReadDoubles("ruoss_mean"),
+             sd = g.ReadDoubles("ruoss_sd");
+  const size_t E = encs.size();
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# encoding_index task_index ruoss_max ruoss_mean ruoss_sd (tasks: "
+      << root.AttrString("tasks") << "; encodings: " << root.AttrString("encodings") << ")\n";
+  for (size_t t = 0; t < tasks.size(); ++t)
+    for (size_t e = 0; e < E; ++e)
+      dat << e << " " << t << " " << mx[t * E + e] << " " << mean[t * E + e] << " " << sd[t * E + e]
+          << "\n";
+  dat.close();
+  std::string s = "# Score table: max over seeds of token accuracy on lengths N+1..M; data in " +
+                  name + ".dat\n";
+  s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n",
+                   std::max<size_t>(700, 140 * E + 260),
+                   std::max<size_t>(320, 70 * tasks.size() + 170));
+  s += "set output '" + name + ".png'\n";
+  s += fmt::format(
+      "set title 'token accuracy on lengths {}..{}: max over seeds {} (mean ± sd below)'\n",
+      root.AttrInt("train_max_length") + 1, root.AttrInt("max_eval_length"),
+      root.AttrString("seeds"));
+  s += "set cbrange [0:1]\nset cblabel 'accuracy (fraction)'\nset palette rgb 33,13,10\n";
+  s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", E - 0.5, tasks.size() - 0.5);
+  std::string xt, yt;
+  for (size_t e = 0; e < E; ++e) xt += fmt::format("{}'{}' {}", e ? ", " : "", encs[e], e);
+  for (size_t t = 0; t < tasks.size(); ++t)
+    yt += fmt::format("{}'{}' {}", t ? ", " : "", tasks[t], t);
+  s += "set xtics (" + xt + ") rotate by -30\nset ytics (" + yt + ")\n";
+  s += "set xlabel 'encoding'\nset ylabel 'task'\nunset key\n";
+  s += fmt::format(
+      "plot '{0}.dat' using 1:2:3 with image, '{0}.dat' using 1:2:(sprintf('%.2f\\n%.2f±%.2f', $3, "
+      "$4, $5)) with labels font 'Sans,9'\n",
+      name);
   return Render(dir, name, s);
 }
 

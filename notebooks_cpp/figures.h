@@ -1,7 +1,7 @@
-// Figure programs' shared code: read run files (HDF5) of a run directory and draw with gnuplot through
-// gnuplot-iostream. Every figure writes three files into <run_dir>/figures/: NAME.png, NAME.gp (the
-// script) and NAME.dat (the data it plots), so a figure can be restyled without rerunning anything.
-// Figures read files, never live objects.
+// Figure programs' shared code: read run files (HDF5) of a run directory and draw with gnuplot
+// through gnuplot-iostream. Every figure writes three files into <run_dir>/figures/: NAME.png,
+// NAME.gp (the script) and NAME.dat (the data it plots), so a figure can be restyled without
+// rerunning anything. Figures read files, never live objects.
 #pragma once
 
 #include <string>
@@ -26,8 +26,12 @@ std::string DrawPeTable(const std::string& pe_table_file);
 
 // Every figure of a run directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
+// Heat map task x encoding of the sweep summary (summary.h5 of a task/seed sweep): max over seeds
+// of the Ruoss score, with mean ± sd in each cell. Writes <dir>/figures/score_table.{png,gp,dat}.
+std::string DrawScoreTable(const std::string& summary_file);
 
-// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 1 (error), 2 (usage).
+// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 1 (error), 2
+// (usage).
 int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));
 
 }  // namespace lexp

@@ -1,0 +1,34 @@
+// Clopper-Pearson intervals against closed forms: k = 0 gives [0, 1 - (alpha/2)^(1/n)], k = n gives
+// [(alpha/2)^(1/n), 1], and the textbook value for 5 of 10.
+#include "analysis/binomial.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace lexp {
+namespace {
+
+TEST(ClopperPearson, MatchesClosedFormsAndTextbookValues) {
+  const Interval none = ClopperPearson(0, 10);
+  EXPECT_EQ(none.lo, 0.0);
+  EXPECT_NEAR(none.hi, 1 - std::pow(0.025, 0.1), 1e-12);  // 0.3085
+  const Interval all = ClopperPearson(10, 10);
+  EXPECT_NEAR(all.lo, std::pow(0.025, 0.1), 1e-12);
+  EXPECT_EQ(all.hi, 1.0);
+  const Interval half = ClopperPearson(5, 10);
+  EXPECT_NEAR(half.lo, 0.187086, 1e-6);
+  EXPECT_NEAR(half.hi, 0.812914, 1e-6);
+  // Narrower with more trials and at lower confidence; always contains the estimate.
+  const Interval big = ClopperPearson(500, 1000);
+  EXPECT_LT(big.hi - big.lo, half.hi - half.lo);
+  const Interval loose = ClopperPearson(5, 10, 0.5);
+  EXPECT_LT(loose.hi - loose.lo, half.hi - half.lo);
+  EXPECT_TRUE(big.lo < 0.5 && big.hi > 0.5);
+  const Interval empty = ClopperPearson(0, 0);
+  EXPECT_EQ(empty.lo, 0.0);
+  EXPECT_EQ(empty.hi, 1.0);
+}
+
+}  // namespace
+}  // namespace lexp

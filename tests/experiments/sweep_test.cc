@@ -1,0 +1,68 @@
+// Task and seed sweeps inside one recipe: per-seed run files in per-task directories, the summary
+// file's protocol scores (mean, spread, max over seeds) and the score-table figure.
+#include "experiments/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+TEST(Sweep, TasksAndSeedsGiveOneFileEachAndASummaryWithMaxOverSeeds) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.names=copy,parity_check", "task.vocab=0", "run.seeds=3,4", "model.encodings=alibi",
+       "model.n_layers=1", "train.steps=30", "eval.lengths=2,5,7,9,10,12"});
+  ValidateRecipe(c);
+  const auto dir = testing::FreshTempDir("sweep");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  const auto runs = RunRecipe(c, so);
+  ASSERT_EQ(runs.size(), 4u);
+  for (const char* task : {"copy", "parity_check"})
+    for (const char* file : {"alibi-seed3.h5", "alibi-seed4.h5"})
+      EXPECT_TRUE(std::filesystem::exists(dir / task / file)) << task << "/" << file;
+  EXPECT_TRUE(std::filesystem::exists(dir / "copy" / "figures" / "accuracy_vs_length.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "score_table.png"));
+  h5::Reader r((dir / "summary.h5").string());
+  EXPECT_EQ(r.root().AttrString("tasks"), "copy,parity_check");
+  EXPECT_EQ(r.root().AttrString("seeds"), "3,4");
+  h5::Group g = r.root().OpenGroup("scores");
+  std::vector<uint64_t> dims;
+  const auto ruoss = g.ReadDoubles("ruoss", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{2, 1, 2}));
+  const auto mx = g.ReadDoubles("ruoss_max"), mean = g.ReadDoubles("ruoss_mean");
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_DOUBLE_EQ(mx[t], std::max(ruoss[2 * t], ruoss[2 * t + 1]));
+    EXPECT_DOUBLE_EQ(mean[t], (ruoss[2 * t] + ruoss[2 * t + 1]) / 2);
+  }
+  // The Ruoss score is the mean token accuracy over lengths 7, 9, 10, 12 (> N = 5); Kazemnejad's
+  // exact match over 7, 9, 10 (N+1..2N).
+  const ProtocolScores p = ScoresOf(runs[0], 5);
+  double want = 0, exact = 0;
+  for (const auto& e : runs[0].eval) {
+    if (e.length > 5) want += e.token_accuracy / 4;
+    if (e.length > 5 && e.length <= 10) exact += e.exact_match / 3;
+  }
+  EXPECT_NEAR(p.ruoss, want, 1e-12);
+  EXPECT_NEAR(p.kazemnejad_exact, exact, 1e-12);
+  EXPECT_NEAR(ruoss[0], want, 1e-12);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sweep, RepeatedSeedsOrTasksAreRecipeErrors) {
+  EXPECT_THROW(ValidateRecipe(testing::TinyCopyRecipe({"run.seeds=1,1"})), InputError);
+  EXPECT_THROW(ValidateRecipe(testing::TinyCopyRecipe({"task.names=copy,copy"})), InputError);
+  EXPECT_THROW(
+      ValidateRecipe(testing::TinyCopyRecipe({"task.names=copy,no_such_task", "task.vocab=0"})),
+      InputError);
+}
+
+}  // namespace
+}  // namespace lexp
