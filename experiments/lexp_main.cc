@@ -236,7 +236,21 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*figures) {
-      for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
+      // A sweep directory: the score table, then every task directory holding run files.
+      const std::filesystem::path summary = std::filesystem::path(fig_dir) / "summary.h5";
+      if (std::filesystem::exists(summary)) {
+        PrintLine("figure: " + lexp::DrawScoreTable(summary.string()));
+        for (const auto& e : std::filesystem::directory_iterator(fig_dir))
+          if (e.is_directory() && e.path().filename() != "figures")
+            for (const auto& png : lexp::DrawAllFigures(e.path().string()))
+              PrintLine("figure: " + png);
+      }
+      bool has_runs = false;
+      for (const auto& e : std::filesystem::directory_iterator(fig_dir))
+        has_runs =
+            has_runs || (e.path().extension() == ".h5" && e.path().filename() != "summary.h5");
+      if (has_runs || !std::filesystem::exists(summary))
+        for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
       return 0;
     }
     if (*bench) {
