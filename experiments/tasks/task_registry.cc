@@ -3,6 +3,7 @@
 
 #include "experiments/tasks/associative_recall.h"
 #include "experiments/tasks/chomsky.h"
+#include "experiments/tasks/kazemnejad.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -38,6 +39,20 @@ const std::vector<TaskInfo>& ListTasks() {
       {"compute_sqrt", "floor(sqrt x) of an n-bit x, big-endian (ceil(n/2) outputs)",
        "Deletang et al. 2023 (CS)"},
       {"bucket_sort", "n symbols of 0..4 sorted", "Deletang et al. 2023 (CS)"},
+      {"copy_rsc", "one token repeated n times, copied", "Kazemnejad et al. 2023 (rsc)"},
+      {"copy_rsc2x", "one token repeated n times, written twice", "Kazemnejad et al. 2023 (rsc2x)"},
+      {"copy_rdc", "token A n times -> token B n times", "Kazemnejad et al. 2023 (rdc)"},
+      {"copy_cmc2x", "n random tokens -> src NEXT src", "Kazemnejad et al. 2023 (cmc2x)"},
+      {"reverse_mc", "n random tokens reversed", "Kazemnejad et al. 2023 (mc)"},
+      {"reverse_mc2x", "n random tokens -> rev NEXT rev", "Kazemnejad et al. 2023 (mc2x)"},
+      {"reverse_mcrv", "n random tokens -> rev NEXT src", "Kazemnejad et al. 2023 (mcrv)"},
+      {"addition", "a + b on n digits, sum on n + 1 digits (most significant first)",
+       "Kazemnejad et al. 2023 (token form)"},
+      {"summation", "v1 + ... + vn, answer mod 10", "Kazemnejad et al. 2023 (token form)"},
+      {"sort", "n tokens of a pool of `vocab` (default 50) sorted",
+       "Kazemnejad et al. 2023 (sngd)"},
+      {"lego", "chain of n sign clauses, the sign of a queried variable",
+       "Kazemnejad et al. 2023 / Zhang et al. 2022 (token form)"},
   };
   return kList;
 }
@@ -48,6 +63,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "duplicate_string") return std::make_unique<DuplicateStringTask>();
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
+  if (auto t = kazemnejad::Create(name, o)) return t;
   if (auto t = chomsky::Create(name)) {
     LEXP_INPUT_CHECK(o.vocab == 0,
                      "task '" + name + "' has a fixed alphabet; leave task.vocab at 0");

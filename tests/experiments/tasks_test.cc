@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "experiments/sequence_layout.h"
@@ -22,17 +23,24 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
       const Example a = SampleOf(info.name, n, 42), b = SampleOf(info.name, n, 42);
       EXPECT_EQ(a.input, b.input) << info.name;
       EXPECT_EQ(a.output, b.output) << info.name;
-      // associative_recall: n pairs; modular_arithmetic: even n is shortened to n - 1 (reference).
-      const size_t expect_in = info.name == "associative_recall"                   ? 2 * n
-                               : info.name == "modular_arithmetic" && n % 2 == 0 ? n - 1
-                                                                                  : n;
+      // associative_recall: n pairs; modular_arithmetic: even n is shortened to n - 1 (reference);
+      // addition: two n-digit operands and '+'; summation: n terms and n - 1 '+'; lego: n clauses
+      // of 3 tokens and a 2-token query.
+      const std::map<std::string, size_t> in_len = {{"associative_recall", 2 * n},
+                                                    {"modular_arithmetic", n % 2 == 0 ? n - 1 : n},
+                                                    {"addition", 2 * n + 1},
+                                                    {"summation", 2 * n - 1},
+                                                    {"lego", 3 * n + 2}};
+      const size_t expect_in = in_len.count(info.name) ? in_len.at(info.name) : n;
       EXPECT_EQ(a.input.size(), expect_in) << info.name << " n=" << n;
       EXPECT_EQ(a.output.size(), a.output_scored.size()) << info.name;
       auto task = CreateTask(info.name, {});
       for (int x : a.input) EXPECT_TRUE(x >= 0 && x < task->InputAlphabet()) << info.name;
       for (int y : a.output) EXPECT_TRUE(y >= 0 && y < task->OutputAlphabet()) << info.name;
     }
-    EXPECT_NE(SampleOf(info.name, 30, 1).input, SampleOf(info.name, 30, 2).input) << info.name;
+    const int n_long = std::min(30, CreateTask(info.name, {})->MaxLength());
+    EXPECT_NE(SampleOf(info.name, n_long, 1).input, SampleOf(info.name, n_long, 2).input)
+        << info.name;
   }
 }
 
