@@ -4,6 +4,7 @@
 #include "experiments/tasks/associative_recall.h"
 #include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/kazemnejad.h"
+#include "experiments/tasks/mqar.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -19,6 +20,10 @@ const std::vector<TaskInfo>& ListTasks() {
       {"parity_check", "parity of n random bits (one output)", "Deletang et al. 2023"},
       {"associative_recall", "n key-value pairs, then each key queried; vocab default 128",
        "Arora et al. 2023 (Zoology MQAR, simplified)"},
+      {"mqar",
+       "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
+       "default 256",
+       "Arora et al. 2023 (Zoology multiquery_ar)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
       {"modular_arithmetic", "value mod 5 of d op d op ... (n, or n-1 when even)",
        "Deletang et al. 2023 (R)"},
@@ -63,6 +68,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "duplicate_string") return std::make_unique<DuplicateStringTask>();
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
+  if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
   if (auto t = kazemnejad::Create(name, o)) return t;
   if (auto t = chomsky::Create(name)) {
     LEXP_INPUT_CHECK(o.vocab == 0,

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -27,6 +28,7 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
       // addition: two n-digit operands and '+'; summation: n terms and n - 1 '+'; lego: n clauses
       // of 3 tokens and a 2-token query.
       const std::map<std::string, size_t> in_len = {{"associative_recall", 2 * n},
+                                                    {"mqar", 2 * n},
                                                     {"modular_arithmetic", n % 2 == 0 ? n - 1 : n},
                                                     {"addition", 2 * n + 1},
                                                     {"summation", 2 * n - 1},
@@ -120,6 +122,38 @@ TEST(SequenceLayout, EncoderAppendsBlankOutputSlots) {
   }
   auto recall = CreateTask("associative_recall", {});
   EXPECT_THROW(SequenceLayout(*recall, Layout::kEncoder), Error);
+}
+
+TEST(Tasks, MqarPlacesEachKeyOnceAtPowerLawGapsWithItsValueScored) {
+  for (int n : {1, 3, 10}) {
+    const Example e = SampleOf("mqar", n, 5);
+    ASSERT_EQ(e.output.size(), 4u * n);
+    int scored = 0;
+    for (int i = 0; i < n; ++i) {
+      const int key = e.input[2 * i], value = e.input[2 * i + 1];
+      EXPECT_TRUE(key >= 1 && key < 128);
+      EXPECT_TRUE(value >= 128 && value < 256);
+      int found = 0;
+      for (size_t t = 0; t + 1 < e.output.size(); t += 2)
+        if (e.output[t] == key && e.output_scored[t + 1]) {
+          ++found;
+          EXPECT_EQ(e.output[t + 1], value);
+        }
+      EXPECT_EQ(found, 1) << "key " << key;
+    }
+    for (size_t t = 0; t < e.output.size(); ++t) {
+      scored += e.output_scored[t];
+      if (e.output_scored[t]) {
+        EXPECT_EQ(t % 2, 1u) << "values right after keys at even offsets";
+      }
+    }
+    EXPECT_EQ(scored, n);
+  }
+  // One key, two slots: p(slot 0) = 1 / (1 + 2^(a-1)) = 0.6647 for a = 0.01.
+  int first = 0;
+  const int trials = 4000;
+  for (int s = 0; s < trials; ++s) first += SampleOf("mqar", 1, 100 + s).output_scored[1];
+  EXPECT_NEAR(static_cast<double>(first) / trials, 1 / (1 + std::pow(2.0, -0.99)), 0.025);
 }
 
 }  // namespace
