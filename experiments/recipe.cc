@@ -1,5 +1,6 @@
 #include "experiments/recipe.h"
 
+#include <fmt/core.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -167,6 +168,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.eval_lengths},
       {"eval.max_factor", "the default grid reaches max_factor * N", &c.eval_max_factor, 1, 4096},
       {"eval.samples", "sequences evaluated per length", &c.eval_samples, 1, 1 << 24},
+      {"eval.depths",
+       "depths (percent of the input before the hidden item) evaluated at every length, "
+       "for tasks with a depth axis (passkey)",
+       &c.eval_depths, 0, 100},
       {"eval.batch_size", "sequences per evaluation batch", &c.eval_batch_size, 1, 1 << 20},
       {"probe.lengths", "lengths at which attention is captured (empty = N, 2N, 4N, 8N)",
        &c.probe_lengths},
@@ -302,8 +307,11 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           p->clear();
           for (const auto& e : *a) {
             auto v = e.value_exact<int64_t>();
-            if (!v || *v < 1)
-              FailInput(Where(source, f.key) + " must hold positive integers, got " + NodeText(e));
+            // Lists hold positive integers unless the field gives its own range.
+            const double lo = f.min < f.max ? f.min : 1, hi = f.min < f.max ? f.max : 1e18;
+            if (!v || *v < lo || *v > hi)
+              FailInput(Where(source, f.key) + " must hold integers in [" + fmt::format("{:g}", lo) +
+                        ", " + fmt::format("{:g}", hi) + "], got " + NodeText(e));
             p->push_back(static_cast<int>(*v));
           }
         } else {

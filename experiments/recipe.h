@@ -59,6 +59,7 @@ struct RecipeConfig {
   // [eval]
   std::vector<int> eval_lengths;  // empty: a grid from 1 to eval_max_factor * train_max_length
   int eval_max_factor = 8;
+  std::vector<int> eval_depths = {0, 25, 50, 75, 100};  // percent; tasks with a depth axis only
   int eval_samples = 128;
   int eval_batch_size = 64;
   // [probe]

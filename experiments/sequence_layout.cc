@@ -6,8 +6,9 @@ namespace lexp {
 
 SequenceLayout::SequenceLayout(const Task& task, Layout layout)
     : task_(task), layout_(layout), vin_(task.InputAlphabet()) {
-  LEXP_INPUT_CHECK(layout == Layout::kDecoder || task.SupportsEncoder(),
-             "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
+  LEXP_INPUT_CHECK(
+      layout == Layout::kDecoder || task.SupportsEncoder(),
+      "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
   const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
   sep_ = symbols;
   blank_ = symbols + 1;
@@ -23,19 +24,20 @@ int SequenceLayout::SequenceLengthFor(int n) const {
   return SequenceLength(task_.Sample(n, probe));
 }
 
-Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng) const {
+Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) const {
   Batch b;
   b.B = batch_size;
   b.n = n;
   for (int s = 0; s < batch_size; ++s) {
-    const Example e = task_.Sample(n, rng);
+    const Example e = depth >= 0 ? task_.SampleAtDepth(n, depth, rng) : task_.Sample(n, rng);
     const int T = SequenceLength(e);
     if (s == 0) {
       b.T = T;
       b.tokens.reserve(static_cast<size_t>(T) * batch_size);
     }
-    LEXP_INPUT_CHECK(T == b.T, "task '" + task_.Name() + "' produced examples of different lengths for n=" +
-                             std::to_string(n));
+    LEXP_INPUT_CHECK(T == b.T,
+                     "task '" + task_.Name() +
+                         "' produced examples of different lengths for n=" + std::to_string(n));
     const int ni = static_cast<int>(e.input.size()), m = static_cast<int>(e.output.size());
     for (int t = 0; t < ni; ++t) {
       b.tokens.push_back(e.input[t]);

@@ -20,9 +20,9 @@ enum class Layout { kDecoder, kEncoder };
 
 struct Batch {
   int B = 0, T = 0, n = 0;
-  std::vector<int> tokens;        // [B*T]
-  std::vector<int> targets;       // [B*T]
-  std::vector<uint8_t> mask;      // [B*T] 1 = scored target
+  std::vector<int> tokens;    // [B*T]
+  std::vector<int> targets;   // [B*T]
+  std::vector<uint8_t> mask;  // [B*T] 1 = scored target
 };
 
 class SequenceLayout {
@@ -33,9 +33,11 @@ class SequenceLayout {
   int Blank() const { return blank_; }
   // Model sequence length for requested length n (the same for every example of that n).
   int SequenceLength(const Example& e) const;
-  // Model sequence length for requested length n (tasks give every example of an n the same length).
+  // Model sequence length for requested length n (tasks give every example of an n the same
+  // length).
   int SequenceLengthFor(int n) const;
-  Batch MakeBatch(int n, int batch_size, Rng& rng) const;
+  // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey).
+  Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1) const;
 
  private:
   int OutputToken(int symbol) const { return task_.SharedAlphabet() ? symbol : vin_ + symbol; }

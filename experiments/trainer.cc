@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "analysis/attention_stats.h"
+#include "analysis/binomial.h"
 #include "experiments/provenance.h"
 #include "experiments/sequence_layout.h"
 #include "nn/check.h"
@@ -17,7 +18,6 @@
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
-#include "analysis/binomial.h"
 #include "pe/patterns.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
@@ -283,44 +283,53 @@ class Runner {
     Probe();
   }
 
+  // eval_samples sequences of length n (depth >= 0: at that depth), in evaluation batches.
+  EvalRow EvaluateLength(int n, double depth, Rng& data, Rng& prng) {
+    EvalRow r;
+    r.length = n;
+    double loss_sum = 0;
+    long correct = 0, exact = 0;
+    for (int done = 0; done < cfg_.eval_samples; done += cfg_.eval_batch_size) {
+      const int bs = std::min(cfg_.eval_batch_size, cfg_.eval_samples - done);
+      const Batch b = layout_.MakeBatch(n, bs, data, depth);
+      r.seq_len = b.T;
+      enc_->PositionIds(b.T, false, prng, eval_pos_);
+      model_->Forward(b.tokens, b.B, b.T, eval_pos_, false, false, eval_logits_);
+      const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
+          eval_logits_, b.targets, b.mask, nullptr, &eval_row_loss_, &eval_row_correct_);
+      loss_sum += ce.loss_sum;
+      correct += ce.correct;
+      r.scored_tokens += ce.count;
+      for (int s = 0; s < b.B; ++s) {
+        bool all = true;
+        for (int t = 0; t < b.T; ++t) {
+          const long i = static_cast<long>(s) * b.T + t;
+          if (b.mask[i] && !eval_row_correct_[i]) all = false;
+        }
+        exact += all ? 1 : 0;
+      }
+      r.samples += bs;
+    }
+    r.loss = loss_sum / std::max(1L, r.scored_tokens);
+    r.token_accuracy = static_cast<double>(correct) / std::max(1L, r.scored_tokens);
+    r.exact_match = static_cast<double>(exact) / std::max(1, r.samples);
+    return r;
+  }
+
   void Evaluate() {
     const Rng eval_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval");
-    MatF logits;
-    std::vector<double> pos, row_loss;
-    std::vector<uint8_t> row_correct;
     const auto t0 = Clock::now();
     for (int n : cfg_.EvalLengths()) {
       Rng data = eval_root.Split(static_cast<uint64_t>(n));
       Rng prng = data.Split("positions");
-      EvalRow r;
-      r.length = n;
-      double loss_sum = 0;
-      long correct = 0, exact = 0;
-      for (int done = 0; done < cfg_.eval_samples; done += cfg_.eval_batch_size) {
-        const int bs = std::min(cfg_.eval_batch_size, cfg_.eval_samples - done);
-        const Batch b = layout_.MakeBatch(n, bs, data);
-        r.seq_len = b.T;
-        enc_->PositionIds(b.T, false, prng, pos);
-        model_->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
-        const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
-            logits, b.targets, b.mask, nullptr, &row_loss, &row_correct);
-        loss_sum += ce.loss_sum;
-        correct += ce.correct;
-        r.scored_tokens += ce.count;
-        for (int s = 0; s < b.B; ++s) {
-          bool all = true;
-          for (int t = 0; t < b.T; ++t) {
-            const long i = static_cast<long>(s) * b.T + t;
-            if (b.mask[i] && !row_correct[i]) all = false;
-          }
-          exact += all ? 1 : 0;
+      eval_.push_back(EvaluateLength(n, -1, data, prng));
+      if (task_->HasDepth())
+        for (int d : cfg_.eval_depths) {
+          Rng ddata = data.Split(static_cast<uint64_t>(1000 + d));
+          const EvalRow dr = EvaluateLength(n, d / 100.0, ddata, prng);
+          depth_accuracy_.push_back(dr.token_accuracy);
+          depth_exact_.push_back(dr.exact_match);
         }
-        r.samples += bs;
-      }
-      r.loss = loss_sum / std::max(1L, r.scored_tokens);
-      r.token_accuracy = static_cast<double>(correct) / std::max(1L, r.scored_tokens);
-      r.exact_match = static_cast<double>(exact) / std::max(1, r.samples);
-      eval_.push_back(r);
     }
     const double el = std::chrono::duration<double>(Clock::now() - t0).count();
     double in_acc = 0, out_acc = 0;
@@ -451,14 +460,25 @@ class Runner {
     ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
     std::vector<double> acc_ci, em_ci;
     for (const auto& r : eval_) {
-      const Interval a = ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
+      const Interval a =
+          ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
       const Interval m = ClopperPearson(std::lround(r.exact_match * r.samples), r.samples);
       acc_ci.insert(acc_ci.end(), {a.lo, a.hi});
       em_ci.insert(em_ci.end(), {m.lo, m.hi});
     }
     ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
                     "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
-    ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
+    ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound",
+                    "fraction; Clopper-Pearson 95%");
+    if (!depth_exact_.empty()) {
+      const uint64_t Dn = cfg_.eval_depths.size();
+      std::vector<int64_t> dp(cfg_.eval_depths.begin(), cfg_.eval_depths.end());
+      ev.WriteInts("depth", dp, {Dn}, "depth", "percent of the input before the hidden item");
+      ev.WriteDoubles("depth_exact_match", depth_exact_, {E, Dn}, "length,depth",
+                      "fraction of sequences (passkey accuracy)");
+      ev.WriteDoubles("depth_token_accuracy", depth_accuracy_, {E, Dn}, "length,depth",
+                      "fraction of scored tokens");
+    }
 
     h5::Group probe = root.CreateGroup("probe");
     h5::Group an = root.CreateGroup("analysis");
@@ -539,6 +559,11 @@ class Runner {
   Rng data_rng_, pos_rng_;
   TrainHistory hist_;
   std::vector<EvalRow> eval_;
+  std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
+  // Evaluation buffers, reused across batches.
+  MatF eval_logits_;
+  std::vector<double> eval_pos_, eval_row_loss_;
+  std::vector<uint8_t> eval_row_correct_;
   std::vector<ProbeResult> probes_;
   std::string state_ = "completed", message_, start_time_, name_, weights_source_;
 };

@@ -42,6 +42,7 @@ struct RunData {
   int train_max_length = 0;
   std::vector<double> length, accuracy, exact;
   std::vector<double> accuracy_lo, accuracy_hi;  // Clopper-Pearson bounds (empty in old files)
+  std::vector<double> depth, depth_exact;        // tasks with a depth axis: [length, depth]
   std::vector<double> probe_length, entropy, log_visible, max_logit;
 };
 
@@ -57,6 +58,10 @@ RunData ReadRun(const std::string& path) {
     for (auto v : ev.ReadInts("length")) d.length.push_back(static_cast<double>(v));
     d.accuracy = ev.ReadDoubles("token_accuracy");
     d.exact = ev.ReadDoubles("exact_match");
+    if (ev.Has("depth_exact_match")) {
+      for (auto v : ev.ReadInts("depth")) d.depth.push_back(static_cast<double>(v));
+      d.depth_exact = ev.ReadDoubles("depth_exact_match");
+    }
     if (ev.Has("token_accuracy_ci")) {
       const auto ci = ev.ReadDoubles("token_accuracy_ci");
       for (size_t i = 0; 2 * i + 1 < ci.size(); ++i) {
@@ -430,8 +435,60 @@ std::string DrawScoreTable(const std::string& file) {
   return Render(dir, name, s);
 }
 
+std::string DrawDepthHeatmap(const std::string& run_dir) {
+  const std::vector<RunData> runs = ReadRuns(run_dir);
+  const fs::path dir = FigureDir(run_dir);
+  const std::string name = "accuracy_by_length_and_depth";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per run: length(tokens) depth(percent) exact_match (passkey accuracy)\n";
+  std::vector<const RunData*> with;
+  int N = 0;
+  for (const auto& r : runs) {
+    N = std::max(N, r.train_max_length);
+    if (r.depth_exact.empty()) continue;
+    with.push_back(&r);
+    const size_t D = r.depth.size();
+    dat << "# " << r.encoding << "\n";
+    for (size_t i = 0; i < r.length.size(); ++i) {
+      for (size_t k = 0; k < D; ++k)
+        dat << i << " " << k << " " << r.depth_exact[i * D + k] << "\n";
+    }
+    dat << "\n\n";
+  }
+  dat.close();
+  LEXP_CHECK(!with.empty(), "no run in '" + run_dir + "' has a depth axis");
+  const RunData& f = *with[0];
+  std::string xt, yt;
+  const size_t step = std::max<size_t>(1, f.length.size() / 8);
+  for (size_t i = 0; i < f.length.size(); i += step)
+    xt += fmt::format("{}'{:g}' {}", xt.empty() ? "" : ", ", f.length[i], i);
+  for (size_t k = 0; k < f.depth.size(); ++k)
+    yt += fmt::format("{}'{:g}%' {}", k ? ", " : "", f.depth[k], k);
+  const int cols = static_cast<int>(std::min<size_t>(3, with.size()));
+  const int rows = static_cast<int>((with.size() + cols - 1) / cols);
+  std::string s = "# Passkey accuracy per (length, depth) cell; data in " + name + ".dat\n";
+  s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n", 480 * cols,
+                   360 * rows + 40);
+  s += "set output '" + name + ".png'\n";
+  s += fmt::format(
+      "set multiplot layout {},{} title 'exact match by length and depth (trained on 1..{})'\n",
+      rows, cols, N);
+  s += "set cbrange [0:1]\nset palette rgb 33,13,10\nunset key\n";
+  s += "set xtics (" + xt + ") rotate by -45\nset ytics (" + yt + ")\n";
+  s += "set xlabel 'length n (filler tokens)'\nset ylabel 'depth of the key'\n";
+  for (size_t b = 0; b < with.size(); ++b)
+    s += fmt::format("set title '{}'\nplot '{}.dat' index {} using 1:2:3 with image\n",
+                     with[b]->encoding, name, b);
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
 std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
-  return {DrawAccuracyVsLength(run_dir), DrawAttentionVsLength(run_dir)};
+  std::vector<std::string> out = {DrawAccuracyVsLength(run_dir), DrawAttentionVsLength(run_dir)};
+  bool depth = false;
+  for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
+  if (depth) out.push_back(DrawDepthHeatmap(run_dir));
+  return out;
 }
 
 int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir)) {

@@ -38,6 +38,10 @@ class Task {
   virtual int MinLength() const { return 1; }
   virtual int MaxLength() const { return 1 << 20; }
   virtual Example Sample(int n, Rng& rng) const = 0;
+  // Tasks with a depth axis (where in the input the information sits, 0 = start, 1 = end):
+  // evaluation sweeps it (eval.depths). Sample draws the depth at random.
+  virtual bool HasDepth() const { return false; }
+  virtual Example SampleAtDepth(int n, double /*depth*/, Rng& rng) const { return Sample(n, rng); }
 };
 
 struct TaskInfo {

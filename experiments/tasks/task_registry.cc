@@ -5,6 +5,7 @@
 #include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/kazemnejad.h"
 #include "experiments/tasks/mqar.h"
+#include "experiments/tasks/passkey.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -24,6 +25,8 @@ const std::vector<TaskInfo>& ListTasks() {
        "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
        "default 256",
        "Arora et al. 2023 (Zoology multiquery_ar)"},
+      {"passkey", "5-digit key hidden at a depth in n filler tokens, asked for at the end",
+       "Mohtashami & Jaggi 2023 (token form)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
       {"modular_arithmetic", "value mod 5 of d op d op ... (n, or n-1 when even)",
        "Deletang et al. 2023 (R)"},
@@ -69,6 +72,10 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
+  if (name == "passkey") {
+    LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
+    return std::make_unique<PasskeyTask>();
+  }
   if (auto t = kazemnejad::Create(name, o)) return t;
   if (auto t = chomsky::Create(name)) {
     LEXP_INPUT_CHECK(o.vocab == 0,

@@ -1,0 +1,28 @@
+// Passkey retrieval (Mohtashami & Jaggi 2023, landmark-attention run_test.py; tasks.md 4.1) in
+// token form: n filler tokens that cycle 0, 1, ..., 9 (the repeated "The grass is green..." text,
+// cut from its start for both parts), with "KEY d1 d2 d3 d4 d5" inserted after round(depth n) of
+// them, then QUERY; the answer is the five digits of K ~ U{1..50000} (zero-padded), all scored.
+// Symbols: filler 0-9, key digits 10-19, KEY 20, QUERY 21; answer digits 0-9. Input n + 7 tokens.
+// Training draws the insertion point uniformly in 0..n; evaluation also sweeps depth (eval.depths),
+// and exact match is the passkey accuracy of each (length, depth) cell.
+#pragma once
+
+#include "experiments/tasks/task.h"
+
+namespace lexp {
+
+class PasskeyTask final : public Task {
+ public:
+  static constexpr int kFiller = 10, kDigits = 5, kKey = 20, kQuery = 21;
+  std::string Name() const override { return "passkey"; }
+  int InputAlphabet() const override { return 22; }
+  int OutputAlphabet() const override { return 10; }
+  bool HasDepth() const override { return true; }
+  Example Sample(int n, Rng& rng) const override;
+  Example SampleAtDepth(int n, double depth, Rng& rng) const override;
+
+ private:
+  Example Build(int n, int prefix, Rng& rng) const;
+};
+
+}  // namespace lexp

@@ -1,0 +1,57 @@
+// Passkey retrieval in token form (tasks.md 4.1): the key sits where the depth puts it, the filler
+// cycles, the answer is the key's digits; a run evaluates every (length, depth) cell and draws them.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "experiments/tasks/passkey.h"
+#include "experiments/trainer.h"
+#include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+TEST(Passkey, KeySitsAtItsDepthInCyclingFiller) {
+  const PasskeyTask task;
+  Rng rng(4);
+  for (int n : {0, 1, 10, 37})
+    for (double depth : {0.0, 0.25, 0.5, 1.0}) {
+      const Example e = task.SampleAtDepth(n, depth, rng);
+      ASSERT_EQ(e.input.size(), static_cast<size_t>(n + 7));
+      const auto key = std::find(e.input.begin(), e.input.end(), PasskeyTask::kKey);
+      const int at = static_cast<int>(key - e.input.begin());
+      EXPECT_EQ(at, static_cast<int>(std::lround(depth * n)));
+      for (int d = 0; d < 5; ++d) EXPECT_EQ(e.input[at + 1 + d], 10 + e.output[d]);
+      for (int t = 0; t < at; ++t) EXPECT_EQ(e.input[t], t % 10);
+      for (int t = at + 6; t < n + 6; ++t) EXPECT_EQ(e.input[t], (t - at - 6) % 10);
+      EXPECT_EQ(e.input.back(), PasskeyTask::kQuery);
+      int k = 0;
+      for (int d : e.output) k = 10 * k + d;
+      EXPECT_TRUE(k >= 1 && k <= 50000);
+    }
+  EXPECT_TRUE(task.HasDepth());
+}
+
+TEST(Passkey, RunsEvaluateEveryLengthDepthCellAndDrawThem) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.name=passkey", "task.vocab=0", "train.steps=20", "eval.lengths=2,8",
+       "eval.depths=0,50,100", "probe.lengths=4"});
+  const auto dir = testing::FreshTempDir("passkey");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "t5", o).state, "completed");
+  h5::Reader r(RunFilePath(dir.string(), "t5"));
+  std::vector<uint64_t> dims;
+  const auto em = r.root().OpenGroup("eval").ReadDoubles("depth_exact_match", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{2, 3}));
+  for (double x : em) EXPECT_TRUE(x >= 0 && x <= 1);
+  EXPECT_EQ(r.root().OpenGroup("eval").ReadInts("depth"), (std::vector<int64_t>{0, 50, 100}));
+  EXPECT_TRUE(std::filesystem::exists(DrawDepthHeatmap(dir.string())));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
