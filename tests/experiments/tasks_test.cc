@@ -29,6 +29,7 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
       // of 3 tokens and a 2-token query.
       const std::map<std::string, size_t> in_len = {{"associative_recall", 2 * n},
                                                     {"mqar", 2 * n},
+                                                    {"passkey", n + 7},
                                                     {"modular_arithmetic", n % 2 == 0 ? n - 1 : n},
                                                     {"addition", 2 * n + 1},
                                                     {"summation", 2 * n - 1},
