@@ -470,6 +470,8 @@ class Runner {
                     "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
     ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound",
                     "fraction; Clopper-Pearson 95%");
+    if (std::isfinite(task_->EntropyRate()))
+      ev.SetAttr("source_entropy_rate", task_->EntropyRate());  // nats per token
     if (!depth_exact_.empty()) {
       const uint64_t Dn = cfg_.eval_depths.size();
       std::vector<int64_t> dp(cfg_.eval_depths.begin(), cfg_.eval_depths.end());

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "nn/check.h"
@@ -43,6 +45,8 @@ struct RunData {
   std::vector<double> length, accuracy, exact;
   std::vector<double> accuracy_lo, accuracy_hi;  // Clopper-Pearson bounds (empty in old files)
   std::vector<double> depth, depth_exact;        // tasks with a depth axis: [length, depth]
+  std::vector<double> loss;                      // nats per scored token, per length
+  double entropy_rate = std::numeric_limits<double>::quiet_NaN();  // language-modelling sources
   std::vector<double> probe_length, entropy, log_visible, max_logit;
 };
 
@@ -58,6 +62,8 @@ RunData ReadRun(const std::string& path) {
     for (auto v : ev.ReadInts("length")) d.length.push_back(static_cast<double>(v));
     d.accuracy = ev.ReadDoubles("token_accuracy");
     d.exact = ev.ReadDoubles("exact_match");
+    d.loss = ev.ReadDoubles("loss");
+    if (ev.HasAttr("source_entropy_rate")) d.entropy_rate = ev.AttrDouble("source_entropy_rate");
     if (ev.Has("depth_exact_match")) {
       for (auto v : ev.ReadInts("depth")) d.depth.push_back(static_cast<double>(v));
       d.depth_exact = ev.ReadDoubles("depth_exact_match");
@@ -483,11 +489,58 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   return Render(dir, name, s);
 }
 
+std::string DrawPerplexityVsLength(const std::string& run_dir) {
+  const std::vector<RunData> runs = ReadRuns(run_dir);
+  const fs::path dir = FigureDir(run_dir);
+  const std::string name = "perplexity_vs_length";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per run: length(tokens) loss(nats per token) perplexity\n";
+  double H = std::numeric_limits<double>::quiet_NaN(), max_len = 1;
+  int N = 0, block = 0;
+  std::string plot;
+  for (const auto& r : runs) {
+    N = std::max(N, r.train_max_length);
+    if (r.loss.empty()) continue;
+    if (std::isfinite(r.entropy_rate)) H = r.entropy_rate;
+    dat << "# " << r.encoding << "\n";
+    for (size_t i = 0; i < r.length.size(); ++i) {
+      dat << r.length[i] << " " << r.loss[i] << " " << std::exp(r.loss[i]) << "\n";
+      max_len = std::max(max_len, r.length[i]);
+    }
+    dat << "\n\n";
+    plot += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'",
+                        block ? ", " : "", name, block, block + 1, r.encoding);
+    ++block;
+  }
+  dat.close();
+  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation losses");
+  std::string s = "# Perplexity vs evaluation length against the source entropy rate; data in " +
+                  name + ".dat\n";
+  s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",
+                   block > 6 ? 1100 : 800);
+  s += "set output '" + name + ".png'\n" + SeriesStyles(block);
+  s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\nset logscale y\n";
+  s += fmt::format("set xrange [1:{}]\n", max_len);
+  s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
+  s += "set ylabel 'perplexity exp(loss per token) (log scale)'\n";
+  s += fmt::format("set title 'trained on 1..{}; dashed: exp(source entropy rate)'\n", N);
+  s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",
+                   N, N);
+  if (std::isfinite(H))
+    plot += fmt::format(", {} with lines dt 2 lw 2 lc rgb 'black' title 'source: exp(H) = {:.3f}'",
+                        std::exp(H), std::exp(H));
+  s += "plot " + plot + "\n";
+  return Render(dir, name, s);
+}
+
 std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   std::vector<std::string> out = {DrawAccuracyVsLength(run_dir), DrawAttentionVsLength(run_dir)};
   bool depth = false;
   for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
   if (depth) out.push_back(DrawDepthHeatmap(run_dir));
+  bool source = false;
+  for (const auto& r : ReadRuns(run_dir)) source = source || std::isfinite(r.entropy_rate);
+  if (source) out.push_back(DrawPerplexityVsLength(run_dir));
   return out;
 }
 

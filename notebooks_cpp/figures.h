@@ -28,6 +28,8 @@ std::string DrawPeTable(const std::string& pe_table_file);
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.
 std::string DrawDepthHeatmap(const std::string& run_dir);
+// Language-modelling runs: perplexity vs evaluation length, with exp(source entropy rate).
+std::string DrawPerplexityVsLength(const std::string& run_dir);
 // Heat map task x encoding of the sweep summary (summary.h5 of a task/seed sweep): max over seeds
 // of the Ruoss score, with mean ± sd in each cell. Writes <dir>/figures/score_table.{png,gp,dat}.
 std::string DrawScoreTable(const std::string& summary_file);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,8 @@ class Task {
   // evaluation sweeps it (eval.depths). Sample draws the depth at random.
   virtual bool HasDepth() const { return false; }
   virtual Example SampleAtDepth(int n, double /*depth*/, Rng& rng) const { return Sample(n, rng); }
+  // Language-modelling sources: the source's entropy rate in nats per token (NaN: not a source).
+  virtual double EntropyRate() const { return std::numeric_limits<double>::quiet_NaN(); }
 };
 
 struct TaskInfo {

@@ -4,6 +4,7 @@
 #include "experiments/tasks/associative_recall.h"
 #include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/kazemnejad.h"
+#include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/passkey.h"
 #include "experiments/tasks/string_tasks.h"
@@ -25,6 +26,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
        "default 256",
        "Arora et al. 2023 (Zoology multiquery_ar)"},
+      {"markov_lm",
+       "language modelling: a hidden one of 4 sparse Markov chains over `vocab` (default "
+       "32) symbols, known entropy rate",
+       "lexp (synthetic source with long-range structure)"},
       {"passkey", "5-digit key hidden at a depth in n filler tokens, asked for at the end",
        "Mohtashami & Jaggi 2023 (token form)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
@@ -72,6 +77,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
+  if (name == "markov_lm") return std::make_unique<MarkovLmTask>(o.vocab);
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
     return std::make_unique<PasskeyTask>();

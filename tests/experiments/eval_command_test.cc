@@ -1,11 +1,11 @@
 // `lexp eval`: trained weights survive the run file, and scaling rules apply at evaluation time.
-#include <gtest/gtest.h>
+#include "experiments/eval_command.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "experiments/eval_command.h"
 #include "experiments/recipe.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
@@ -31,9 +31,9 @@ class EvalCommandRun : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::FreshTempDir("evalcmd");
-    const RecipeConfig c = testing::TinyCopyRecipe(
-        {"model.n_layers=1", "model.encodings=rope,alibi", "eval.lengths=3,5,10,20",
-         "probe.lengths=5,20"});
+    const RecipeConfig c =
+        testing::TinyCopyRecipe({"model.n_layers=1", "model.encodings=rope,alibi",
+                                 "eval.lengths=3,5,10,20", "probe.lengths=5,20"});
     RunOptions o;
     o.out_dir = dir_.string();
     ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
@@ -51,7 +51,8 @@ TEST_F(EvalCommandRun, ReEvaluationWithoutARuleReproducesTheRun) {
   EXPECT_EQ(s.path, RunFilePath(dir_.string(), "rope+eval"));
   h5::Reader a(o.run_file), b(s.path);
   for (const char* d : {"loss", "token_accuracy", "exact_match"})
-    EXPECT_EQ(a.root().OpenGroup("eval").ReadDoubles(d), b.root().OpenGroup("eval").ReadDoubles(d)) << d;
+    EXPECT_EQ(a.root().OpenGroup("eval").ReadDoubles(d), b.root().OpenGroup("eval").ReadDoubles(d))
+        << d;
   EXPECT_EQ(a.root().OpenGroup("analysis").ReadDoubles("entropy"),
             b.root().OpenGroup("analysis").ReadDoubles("entropy"));
   EXPECT_EQ(b.root().AttrString("label"), "rope+eval");
@@ -71,7 +72,8 @@ TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
   EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.factor"), "4");
   EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss").size(), 2u);
   h5::Reader a(o.run_file);
-  EXPECT_NE(a.root().OpenGroup("eval").ReadDoubles("loss")[1], b.root().OpenGroup("eval").ReadDoubles("loss")[0])
+  EXPECT_NE(a.root().OpenGroup("eval").ReadDoubles("loss")[1],
+            b.root().OpenGroup("eval").ReadDoubles("loss")[0])
       << "positions divided by 4 change the logits";
   EXPECT_TRUE(b.root().OpenGroup("train").ReadDoubles("loss").empty()) << "nothing was trained";
 }

@@ -32,10 +32,16 @@ class EveryEncoding : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EveryEncoding, TrainsWithAFallingFiniteLoss) {
   const Case& tc = GetParam();
-  std::vector<std::string> sets = {"model.encodings=" + tc.encoding, "model.layout=" + tc.layout,
-                                   "model.n_layers=1", "model.d_model=32", "train.steps=120",
-                                   "train.batch_size=16", "train.lr=3e-3", "eval.lengths=5,9",
-                                   "probe.lengths=5", "probe.samples=1"};
+  std::vector<std::string> sets = {"model.encodings=" + tc.encoding,
+                                   "model.layout=" + tc.layout,
+                                   "model.n_layers=1",
+                                   "model.d_model=32",
+                                   "train.steps=120",
+                                   "train.batch_size=16",
+                                   "train.lr=3e-3",
+                                   "eval.lengths=5,9",
+                                   "probe.lengths=5",
+                                   "probe.samples=1"};
   if (tc.encoding == "rope_partial") sets.push_back("encoding_options.rope_partial.fraction=0.5");
   const RecipeConfig c = testing::TinyCopyRecipe(sets);
   const auto dir = testing::FreshTempDir("every_" + tc.encoding + "_" + tc.layout);
@@ -49,7 +55,8 @@ TEST_P(EveryEncoding, TrainsWithAFallingFiniteLoss) {
   for (double l : loss) ASSERT_TRUE(std::isfinite(l));
   const double first = std::accumulate(loss.begin(), loss.begin() + 20, 0.0) / 20;
   const double last = std::accumulate(loss.end() - 20, loss.end(), 0.0) / 20;
-  EXPECT_LT(last, 0.8 * first) << "mean loss of the first / last 20 steps: " << first << " / " << last;
+  EXPECT_LT(last, 0.8 * first) << "mean loss of the first / last 20 steps: " << first << " / "
+                               << last;
   std::filesystem::remove_all(dir);
 }
 

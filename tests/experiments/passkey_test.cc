@@ -1,11 +1,13 @@
 // Passkey retrieval in token form (tasks.md 4.1): the key sits where the depth puts it, the filler
-// cycles, the answer is the key's digits; a run evaluates every (length, depth) cell and draws them.
+// cycles, the answer is the key's digits; a run evaluates every (length, depth) cell and draws
+// them.
+#include "experiments/tasks/passkey.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "experiments/tasks/passkey.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
@@ -36,9 +38,9 @@ TEST(Passkey, KeySitsAtItsDepthInCyclingFiller) {
 }
 
 TEST(Passkey, RunsEvaluateEveryLengthDepthCellAndDrawThem) {
-  const RecipeConfig c = testing::TinyCopyRecipe(
-      {"task.name=passkey", "task.vocab=0", "train.steps=20", "eval.lengths=2,8",
-       "eval.depths=0,50,100", "probe.lengths=4"});
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"task.name=passkey", "task.vocab=0", "train.steps=20",
+                               "eval.lengths=2,8", "eval.depths=0,50,100", "probe.lengths=4"});
   const auto dir = testing::FreshTempDir("passkey");
   RunOptions o;
   o.out_dir = dir.string();

@@ -1,10 +1,11 @@
 // Recipe parsing: every bad input names the key, the file and what is allowed.
+#include "experiments/recipe.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/recipe.h"
 #include "nn/check.h"
 
 namespace lexp {
@@ -24,15 +25,16 @@ std::string ErrorOf(const std::string& toml, const std::vector<std::string>& set
 
 void ExpectMentions(const std::string& msg, const std::vector<std::string>& parts) {
   ASSERT_FALSE(msg.empty()) << "accepted, but should be an error";
-  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+  for (const auto& p : parts)
+    EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 TEST(Recipe, DefaultsAreValid) { EXPECT_EQ(ErrorOf(""), ""); }
 
 TEST(Recipe, EveryShippedRecipeParsesAndValidates) {
   int n = 0;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(LEXP_SOURCE_DIR) +
-                                                           "/experiments/recipes")) {
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::string(LEXP_SOURCE_DIR) + "/experiments/recipes")) {
     if (e.path().extension() != ".toml") continue;
     std::ifstream f(e.path());
     const std::string text((std::istreambuf_iterator<char>(f)), {});
@@ -57,7 +59,8 @@ TEST(Recipe, WrongTypeNamesKeyFileAndType) {
 }
 
 TEST(Recipe, OutOfRangeNamesTheRange) {
-  ExpectMentions(ErrorOf("[train]\nsteps = 0\n"), {"bad.toml", "train.steps", "out of range", "[1,"});
+  ExpectMentions(ErrorOf("[train]\nsteps = 0\n"),
+                 {"bad.toml", "train.steps", "out of range", "[1,"});
   ExpectMentions(ErrorOf("[model]\nlayout = \"sideways\"\n"),
                  {"model.layout", "\"decoder\"", "\"encoder\""});
   ExpectMentions(ErrorOf("[model]\nd_model = 30\nn_heads = 4\n"),
@@ -76,7 +79,8 @@ TEST(Recipe, UnknownEncodingTaskOrOptionListsWhatExists) {
 }
 
 TEST(Recipe, OverridesUseTheSameChecks) {
-  EXPECT_EQ(ErrorOf("", {"train.steps=5", "model.encodings=rope,alibi", "eval.lengths=1,2,40"}), "");
+  EXPECT_EQ(ErrorOf("", {"train.steps=5", "model.encodings=rope,alibi", "eval.lengths=1,2,40"}),
+            "");
   RecipeConfig c = ParseRecipe("", "x");
   ApplyOverrides(c, {"train.steps=5", "model.encodings=rope", "encoding_options.rope.base=500",
                      "task.name=reverse_string"});
@@ -84,14 +88,17 @@ TEST(Recipe, OverridesUseTheSameChecks) {
   EXPECT_EQ(c.encodings, std::vector<std::string>{"rope"});
   EXPECT_EQ(c.encoding_options["rope"]["base"], "500");
   EXPECT_EQ(c.task, "reverse_string");
-  ExpectMentions(ErrorOf("", {"train.stepz=5"}), {"train.stepz", "not a recipe key", "train.steps"});
+  ExpectMentions(ErrorOf("", {"train.stepz=5"}),
+                 {"train.stepz", "not a recipe key", "train.steps"});
   ExpectMentions(ErrorOf("", {"train.steps=-3"}), {"train.steps", "out of range"});
   ExpectMentions(ErrorOf("", {"train.steps"}), {"expected key=value"});
 }
 
 TEST(Recipe, RoundTripsThroughItsTomlForm) {
-  RecipeConfig c = ParseRecipe("[train]\nsteps = 77\n[model]\nencodings = [\"t5\"]\n"
-                               "[encoding_options.t5]\nnum_buckets = 16\n", "x");
+  RecipeConfig c = ParseRecipe(
+      "[train]\nsteps = 77\n[model]\nencodings = [\"t5\"]\n"
+      "[encoding_options.t5]\nnum_buckets = 16\n",
+      "x");
   RecipeConfig d = ParseRecipe(RecipeToToml(c), "y");
   EXPECT_EQ(RecipeToToml(c), RecipeToToml(d));
   EXPECT_EQ(d.steps, 77);
