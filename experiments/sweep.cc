@@ -248,7 +248,7 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
   std::string s = fmt::format("token accuracy by evaluation length (trained on 1..{}):\n", N);
   s += fmt::format("{:<12} {:<10} {:>9}", "encoding", "state", "mean<=N");
   for (int n : cols) s += fmt::format(" {:>7}", "n=" + std::to_string(n));
-  s += fmt::format(" {:>9}\n", "mean>N");
+  s += fmt::format(" {:>9} {:>11}\n", "mean>N", "exact N+1..2N");
   for (const auto& r : runs) {
     s += fmt::format("{:<12} {:<10}", r.encoding, r.state);
     double in = 0, out = 0;
@@ -269,7 +269,9 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
         if (e.length == n) cell = fmt::format("{:.3f}", e.token_accuracy);
       s += fmt::format(" {:>7}", cell);
     }
-    s += no ? fmt::format(" {:>9.3f}\n", out / no) : fmt::format(" {:>9}\n", "-");
+    s += no ? fmt::format(" {:>9.3f}", out / no) : fmt::format(" {:>9}", "-");
+    const double kz = ScoresOf(r, N).kazemnejad_exact;
+    s += std::isnan(kz) ? fmt::format(" {:>13}\n", "-") : fmt::format(" {:>13.3f}\n", kz);
   }
   return s;
 }
