@@ -60,7 +60,7 @@ int ListCommand(const std::string& what) {
     }
   } else if (what == "tasks") {
     for (const auto& t : lexp::ListTasks())
-      PrintLine(fmt::format("{:<20} {}  ({})", t.name, t.description, t.source));
+      PrintLine(fmt::format("{:<28} {}  ({})", t.name, t.description, t.source));
   } else if (what == "scalings") {
     PrintLine(
         "RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
