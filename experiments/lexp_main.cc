@@ -18,6 +18,7 @@
 #include "experiments/recipe.h"
 #include "experiments/sweep.h"
 #include "experiments/tasks/task.h"
+#include "experiments/theory_command.h"
 #include "nn/check.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
@@ -188,6 +189,26 @@ int main(int argc, char** argv) {
                    "learned b(d) too (repeatable)")
       ->check(CLI::ExistingFile);
 
+  auto* theory = app.add_subcommand(
+      "theory",
+      "closed-form rotary analyses without training: critical dimension, base-scaling law, decay "
+      "bound, attention expectation and resolution for RoPE, xPos and a scaling rule (HDF5 + "
+      "figure)");
+  lexp::TheoryOptions tho;
+  theory->add_option("--head-dim", tho.head_dim, "rotary head dimension d")->capture_default_str();
+  theory->add_option("--base", tho.base, "RoPE base")->capture_default_str();
+  theory->add_option("--train-length", tho.train_length, "training length T_train (tokens)")
+      ->capture_default_str();
+  theory
+      ->add_option("--max-distance", tho.max_distance, "longest distance of the expectation curves")
+      ->capture_default_str();
+  theory->add_option("--xpos-scale-base", tho.xpos_scale_base, "xPos B")->capture_default_str();
+  theory->add_option("--xpos-gamma", tho.xpos_gamma, "xPos gamma")->capture_default_str();
+  theory->add_option("--scale", tho.scale,
+                     "also the expectation under a RoPE rule, e.g. yarn:factor=4 (factor and "
+                     "original_length are read)");
+  theory->add_option("--out", tho.out_file, "HDF5 file to write")->capture_default_str();
+
   auto* figures =
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
@@ -228,6 +249,13 @@ int main(int argc, char** argv) {
         const std::string dir = std::filesystem::path(s.path).parent_path().string();
         for (const auto& png : lexp::DrawAllFigures(dir)) PrintLine("figure: " + png);
       }
+      return 0;
+    }
+    if (*theory) {
+      std::string report;
+      PrintLine("wrote " + lexp::WriteTheory(tho, &report));
+      std::fputs(report.c_str(), stdout);
+      PrintLine("figure: " + lexp::DrawTheory(tho.out_file));
       return 0;
     }
     if (*pe_table) {

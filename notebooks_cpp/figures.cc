@@ -489,6 +489,79 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   return Render(dir, name, s);
 }
 
+std::string DrawTheory(const std::string& file) {
+  h5::Reader r(file);
+  const auto& root = r.root();
+  const fs::path dir = fs::path(file).parent_path().empty()
+                           ? fs::path("figures")
+                           : fs::path(file).parent_path() / "figures";
+  fs::create_directories(dir);
+  const std::string name = "theory";
+  const int d = static_cast<int>(root.AttrInt("head_dim"));
+  const double T = root.AttrDouble("train_length");
+  h5::Group ex = root.OpenGroup("expectation"), dec = root.OpenGroup("decay"),
+            crit = root.OpenGroup("critical");
+  const auto rope = ex.ReadDoubles("rope"), xpos = ex.ReadDoubles("xpos");
+  const bool scaled = ex.Has("rope_scaled");
+  const auto sc = scaled ? ex.ReadDoubles("rope_scaled") : std::vector<double>{};
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# block 0: distance n, s(n)/sqrt(d) for RoPE, xPos" << (scaled ? ", RoPE scaled" : "")
+      << " (log-spaced rows of the file's curves)\n";
+  const double sd = std::sqrt(static_cast<double>(d));
+  long last = -1;
+  for (double x = 1; x < static_cast<double>(rope.size()); x *= 1.01) {
+    const long n = static_cast<long>(x);
+    if (n == last) continue;
+    last = n;
+    dat << n << " " << rope[n] / sd << " " << xpos[n] / sd;
+    if (scaled) dat << " " << sc[n] / sd;
+    dat << "\n";
+  }
+  dat << "\n\n# block 1: distance r, RoFormer decay bound D(r)\n";
+  const auto rd = dec.ReadDoubles("distance"), bd = dec.ReadDoubles("bound");
+  for (size_t i = 1; i < rd.size(); ++i) dat << rd[i] << " " << bd[i] << "\n";
+  dat << "\n\n# block 2: pair k, period (tokens)\n";
+  const auto per = crit.ReadDoubles("pair_period");
+  for (size_t k = 0; k < per.size(); ++k) dat << k << " " << per[k] << "\n";
+  dat.close();
+  const int d_extra = static_cast<int>(crit.AttrInt("d_extra"));
+  std::string s = "# Closed-form rotary analyses; data in " + name + ".dat\n";
+  s += "set terminal pngcairo size 1500,480 font 'Sans,10' noenhanced\n";
+  s += "set output '" + name + ".png'\n";
+  s +=
+      fmt::format("set multiplot layout 1,3 title 'head dim {}, base {:g}, training length {:g}'\n",
+                  d, root.AttrDouble("base"), T);
+  s += "set grid\nset key top right\nset logscale x\n";
+  s += "set xlabel 'relative distance n (tokens, log scale)'\n";
+  s += "set ylabel 'expected logit s(n)/sqrt(d), q = k = 1'\n";
+  s += "set title 'attention expectation proxy'\n";
+  s += fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lc rgb 'gray40'\n", T);
+  s += fmt::format(
+      "plot '{0}.dat' index 0 using 1:2 with lines lw 1.5 title 'RoPE', '{0}.dat' index 0 "
+      "using 1:3 with lines lw 1.5 title 'xPos'",
+      name);
+  if (scaled)
+    s += fmt::format(", '{}.dat' index 0 using 1:4 with lines lw 1.5 title 'RoPE {}'", name,
+                     ex.AttrString("scale"));
+  s += "\nset title 'RoFormer long-term decay bound'\nset ylabel 'D(r) (dimensionless)'\n";
+  s += "set xlabel 'relative distance r (tokens, log scale)'\n";
+  s += fmt::format("plot '{}.dat' index 1 using 1:2 with lines lw 1.5 notitle\n", name);
+  s += "unset arrow 1\nunset logscale x\nset logscale y\nset key bottom right\n";
+  s += "set xlabel 'rotary pair k'\nset ylabel 'period 2 pi b^(2k/d) (tokens, log scale)'\n";
+  s += fmt::format("set title 'critical dimension: d_extra = {} (pairs < {} complete a period)'\n",
+                   d_extra, d_extra / 2);
+  s += fmt::format(
+      "set arrow 2 from graph 0,first {0} to graph 1,first {0} nohead dt 2 lc rgb 'red'\n", T);
+  s += fmt::format("set arrow 3 from {0},graph 0 to {0},graph 1 nohead dt 3 lc rgb 'black'\n",
+                   d_extra / 2.0 - 0.5);
+  s += fmt::format(
+      "plot '{}.dat' index 2 using 1:2 with linespoints lw 1.5 pt 7 ps 0.5 title 'pair "
+      "period', 1/0 dt 2 lc rgb 'red' title 'training length'\n",
+      name);
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
 std::string DrawPerplexityVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);

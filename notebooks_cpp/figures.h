@@ -28,6 +28,9 @@ std::string DrawPeTable(const std::string& pe_table_file);
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.
 std::string DrawDepthHeatmap(const std::string& run_dir);
+// The closed-form analyses of `lexp theory`: expectation proxies, decay bound, pair periods with
+// the critical dimension. Writes <file's dir>/figures/theory.{png,gp,dat}.
+std::string DrawTheory(const std::string& theory_file);
 // Language-modelling runs: perplexity vs evaluation length, with exp(source entropy rate).
 std::string DrawPerplexityVsLength(const std::string& run_dir);
 // Heat map task x encoding of the sweep summary (summary.h5 of a task/seed sweep): max over seeds

@@ -1,0 +1,57 @@
+// Closed-form side of the rotary analyses (formulas.md section 7, test vectors 8.12 and 8.13):
+//  * critical dimension (Liu et al. 2023, arXiv:2310.05209, Theorem 1):
+//      d_extra = 2 ceil((d/2) log_b(T_train / 2 pi)); pairs below d_extra/2 complete a period in
+//      training, the others never do;
+//  * base-scaling law for bases above 10^4: T_extra = 2 pi b^(d_extra / d), its inverse (the base
+//    that reaches a target length), and the small-base critical values b1 = 2T/pi, b2 = T/pi,
+//    b3 = T/2pi (and the exact full-period base (T/2pi)^(d/(d-2)));
+//  * RoFormer's long-term decay bound D(r) = (2/d) sum_{j=1}^{d/2} |sum_{k<j} e^{i r theta_k}|;
+//  * the deterministic attention-expectation proxy of the xPos paper, q = k = all ones:
+//      RoPE s(n) = 2 sum_k cos(n theta_k),  xPos s(n) = 2 sum_k zeta_k^(n/B) cos(n theta_k);
+//  * attention resolution R(s) = sum_{i=0}^{N} e^{s_i} (e^{s_i} - e^{s_{i+1}}) / (sum e^{s_i})^2
+//  with
+//    convention A (e^{s_{N+1}} = 0, the sequence ends; lexp's choice) or B (the i = N term
+//    dropped).
+// All in double. The formula texts of Liu et al. and the xPos paper are marked unverified in
+// formulas.md; the numbers of 8.12/8.13 are evaluations of exactly these expressions.
+#pragma once
+
+#include <vector>
+
+namespace lexp::theory {
+
+struct CriticalDimension {
+  double ratio;  // (d/2) log_b(T / 2 pi), the fractional pair index whose period is T
+  int d_extra;   // 2 ceil(ratio), clamped to [0, d]
+};
+CriticalDimension CriticalDim(int d, double T_train, double base);
+
+// Period 2 pi b^(2k/d) of pair k (tokens).
+double PairPeriod(int d, double base, int k);
+
+double ExtrapolationLimit(double base, int d_extra, int d);  // T_extra = 2 pi b^(d_extra/d)
+double BaseForLength(double target, double T_train);         // 10^4^(log_{T/2pi}(target/2pi))
+struct SmallBaseCriticals {
+  double quarter, half, full;  // b1 = 2T/pi, b2 = T/pi, b3 = T/(2 pi)
+};
+SmallBaseCriticals SmallBaseCriticalValues(double T_train);
+double FullPeriodBase(double T_train, int d);  // (T / 2 pi)^(d / (d - 2))
+
+// D(r) for each r of `distances`.
+std::vector<double> DecayBound(int d, double base, const std::vector<double>& distances);
+
+// s(n) for n = 0..max_distance (RoPE when xpos_scale_base <= 0, else xPos with gamma).
+std::vector<double> ExpectationProxy(int d, double base, long max_distance,
+                                     double xpos_scale_base = 0, double xpos_gamma = 0.4);
+// The same for any per-pair frequencies theta (a scaling rule's) and per-pair decay zeta^(n/B)
+// (zeta empty: none).
+std::vector<double> ExpectationProxyFor(const std::vector<double>& theta,
+                                        const std::vector<double>& zeta, double scale_base,
+                                        long max_distance);
+
+enum class ResolutionConvention { kSequenceEnds, kDropLast };  // A, B of formulas.md 7.2
+// s: scores s[0..N] at distances 0..N.
+double AttentionResolution(const std::vector<double>& s,
+                           ResolutionConvention c = ResolutionConvention::kSequenceEnds);
+
+}  // namespace lexp::theory

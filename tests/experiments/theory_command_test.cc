@@ -1,0 +1,45 @@
+// `lexp theory`: the file holds the closed-form values of analysis/rope_theory.h for its options
+// (LLaMA2 setting: d_extra = 92, T_extra = 4711.72) and the figure is drawn from it.
+#include "experiments/theory_command.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "analysis/rope_theory.h"
+#include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
+#include "pe/rope.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
+  const auto dir = testing::FreshTempDir("theory");
+  TheoryOptions o;
+  o.max_distance = 5000;
+  o.scale = "pi:factor=2";
+  o.out_file = (dir / "theory.h5").string();
+  std::string report;
+  WriteTheory(o, &report);
+  EXPECT_NE(report.find("d_extra = 92"), std::string::npos) << report;
+  h5::Reader r(o.out_file);
+  EXPECT_EQ(r.root().OpenGroup("critical").AttrInt("d_extra"), 92);
+  const auto t_extra = r.root().OpenGroup("base_law").ReadDoubles("t_extra");
+  EXPECT_NEAR(t_extra[0], 4711.72427801674, 1e-8);
+  h5::Group ex = r.root().OpenGroup("expectation");
+  const auto rope = ex.ReadDoubles("rope"), scaled = ex.ReadDoubles("rope_scaled");
+  ASSERT_EQ(rope.size(), 5001u);
+  EXPECT_EQ(rope, theory::ExpectationProxy(128, 1e4, 5000));
+  // PI with factor 2 halves every frequency: s_pi(2n) = s(n).
+  for (long n : {1L, 7L, 100L, 2500L}) EXPECT_NEAR(scaled[2 * n], rope[n], 1e-9) << n;
+  std::vector<uint64_t> dims;
+  r.root().OpenGroup("critical").ReadInts("d_extra_table", &dims);
+  EXPECT_EQ(dims, (std::vector<uint64_t>{4, 7}));
+  EXPECT_TRUE(std::filesystem::exists(DrawTheory(o.out_file)));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
