@@ -104,6 +104,18 @@ class Summation final : public Task {
   }
 };
 
+class Parity final : public Task {
+ public:
+  std::string Name() const override { return "parity"; }
+  int InputAlphabet() const override { return 2; }
+  int OutputAlphabet() const override { return 2; }
+  Example Sample(int n, Rng& rng) const override {
+    std::vector<int> in = Uniform(n, 2, rng);
+    const long ones = std::count(in.begin(), in.end(), 1);
+    return AllScored(std::move(in), {ones % 2 == 0 ? 1 : 0});
+  }
+};
+
 class Sort final : public Task {
  public:
   explicit Sort(int vocab) : v_(vocab > 0 ? vocab : 50) {}
@@ -158,6 +170,7 @@ std::unique_ptr<Task> Create(const std::string& name, const TaskOptions& o) {
   std::unique_ptr<Task> t;
   if (name == "addition") t = std::make_unique<Addition>();
   if (name == "summation") t = std::make_unique<Summation>();
+  if (name == "parity") t = std::make_unique<Parity>();
   if (name == "lego") t = std::make_unique<Lego>();
   if (t)
     LEXP_INPUT_CHECK(o.vocab == 0,

@@ -20,7 +20,8 @@
 //  x_{i-1}"
 //    (s = + or -) in chain order, then QUERY x_q with q from the second half of the chain; answer
 //    the sign of x_q (0 = -1, 1 = +1). Input 3n + 2 tokens. Clauses are not permuted.
-// Kazemnejad's parity task is parity_check (string_tasks.h) with the answer's meaning swapped.
+//  * parity: n random bits; answer 1 ("Yes") when the number of ones is even, else 0 (the Chomsky
+//    parity_check answers the count mod 2, the opposite label).
 #pragma once
 
 #include <memory>

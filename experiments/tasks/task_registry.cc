@@ -62,6 +62,7 @@ const std::vector<TaskInfo>& ListTasks() {
       {"addition", "a + b on n digits, sum on n + 1 digits (most significant first)",
        "Kazemnejad et al. 2023 (token form)"},
       {"summation", "v1 + ... + vn, answer mod 10", "Kazemnejad et al. 2023 (token form)"},
+      {"parity", "n bits; answer 1 when the number of ones is even", "Kazemnejad et al. 2023"},
       {"sort", "n tokens of a pool of `vocab` (default 50) sorted",
        "Kazemnejad et al. 2023 (sngd)"},
       {"lego", "chain of n sign clauses, the sign of a queried variable",

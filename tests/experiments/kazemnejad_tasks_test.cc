@@ -82,6 +82,13 @@ TEST(Kazemnejad, AdditionAndSummationAreExact) {
   }
 }
 
+TEST(Kazemnejad, ParityAnswersYesForAnEvenCount) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const Example p = SampleOf("parity", 1 + static_cast<int>(seed), seed);
+    EXPECT_EQ(p.output[0], std::count(p.input.begin(), p.input.end(), 1) % 2 == 0 ? 1 : 0);
+  }
+}
+
 TEST(Kazemnejad, SortAndLegoAreCorrect) {
   const Example s = SampleOf("sort", 12, 3);
   EXPECT_TRUE(std::is_sorted(s.output.begin(), s.output.end()));
@@ -115,7 +122,7 @@ TEST(Kazemnejad, SortAndLegoAreCorrect) {
 TEST(Kazemnejad, EveryTaskBatchesAtEveryLengthAndRejectsAVocabItCannotUse) {
   for (const char* name :
        {"copy_rsc", "copy_rsc2x", "copy_rdc", "copy_cmc2x", "reverse_mc", "reverse_mc2x",
-        "reverse_mcrv", "addition", "summation", "sort", "lego"}) {
+        "reverse_mcrv", "addition", "summation", "sort", "lego", "parity"}) {
     auto task = CreateTask(name, {});
     SequenceLayout layout(*task, Layout::kDecoder);
     Rng rng(1);
