@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "experiments/analyze.h"
 #include "experiments/bench.h"
 #include "experiments/default_recipe.h"
 #include "experiments/eval_command.h"
@@ -209,6 +210,21 @@ int main(int argc, char** argv) {
                      "original_length are read)");
   theory->add_option("--out", tho.out_file, "HDF5 file to write")->capture_default_str();
 
+  auto* analyze = app.add_subcommand(
+      "analyze",
+      "attention geometry of trained runs (logit running max over distance, entropy per query, "
+      "attended distance, JS divergence against a reference run, rotary pair periods) into each "
+      "run file's /analysis/geometry; training runs do it at the end");
+  std::vector<std::string> analyze_files;
+  std::string analyze_reference;
+  analyze->add_option("RUN_FILE", analyze_files, "completed run files")
+      ->required()
+      ->check(CLI::ExistingFile);
+  analyze
+      ->add_option("--reference", analyze_reference,
+                   "run file (typically NoPE) of the same recipe: JS divergence of attention rows")
+      ->check(CLI::ExistingFile);
+
   auto* figures =
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
@@ -248,6 +264,13 @@ int main(int argc, char** argv) {
       if (!eval_no_figures) {
         const std::string dir = std::filesystem::path(s.path).parent_path().string();
         for (const auto& png : lexp::DrawAllFigures(dir)) PrintLine("figure: " + png);
+      }
+      return 0;
+    }
+    if (*analyze) {
+      for (const auto& f : analyze_files) {
+        PrintLine("analyzing " + f);
+        std::fputs(lexp::AnalyzeRunFile(f, analyze_reference).c_str(), stdout);
       }
       return 0;
     }

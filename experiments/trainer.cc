@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "analysis/attention_stats.h"
 #include "analysis/binomial.h"
+#include "experiments/analyze.h"
 #include "experiments/provenance.h"
 #include "experiments/sequence_layout.h"
 #include "nn/check.h"
@@ -133,6 +135,7 @@ class Runner {
       Say("evaluating the weights of " + opt_.weights_from);
       EvaluateAndProbe();
       WriteRunFile(sum.path);
+      Analyze(sum.path);
       sum.state = state_;
       sum.eval = eval_;
       return sum;
@@ -144,6 +147,7 @@ class Runner {
     }
     if (state_ == "completed") EvaluateAndProbe();
     WriteRunFile(sum.path);
+    if (state_ == "completed") Analyze(sum.path);
     std::filesystem::remove(ckpt);
     sum.state = state_;
     sum.message = message_;
@@ -400,6 +404,12 @@ class Runner {
       }
       probes_.push_back(std::move(p));
     }
+  }
+
+  // The attention-geometry analysis of the stored probe, into the run file (experiments/analyze.h).
+  void Analyze(const std::string& path) {
+    std::stringstream lines(AnalyzeRunFile(path));
+    for (std::string line; std::getline(lines, line);) Say("analysis: " + line);
   }
 
   void WriteRunFile(const std::string& path) {

@@ -134,6 +134,10 @@ std::string Group::AttrAsText(const std::string& name) const {
   }
 }
 
+void Group::Remove(const std::string& name) const {
+  if (Has(name)) LEXP_CHECK(H5Ldelete(id(), name.c_str(), H5P_DEFAULT) >= 0, "cannot remove " + name);
+}
+
 std::vector<std::string> Group::Children() const {
   std::vector<std::string> names;
   H5Literate(
@@ -259,11 +263,18 @@ std::string Group::ChildAttrString(const std::string& child, const std::string& 
   return ReadStringAttr(obj.id(), name);
 }
 
-Writer::Writer(const std::string& path) : path_(path), tmp_(path + ".tmp") {
+Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".tmp") {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  file_ = Check(H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                "cannot create '" + tmp_ + "'");
+  if (mode == Mode::kUpdate) {
+    LEXP_CHECK(std::filesystem::exists(path), "no such file to update: '" + path + "'");
+    std::filesystem::copy_file(path, tmp_, std::filesystem::copy_options::overwrite_existing);
+    file_ = Check(H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
+                  "cannot open '" + tmp_ + "' for update");
+  } else {
+    file_ = Check(H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
+                  "cannot create '" + tmp_ + "'");
+  }
   root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"));
 }
 

@@ -54,6 +54,7 @@ class Group {
   // Any scalar attribute (text, integer or float) as text; for comparisons and printing.
   std::string AttrAsText(const std::string& name) const;
   std::vector<std::string> Children() const;
+  void Remove(const std::string& name) const;  // unlinks a child (dataset or group) if present
 
   // Row-major n-d datasets. `axes` names each dimension ("layer,head,query,key"); units optional.
   void WriteDoubles(const std::string& name, const std::vector<double>& data,
@@ -90,9 +91,12 @@ class Group {
 };
 
 // A file being written: lives at "<path>.tmp" until Commit() renames it to `path`.
+// kUpdate starts from a copy of the existing file (to add or replace groups); the original stays
+// untouched until Commit().
 class Writer {
  public:
-  explicit Writer(const std::string& path);
+  enum class Mode { kCreate, kUpdate };
+  explicit Writer(const std::string& path, Mode mode = Mode::kCreate);
   ~Writer();  // an uncommitted file is removed
   Group& root() { return root_; }
   void Commit();

@@ -1,0 +1,56 @@
+#include "analysis/attention_geometry.h"
+
+#include <cmath>
+#include <limits>
+
+namespace lexp {
+
+std::vector<double> LogitRunningMax(const float* logits, int T, long ld) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double neg_inf = -std::numeric_limits<double>::infinity();
+  std::vector<double> m(T, neg_inf);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) {
+      const double z = logits[static_cast<long>(i) * ld + j];
+      if (std::isfinite(z) && z > m[i - j]) m[i - j] = z;
+    }
+  double run = neg_inf;
+  for (int n = 0; n < T; ++n) {
+    run = std::max(run, m[n]);
+    m[n] = std::isfinite(run) ? run : nan;
+  }
+  return m;
+}
+
+AttendedDistance AttendedDistances(const float* probs, int T, long ld) {
+  AttendedDistance d;
+  d.mean.assign(T, 0.0);
+  d.argmax.assign(T, 0.0);
+  for (int i = 0; i < T; ++i) {
+    const float* row = probs + static_cast<long>(i) * ld;
+    double mean = 0, best = -1;
+    int arg = i;
+    for (int j = 0; j < T; ++j) {
+      mean += static_cast<double>(row[j]) * (i - j);
+      if (row[j] > best) {
+        best = row[j];
+        arg = j;
+      }
+    }
+    d.mean[i] = mean;
+    d.argmax[i] = i - arg;
+  }
+  return d;
+}
+
+double JensenShannon(const float* p, const float* q, int n) {
+  auto kl_to_mix = [](double a, double m) { return a > 0 ? a * std::log(a / m) : 0.0; };
+  double js = 0;
+  for (int j = 0; j < n; ++j) {
+    const double a = p[j], b = q[j], m = 0.5 * (a + b);
+    js += 0.5 * kl_to_mix(a, m) + 0.5 * kl_to_mix(b, m);
+  }
+  return js;
+}
+
+}  // namespace lexp

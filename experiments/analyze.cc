@@ -1,0 +1,177 @@
+#include "experiments/analyze.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <limits>
+
+#include "analysis/attention_geometry.h"
+#include "analysis/attention_stats.h"
+#include "experiments/trainer.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "pe/rope.h"
+
+namespace lexp {
+namespace {
+
+struct StoredProbe {
+  int length = 0;
+  uint64_t S = 0, L = 0, H = 0, T = 0;
+  std::vector<float> logits, probs;  // [S, L, H, T, T]
+  std::vector<int64_t> tokens;       // [S, T]
+  const float* Map(const std::vector<float>& v, uint64_t s, uint64_t l, uint64_t h) const {
+    return v.data() + (((s * L + l) * H + h) * T * T);
+  }
+};
+
+std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
+  std::vector<StoredProbe> out;
+  if (!root.Has("probe")) return out;
+  const h5::Group probe = root.OpenGroup("probe");
+  for (const auto& child : probe.Children()) {
+    if (!probe.IsGroup(child)) continue;
+    const h5::Group g = probe.OpenGroup(child);
+    if (!g.Has("logits")) continue;
+    StoredProbe p;
+    p.length = static_cast<int>(g.AttrInt("length"));
+    std::vector<uint64_t> dims;
+    const auto z = g.ReadDoubles("logits", &dims);
+    if (dims.size() != 5 || dims[0] == 0) continue;
+    p.S = dims[0];
+    p.L = dims[1];
+    p.H = dims[2];
+    p.T = dims[3];
+    p.logits.assign(z.begin(), z.end());
+    const auto pr = g.ReadDoubles("probs");
+    p.probs.assign(pr.begin(), pr.end());
+    p.tokens = g.ReadInts("tokens");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference) {
+  std::string report;
+  std::vector<StoredProbe> probes, refs;
+  std::string encoding;
+  {
+    h5::Reader r(path);
+    LEXP_INPUT_CHECK(r.root().Has("status"), "'" + path + "' is not a lexp run file");
+    const std::string state = r.root().OpenGroup("status").AttrString("state");
+    LEXP_INPUT_CHECK(state == "completed", "'" + path + "' did not complete (" + state +
+                                               "); there is nothing to analyze");
+    encoding = r.root().AttrString("encoding");
+    probes = ReadProbes(r.root());
+  }
+  if (!reference.empty()) {
+    h5::Reader r(reference);
+    refs = ReadProbes(r.root());
+  }
+  h5::Writer w(path, h5::Writer::Mode::kUpdate);
+  h5::Group analysis = w.root().CreateGroup("analysis");
+  analysis.Remove("geometry");
+  h5::Group geo = analysis.CreateGroup("geometry");
+  geo.SetAttr("source", "attention stored on the probe batch (probe.stored_samples sequences)");
+  if (probes.empty())
+    report +=
+        "attention metrics: not applicable: the run stored no probe attention "
+        "(probe.stored_samples = 0)\n";
+  for (const auto& p : probes) {
+    const uint64_t L = p.L, H = p.H, T = p.T;
+    std::vector<double> explosion(L * H * T, 0.0), entropy(L * H * T, 0.0),
+        mean_dist(L * H * T, 0.0), argmax_dist(L * H * T, 0.0), visible(T, 0.0), js(L * H, 0.0);
+    std::vector<double> explosion_n(L * H * T, 0.0);
+    const StoredProbe* ref = nullptr;
+    for (const auto& q : refs)
+      if (q.length == p.length && q.T == T && q.L == L && q.H == H && q.tokens == p.tokens)
+        ref = &q;
+    for (uint64_t s = 0; s < p.S; ++s)
+      for (uint64_t l = 0; l < L; ++l)
+        for (uint64_t h = 0; h < H; ++h) {
+          const float* z = p.Map(p.logits, s, l, h);
+          const float* pr = p.Map(p.probs, s, l, h);
+          const uint64_t base = (l * H + h) * T;
+          const auto run = LogitRunningMax(z, static_cast<int>(T), static_cast<long>(T));
+          const AttendedDistance ad =
+              AttendedDistances(pr, static_cast<int>(T), static_cast<long>(T));
+          for (uint64_t i = 0; i < T; ++i) {
+            if (!std::isnan(run[i])) {
+              explosion[base + i] += run[i];
+              explosion_n[base + i] += 1;
+            }
+            const AttentionRowStats st = RowStats(z + i * T, static_cast<int>(T));
+            entropy[base + i] += st.entropy / p.S;
+            if (s == 0 && l == 0 && h == 0) visible[i] = st.visible;
+            mean_dist[base + i] += ad.mean[i] / p.S;
+            argmax_dist[base + i] += ad.argmax[i] / p.S;
+            if (ref)
+              js[l * H + h] += JensenShannon(pr + i * T, ref->Map(ref->probs, s, l, h) + i * T,
+                                             static_cast<int>(T)) /
+                               (static_cast<double>(p.S) * T);
+          }
+        }
+    for (uint64_t i = 0; i < explosion.size(); ++i)
+      explosion[i] = explosion_n[i] > 0 ? explosion[i] / explosion_n[i]
+                                        : std::numeric_limits<double>::quiet_NaN();
+    h5::Group g = geo.CreateGroup("length_" + std::to_string(p.length));
+    g.SetAttr("length", p.length);
+    g.SetAttr("sequence_length", static_cast<int64_t>(T));
+    g.SetAttr("samples", static_cast<int64_t>(p.S));
+    g.WriteDoubles("logit_running_max", explosion, {L, H, T}, "layer,head,distance",
+                   "logit: max over queries at distance <= n, averaged over samples (LM-Infinite)");
+    g.WriteDoubles("entropy_by_query", entropy, {L, H, T}, "layer,head,query",
+                   "nats over the keys the query may see");
+    g.WriteDoubles("visible_keys", visible, {T}, "query", "keys the query may see");
+    g.WriteDoubles("attended_distance_mean", mean_dist, {L, H, T}, "layer,head,query",
+                   "tokens: sum_j p_ij (i - j)");
+    g.WriteDoubles("attended_distance_argmax", argmax_dist, {L, H, T}, "layer,head,query",
+                   "tokens: distance of the most attended key");
+    if (ref) {
+      g.WriteDoubles("js_vs_reference", js, {L, H}, "layer,head",
+                     "nats: Jensen-Shannon divergence of attention rows, mean over queries");
+      g.SetAttr("reference", reference);
+    }
+    double top = -1e300;
+    for (uint64_t l = 0; l < L; ++l)
+      for (uint64_t h = 0; h < H; ++h) top = std::max(top, explosion[(l * H + h) * T + T - 1]);
+    report += fmt::format(
+        "probe n={}: logit running max at the longest distance (max over heads) "
+        "{:.2f}; {}\n",
+        p.length, top,
+        ref ? "JS divergence vs reference written"
+            : (reference.empty() ? "no reference run given for the JS divergence"
+                                 : "reference has no matching probe (JS skipped)"));
+  }
+  // Rotary pair periods against the training length (critical dimension, Liu et al. 2023).
+  if (encoding == "rope" || encoding == "rope_partial") {
+    std::string name;
+    EncodingShape shape;
+    auto enc = LoadTrainedEncoding(path, &name, &shape);
+    const auto& rope = dynamic_cast<const Rope<double>&>(*enc);
+    const std::vector<double>& theta = rope.inverse_frequencies();
+    std::vector<double> period(theta.size());
+    int trained = 0;
+    for (size_t k = 0; k < theta.size(); ++k) {
+      period[k] = theta[k] > 0 ? 2 * M_PI / theta[k] : std::numeric_limits<double>::infinity();
+      trained += period[k] <= shape.train_length;
+    }
+    h5::Group rot = geo.CreateGroup("rotary");
+    rot.WriteDoubles("pair_period", period, {period.size()}, "pair", "tokens");
+    rot.SetAttr("train_length", shape.train_length);
+    rot.SetAttr("rotary_dims", rope.rotary_dims());
+    rot.SetAttr("d_extra", 2 * trained);
+    report += fmt::format(
+        "rotary: {} of {} rotary dims complete a period within the {} training "
+        "tokens (d_extra = {})\n",
+        2 * trained, rope.rotary_dims(), shape.train_length, 2 * trained);
+  } else {
+    report += "rotary critical dimension: not applicable: '" + encoding + "' does not rotate\n";
+  }
+  w.Commit();
+  return report;
+}
+
+}  // namespace lexp

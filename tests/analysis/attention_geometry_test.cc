@@ -1,0 +1,57 @@
+// Attention-geometry metrics on hand-built maps with known answers: one-hot rows, uniform rows,
+// logits linear in distance, and the JS divergence bounds.
+#include "analysis/attention_geometry.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace lexp {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+TEST(AttentionGeometry, RunningMaxOfLogitsOverDistance) {
+  // Causal map with logit(i, j) = (i - j) for i - j <= 2 and -(i - j) beyond: the largest logit at
+  // distance n is n for n <= 2, -n after; its running maximum stays at 2.
+  const int T = 6;
+  std::vector<float> z(T * T, kNegInf);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) z[i * T + j] = static_cast<float>(i - j <= 2 ? i - j : -(i - j));
+  const auto m = LogitRunningMax(z.data(), T, T);
+  EXPECT_EQ(m, (std::vector<double>{0, 1, 2, 2, 2, 2}));
+  std::vector<float> masked(T * T, kNegInf);
+  masked[0] = 3;  // only the diagonal of query 0
+  const auto mm = LogitRunningMax(masked.data(), T, T);
+  EXPECT_EQ(mm[0], 3.0);
+  EXPECT_EQ(mm[5], 3.0);
+}
+
+TEST(AttentionGeometry, AttendedDistanceOfOneHotAndUniformRows) {
+  const int T = 5;
+  std::vector<float> p(T * T, 0.f);
+  for (int i = 0; i < T; ++i) p[i * T + (i > 0 ? i - 1 : 0)] = 1;  // previous token
+  const AttendedDistance one = AttendedDistances(p.data(), T, T);
+  for (int i = 1; i < T; ++i) {
+    EXPECT_DOUBLE_EQ(one.mean[i], 1.0);
+    EXPECT_DOUBLE_EQ(one.argmax[i], 1.0);
+  }
+  std::fill(p.begin(), p.end(), 0.f);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) p[i * T + j] = 1.f / (i + 1);  // uniform causal
+  const AttendedDistance uni = AttendedDistances(p.data(), T, T);
+  for (int i = 0; i < T; ++i) EXPECT_NEAR(uni.mean[i], i / 2.0, 1e-6) << i;
+}
+
+TEST(AttentionGeometry, JensenShannonBounds) {
+  const float a[] = {1, 0}, b[] = {0, 1}, u[] = {0.5f, 0.5f};
+  EXPECT_NEAR(JensenShannon(a, b, 2), std::log(2.0), 1e-12);  // disjoint supports: ln 2
+  EXPECT_DOUBLE_EQ(JensenShannon(u, u, 2), 0.0);
+  EXPECT_NEAR(JensenShannon(a, u, 2), JensenShannon(u, a, 2), 1e-15);  // symmetric
+  EXPECT_GT(JensenShannon(a, u, 2), 0.0);
+  EXPECT_LT(JensenShannon(a, u, 2), std::log(2.0));
+}
+
+}  // namespace
+}  // namespace lexp
