@@ -562,6 +562,105 @@ std::string DrawTheory(const std::string& file) {
   return Render(dir, name, s);
 }
 
+// The longest probe of each run's /analysis/geometry, averaged over layers and heads.
+struct GeometryCurves {
+  std::string encoding;
+  int length = 0, train_max_length = 0;
+  std::vector<double> running_max, entropy, visible, distance;  // [T]
+};
+
+std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
+  std::vector<GeometryCurves> out;
+  for (const auto& path : FindRunFiles(run_dir)) {
+    h5::Reader r(path);
+    const auto& root = r.root();
+    if (!root.Has("analysis") || !root.OpenGroup("analysis").Has("geometry")) continue;
+    const h5::Group geo = root.OpenGroup("analysis").OpenGroup("geometry");
+    GeometryCurves c;
+    c.encoding = root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
+    c.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+    std::string best;
+    for (const auto& child : geo.Children())
+      if (child.rfind("length_", 0) == 0 &&
+          (best.empty() ||
+           geo.OpenGroup(child).AttrInt("length") > geo.OpenGroup(best).AttrInt("length")))
+        best = child;
+    if (best.empty()) continue;
+    const h5::Group g = geo.OpenGroup(best);
+    c.length = static_cast<int>(g.AttrInt("length"));
+    std::vector<uint64_t> dims;
+    const auto run = g.ReadDoubles("logit_running_max", &dims);
+    const auto ent = g.ReadDoubles("entropy_by_query");
+    const auto dist = g.ReadDoubles("attended_distance_mean");
+    c.visible = g.ReadDoubles("visible_keys");
+    const uint64_t LH = dims[0] * dims[1], T = dims[2];
+    c.running_max.assign(T, 0.0);
+    c.entropy.assign(T, 0.0);
+    c.distance.assign(T, 0.0);
+    for (uint64_t lh = 0; lh < LH; ++lh)
+      for (uint64_t i = 0; i < T; ++i) {
+        c.running_max[i] += run[lh * T + i] / LH;
+        c.entropy[i] += ent[lh * T + i] / LH;
+        c.distance[i] += dist[lh * T + i] / LH;
+      }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string DrawAttentionGeometry(const std::string& run_dir) {
+  const std::vector<GeometryCurves> runs = ReadGeometry(run_dir);
+  LEXP_INPUT_CHECK(!runs.empty(),
+                   "no run in '" + run_dir + "' has /analysis/geometry (lexp analyze)");
+  const fs::path dir = FigureDir(run_dir);
+  const std::string name = "attention_geometry";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per run (longest probe, mean over layers and heads): index i (distance for "
+         "column 2, query for columns 3-5), logit running max, entropy (nats), visible keys, "
+         "mean attended distance (tokens)\n";
+  std::string p1, p2, p3;
+  int block = 0, N = 0;
+  for (const auto& c : runs) {
+    N = std::max(N, c.train_max_length);
+    dat << "# " << c.encoding << " probe length " << c.length << "\n";
+    for (size_t i = 0; i < c.running_max.size(); ++i)
+      dat << i << " " << c.running_max[i] << " " << c.entropy[i] << " " << c.visible[i] << " "
+          << c.distance[i] << "\n";
+    dat << "\n\n";
+    const std::string sep = block ? ", " : "";
+    p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{}'", sep, name, block,
+                      block + 1, c.encoding);
+    p2 += fmt::format("{}'{}.dat' index {} using 4:3 with lines ls {} title '{}'", sep, name, block,
+                      block + 1, c.encoding);
+    p3 += fmt::format("{}'{}.dat' index {} using 1:5 with lines ls {} title '{}'", sep, name, block,
+                      block + 1, c.encoding);
+    ++block;
+  }
+  dat.close();
+  p2 += fmt::format(
+      ", '{}.dat' index 0 using 4:(log($4)) with lines dt 3 lw 2 lc rgb 'black' "
+      "title 'uniform: ln(visible keys)'",
+      name);
+  std::string s =
+      "# Attention geometry of the longest probe (lexp analyze); data in " + name + ".dat\n";
+  s += fmt::format("set terminal pngcairo size {},480 font 'Sans,10' noenhanced\n",
+                   block > 6 ? 1800 : 1500);
+  s += "set output '" + name + ".png'\n" + SeriesStyles(block);
+  s += fmt::format(
+      "set multiplot layout 1,3 title 'attention on the longest probe (trained on "
+      "1..{}; mean over layers and heads)'\n",
+      N);
+  s += "set grid\n" + KeyPlacement(block, "top left");
+  s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'logit running max'\n";
+  s += "set title 'logit explosion (LM-Infinite)'\nplot " + p1 + "\n";
+  s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";
+  s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
+  s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
+  s += "set title 'where attention goes'\nplot " + p3 + "\n";
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
 std::string DrawPerplexityVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
@@ -611,6 +710,7 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   bool depth = false;
   for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
   if (depth) out.push_back(DrawDepthHeatmap(run_dir));
+  if (!ReadGeometry(run_dir).empty()) out.push_back(DrawAttentionGeometry(run_dir));
   bool source = false;
   for (const auto& r : ReadRuns(run_dir)) source = source || std::isfinite(r.entropy_rate);
   if (source) out.push_back(DrawPerplexityVsLength(run_dir));

@@ -9,6 +9,7 @@
 
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -64,6 +65,7 @@ TEST(Analyze, TrainingRunsCarryTheGeometryAndAReferenceAddsJs) {
                       .OpenGroup("length_5")
                       .ReadDoubles("js_vs_reference"))
     EXPECT_NEAR(x, 0.0, 1e-12);
+  EXPECT_TRUE(std::filesystem::exists(DrawAttentionGeometry(dir.string())));
   std::filesystem::remove_all(dir);
 }
 
