@@ -22,6 +22,17 @@ std::vector<double> LogitRunningMax(const float* logits, int T, long ld) {
   return m;
 }
 
+void AccumulateLogitsByDistance(const float* logits, int T, long ld, std::vector<double>& sum,
+                                std::vector<double>& count) {
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) {
+      const double z = logits[static_cast<long>(i) * ld + j];
+      if (!std::isfinite(z)) continue;
+      sum[i - j] += z;
+      count[i - j] += 1;
+    }
+}
+
 AttendedDistance AttendedDistances(const float* probs, int T, long ld) {
   AttendedDistance d;
   d.mean.assign(T, 0.0);

@@ -1,7 +1,8 @@
 // Per-query statistics of attention, computed from captured pre-softmax logits over the keys the
-// query may see (masked keys carry -inf and are excluded; entropy computed before masking is a known
-// mistake). Entropy H = -sum_j p_j ln p_j in nats; for n visible keys ln n - 2B <= H <= ln n when all
-// logits lie in [-B, B] (LM-Infinite, Han et al. 2023, arXiv:2308.16137, Theorem 2; formulas.md 7.4).
+// query may see (masked keys carry -inf and are excluded; entropy computed before masking is a
+// known mistake). Entropy H = -sum_j p_j ln p_j in nats; for n visible keys ln n - 2B <= H <= ln n
+// when all logits lie in [-B, B] (LM-Infinite, Han et al. 2023, arXiv:2308.16137, Theorem 2;
+// formulas.md 7.4).
 #pragma once
 
 #include <vector>
@@ -22,8 +23,8 @@ AttentionRowStats RowStats(const S* logits, int n);
 // Aggregates of one attention map ([T, T] logits of one sequence, layer and head).
 struct AttentionMapStats {
   double entropy = 0, max_logit = 0, mean_logit = 0, log_visible = 0;  // means over query rows
-  std::vector<double> entropy_by_query;                                 // [T]
-  std::vector<double> max_logit_by_query;                               // [T]
+  std::vector<double> entropy_by_query;                                // [T]
+  std::vector<double> max_logit_by_query;                              // [T]
 };
 
 template <typename S>

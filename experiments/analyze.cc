@@ -7,6 +7,7 @@
 
 #include "analysis/attention_geometry.h"
 #include "analysis/attention_stats.h"
+#include "analysis/rope_theory.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -83,7 +84,8 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     const uint64_t L = p.L, H = p.H, T = p.T;
     std::vector<double> explosion(L * H * T, 0.0), entropy(L * H * T, 0.0),
         mean_dist(L * H * T, 0.0), argmax_dist(L * H * T, 0.0), visible(T, 0.0), js(L * H, 0.0);
-    std::vector<double> explosion_n(L * H * T, 0.0);
+    std::vector<double> explosion_n(L * H * T, 0.0), by_dist(L * H * T, 0.0),
+        by_dist_n(L * H * T, 0.0);
     const StoredProbe* ref = nullptr;
     for (const auto& q : refs)
       if (q.length == p.length && q.T == T && q.L == L && q.H == H && q.tokens == p.tokens)
@@ -95,6 +97,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
           const float* pr = p.Map(p.probs, s, l, h);
           const uint64_t base = (l * H + h) * T;
           const auto run = LogitRunningMax(z, static_cast<int>(T), static_cast<long>(T));
+          std::vector<double> sum(T, 0.0), cnt(T, 0.0);
+          AccumulateLogitsByDistance(z, static_cast<int>(T), static_cast<long>(T), sum, cnt);
+          for (uint64_t n = 0; n < T; ++n) {
+            by_dist[base + n] += sum[n];
+            by_dist_n[base + n] += cnt[n];
+          }
           const AttendedDistance ad =
               AttendedDistances(pr, static_cast<int>(T), static_cast<long>(T));
           for (uint64_t i = 0; i < T; ++i) {
@@ -116,7 +124,24 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     for (uint64_t i = 0; i < explosion.size(); ++i)
       explosion[i] = explosion_n[i] > 0 ? explosion[i] / explosion_n[i]
                                         : std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> resolution(L * H, 0.0);
+    for (uint64_t lh = 0; lh < L * H; ++lh) {
+      std::vector<double> curve;
+      for (uint64_t n = 0; n < T; ++n) {
+        by_dist[lh * T + n] = by_dist_n[lh * T + n] > 0
+                                  ? by_dist[lh * T + n] / by_dist_n[lh * T + n]
+                                  : std::numeric_limits<double>::quiet_NaN();
+        if (!std::isnan(by_dist[lh * T + n])) curve.push_back(by_dist[lh * T + n]);
+      }
+      resolution[lh] = curve.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                     : theory::AttentionResolution(curve);
+    }
     h5::Group g = geo.CreateGroup("length_" + std::to_string(p.length));
+    g.WriteDoubles("logit_mean_by_distance", by_dist, {L, H, T}, "layer,head,distance",
+                   "logit: empirical attention expectation, mean over visible pairs at distance n");
+    g.WriteDoubles(
+        "resolution", resolution, {L, H}, "layer,head",
+        "attention resolution of logit_mean_by_distance (convention A, formulas.md 7.2)");
     g.SetAttr("length", p.length);
     g.SetAttr("sequence_length", static_cast<int64_t>(T));
     g.SetAttr("samples", static_cast<int64_t>(p.S));

@@ -28,6 +28,19 @@ TEST(AttentionGeometry, RunningMaxOfLogitsOverDistance) {
   EXPECT_EQ(mm[5], 3.0);
 }
 
+TEST(AttentionGeometry, LogitsByDistanceAverageTheDiagonals) {
+  const int T = 4;
+  std::vector<float> z(T * T, kNegInf);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) z[i * T + j] = static_cast<float>(10 * (i - j) + i);
+  std::vector<double> sum(T, 0.0), count(T, 0.0);
+  AccumulateLogitsByDistance(z.data(), T, T, sum, count);
+  EXPECT_EQ(count, (std::vector<double>{4, 3, 2, 1}));
+  EXPECT_DOUBLE_EQ(sum[0] / count[0], 1.5);       // i = 0..3
+  EXPECT_DOUBLE_EQ(sum[1] / count[1], 10 + 2.0);  // i = 1..3
+  EXPECT_DOUBLE_EQ(sum[3] / count[3], 30 + 3.0);
+}
+
 TEST(AttentionGeometry, AttendedDistanceOfOneHotAndUniformRows) {
   const int T = 5;
   std::vector<float> p(T * T, 0.f);

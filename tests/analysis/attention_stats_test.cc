@@ -1,11 +1,12 @@
 // Attention entropy and logit statistics over visible keys (formulas.md 7.4, 8.16 item 12).
+#include "analysis/attention_stats.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "analysis/attention_stats.h"
 #include "nn/rng.h"
 
 namespace lexp {
