@@ -184,8 +184,9 @@ TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
   so.figures = false;
   ASSERT_EQ(RunRecipe(c, so).size(), 2u);
   const auto pngs = DrawAllFigures(dir.string());  // reads only the files
-  ASSERT_EQ(pngs.size(), 2u);
-  for (const std::string name : {"accuracy_vs_length", "attention_vs_length"}) {
+  ASSERT_EQ(pngs.size(), 3u) << "accuracy, attention and (runs carry /analysis/geometry) geometry";
+  for (const std::string name :
+       {"accuracy_vs_length", "attention_vs_length", "attention_geometry"}) {
     for (const std::string ext : {".png", ".gp", ".dat"}) {
       const fs::path f = dir / "figures" / (name + ext);
       ASSERT_TRUE(fs::exists(f)) << f;
