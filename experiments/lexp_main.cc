@@ -56,7 +56,9 @@ std::string RecipeKeysHelp() {
 int ListCommand(const std::string& what) {
   if (what == "encodings") {
     for (const auto& e : lexp::ListEncodings()) {
-      PrintLine(fmt::format("{:<12} {:<14} sites: {:<16} {}", e.name, e.family, e.sites, e.paper));
+      PrintLine(fmt::format("{:<15} {}", e.name, e.family));
+      PrintLine(fmt::format("    paper: {}", e.paper));
+      PrintLine(fmt::format("    sites: {}", e.sites));
       for (const auto& o : e.options)
         PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
     }
@@ -230,7 +232,7 @@ int main(int argc, char** argv) {
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
 
-  auto* list = app.add_subcommand("list", "list encodings, tasks or recipe keys");
+  auto* list = app.add_subcommand("list", "list encodings, scalings, patterns, tasks or recipe keys");
   std::string topic;
   list->add_option("TOPIC", topic, "encodings | scalings | patterns | tasks | keys")->required();
 
