@@ -26,8 +26,9 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     const auto eq = item.find('=');
-    LEXP_INPUT_CHECK(eq != std::string::npos && eq > 0,
-                     "--scale '" + text + "': expected RULE:key=value,key=value, got '" + item + "'");
+    LEXP_INPUT_CHECK(
+        eq != std::string::npos && eq > 0,
+        "--scale '" + text + "': expected RULE:key=value,key=value, got '" + item + "'");
     s.options[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return s;
@@ -64,11 +65,21 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     for (const auto& [k, v] : spec.options)
       if (k != "factor") name += "-" + k + v;
   }
+  // Overrides of the model or its encoding name the output too (rope+eval-patternlambda,
+  // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
+  for (const auto& set : opt.sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos ||
+        (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
+      continue;
+    const auto dot = set.rfind('.', eq);
+    name += "-" + set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)) +
+            set.substr(eq + 1);
+  }
   ValidateRecipe(cfg);
   RunOptions ro;
-  ro.out_dir = opt.out_dir.empty()
-                   ? std::filesystem::path(opt.run_file).parent_path().string()
-                   : opt.out_dir;
+  ro.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
+                                   : opt.out_dir;
   if (ro.out_dir.empty()) ro.out_dir = ".";
   ro.weights_from = opt.run_file;
   ro.name = name;

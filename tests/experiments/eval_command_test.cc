@@ -43,6 +43,15 @@ class EvalCommandRun : public ::testing::Test {
   fs::path dir_;
 };
 
+TEST_F(EvalCommandRun, OverridesNameTheOutput) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.sets = {"model.pattern=sliding_window", "model.pattern_window=4"};
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  EXPECT_EQ(s.path, RunFilePath(dir_.string(), "rope+eval-patternsliding_window-pattern_window4"));
+}
+
 TEST_F(EvalCommandRun, ReEvaluationWithoutARuleReproducesTheRun) {
   EvalCommandOptions o;
   o.run_file = RunFilePath(dir_.string(), "rope");
