@@ -48,6 +48,21 @@ int RecipeConfig::PositionsMax() const {
   return std::max(2048, 2 * MaxSequenceTokens());
 }
 
+std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
+  if (sweep_key.empty()) return {Variant{}};
+  const std::string last = sweep_key.substr(sweep_key.rfind('.') + 1);
+  std::vector<Variant> out;
+  for (const auto& v : sweep_values) out.push_back({sweep_key + "=" + v, "-" + last + v});
+  return out;
+}
+
+std::vector<std::string> RecipeConfig::ModelLabels() const {
+  std::vector<std::string> out;
+  for (const auto& v : Variants())
+    for (const auto& e : encodings) out.push_back(e + v.suffix);
+  return out;
+}
+
 PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   PatternConfig pc;
   pc.name = pattern;
@@ -84,6 +99,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "seed sweep: one model per encoding and seed, files <encoding>-seed<s>.h5 "
        "(empty = run.seed only)",
        &c.seeds, 0, kBig},
+      {"run.sweep",
+       "key sweep: a recipe key set to each of run.sweep_values in turn, e.g. "
+       "encoding_options.rope.base; files <encoding>-<key><value>.h5",
+       &c.sweep_key},
+      {"run.sweep_values", "the values of run.sweep (TOML syntax, as --set takes them)",
+       &c.sweep_values},
       {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
        1024},
       {"task.name", "synthetic task (lexp list tasks)", &c.task},
@@ -310,8 +331,9 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
             // Lists hold positive integers unless the field gives its own range.
             const double lo = f.min < f.max ? f.min : 1, hi = f.min < f.max ? f.max : 1e18;
             if (!v || *v < lo || *v > hi)
-              FailInput(Where(source, f.key) + " must hold integers in [" + fmt::format("{:g}", lo) +
-                        ", " + fmt::format("{:g}", hi) + "], got " + NodeText(e));
+              FailInput(Where(source, f.key) + " must hold integers in [" +
+                        fmt::format("{:g}", lo) + ", " + fmt::format("{:g}", hi) + "], got " +
+                        NodeText(e));
             p->push_back(static_cast<int>(*v));
           }
         } else {
@@ -320,6 +342,11 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           p->clear();
           for (const auto& e : *a) {
             auto v = e.value_exact<std::string>();
+            // run.sweep_values are override texts: numbers and booleans are taken as written.
+            if (!v && f.key == "run.sweep_values" && (e.is_number() || e.is_boolean())) {
+              p->push_back(NodeText(e));
+              continue;
+            }
             if (!v) FailInput(Where(source, f.key) + " must hold strings, got " + NodeText(e));
             p->push_back(*v);
           }
@@ -480,7 +507,28 @@ void ValidateRecipe(const RecipeConfig& c) {
   for (int s : c.Seeds())
     LEXP_INPUT_CHECK(seeds.insert(s).second,
                      Where(c.source_name, "run.seeds") + " lists " + std::to_string(s) + " twice");
-  for (const auto& t : c.Tasks()) ValidateOneTask(c.For(t, c.Seeds()[0]));
+  LEXP_INPUT_CHECK(c.sweep_key.empty() == c.sweep_values.empty(),
+                   Where(c.source_name, "run.sweep") +
+                       " and run.sweep_values go together (a key and its values)");
+  LEXP_INPUT_CHECK(c.sweep_key.rfind("run.", 0) != 0,
+                   Where(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
+                       "\": run.* keys cannot be swept (use run.seeds for seeds)");
+  std::set<std::string> values;
+  for (const auto& v : c.sweep_values)
+    LEXP_INPUT_CHECK(values.insert(v).second,
+                     Where(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
+  for (const auto& variant : c.Variants())
+    for (const auto& t : c.Tasks()) {
+      RecipeConfig one = c.For(t, c.Seeds()[0]);
+      if (!variant.set.empty()) {
+        try {
+          ApplyOverrides(one, {variant.set});
+        } catch (const InputError& e) {
+          FailInput(Where(c.source_name, "run.sweep") + ": " + e.what());
+        }
+      }
+      ValidateOneTask(one);
+    }
 }
 
 void ValidateOneTask(const RecipeConfig& c) {

@@ -18,6 +18,8 @@ struct RecipeConfig {
   std::string name = "default";
   int seed = 1;
   std::vector<int> seeds;  // seed sweep: one model per (encoding, seed); empty = {seed}
+  std::string sweep_key;   // key sweep: any recipe key ("encoding_options.rope.base")
+  std::vector<std::string> sweep_values;  // its values, one model per (encoding, value)
   int threads = 0;
   // [task]
   std::string task = "copy";
@@ -73,11 +75,18 @@ struct RecipeConfig {
 
   std::vector<int> EvalLengths() const;
   std::vector<int> ProbeLengths() const;
-  int MaxSequenceTokens() const;
+  int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
   std::vector<int> Seeds() const { return seeds.empty() ? std::vector<int>{seed} : seeds; }
   std::vector<std::string> Tasks() const {
     return tasks.empty() ? std::vector<std::string>{task} : tasks;
   }
+  // One value of the key sweep: the override and the suffix it adds to model names ("-base500").
+  struct Variant {
+    std::string set, suffix;
+  };
+  std::vector<Variant> Variants() const;
+  // Model labels of the sweep in summary order: every encoding for every variant.
+  std::vector<std::string> ModelLabels() const;
   // The recipe of one model of the sweep.
   RecipeConfig For(const std::string& task_name, int seed_value) const {
     RecipeConfig c = *this;
@@ -85,8 +94,10 @@ struct RecipeConfig {
     c.tasks.clear();
     c.seed = seed_value;
     c.seeds.clear();
+    c.sweep_key.clear();
+    c.sweep_values.clear();
     return c;
-  }  // upper bound of the model sequence length over all evaluations
+  }
   // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)
   // but at least twice the longest evaluated sequence (randomized), or that sequence (pose, shift).
   int PositionsMax() const;

@@ -40,52 +40,59 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   const std::vector<std::string> tasks = cfg.Tasks();
   const std::vector<int> seeds = cfg.Seeds();
   const bool task_sweep = !cfg.tasks.empty(), seed_sweep = !cfg.seeds.empty();
-  const int total = static_cast<int>(tasks.size() * seeds.size() * cfg.encodings.size());
+  const bool key_sweep = !cfg.sweep_key.empty();
+  const std::vector<RecipeConfig::Variant> variants = cfg.Variants();
+  const int total =
+      static_cast<int>(tasks.size() * seeds.size() * variants.size() * cfg.encodings.size());
   int index = 0;
   std::vector<std::string> dirs;
   for (const auto& task : tasks) {
     const std::string dir =
         task_sweep ? (std::filesystem::path(opt.out_dir) / task).string() : opt.out_dir;
     dirs.push_back(dir);
-    for (int seed : seeds) {
-      const RecipeConfig one = cfg.For(task, seed);
-      for (const auto& enc : cfg.encodings) {
-        RunOptions ro;
-        ro.out_dir = dir;
-        ro.resume = opt.resume;
-        ro.progress = opt.progress;
-        ro.name = seed_sweep ? fmt::format("{}-seed{}", enc, seed) : "";
-        std::string what = enc;
-        if (seed_sweep) what += fmt::format(" seed {}", seed);
-        if (task_sweep) what = task + " " + what;
-        ro.label = fmt::format("{} {}/{}", what, ++index, total);
-        std::filesystem::create_directories(dir);
-        RunSummary s;
-        try {
-          s = TrainAndEvaluate(one, enc, ro);
-        } catch (const Error& e) {
-          s.encoding = enc;
-          s.state = "failed";
-          s.message = e.what();
-          s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
-          WriteFailedRunFile(one, enc, s.path, s.message);
-          if (opt.progress) opt.progress("[" + ro.label + "] failed: " + s.message);
+    for (int seed : seeds)
+      for (const auto& variant : variants) {
+        RecipeConfig one = cfg.For(task, seed);
+        if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
+        for (const auto& enc : cfg.encodings) {
+          RunOptions ro;
+          ro.out_dir = dir;
+          ro.resume = opt.resume;
+          ro.progress = opt.progress;
+          const std::string label = enc + variant.suffix;
+          ro.name = seed_sweep ? fmt::format("{}-seed{}", label, seed) : (key_sweep ? label : "");
+          std::string what = label;
+          if (seed_sweep) what += fmt::format(" seed {}", seed);
+          if (task_sweep) what = task + " " + what;
+          ro.label = fmt::format("{} {}/{}", what, ++index, total);
+          std::filesystem::create_directories(dir);
+          RunSummary s;
+          try {
+            s = TrainAndEvaluate(one, enc, ro);
+          } catch (const Error& e) {
+            s.encoding = enc;
+            s.state = "failed";
+            s.message = e.what();
+            s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
+            WriteFailedRunFile(one, enc, s.path, s.message);
+            if (opt.progress) opt.progress("[" + ro.label + "] failed: " + s.message);
+          }
+          s.task = task;
+          s.seed = seed;
+          s.label = label;
+          if (opt.progress && s.state != "completed")
+            opt.progress(fmt::format("[{}] {}{}", ro.label, s.state,
+                                     s.message.empty() ? "" : ": " + s.message));
+          out.push_back(s);
         }
-        s.task = task;
-        s.seed = seed;
-        if (opt.progress && s.state != "completed")
-          opt.progress(fmt::format("[{}] {}{}", ro.label, s.state,
-                                   s.message.empty() ? "" : ": " + s.message));
-        out.push_back(s);
       }
-    }
   }
   if (opt.figures) {
     for (const auto& dir : dirs)
       for (const auto& png : DrawAllFigures(dir))
         if (opt.progress) opt.progress("figure: " + png);
   }
-  if (task_sweep || seed_sweep) {
+  if (task_sweep || seed_sweep || key_sweep) {
     const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
     if (opt.progress) opt.progress("summary: " + summary);
     if (opt.figures) {
@@ -153,13 +160,13 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
                               const std::string& out_dir) {
   const std::vector<std::string> tasks = cfg.Tasks();
   const std::vector<int> seeds = cfg.Seeds();
-  const uint64_t T = tasks.size(), E = cfg.encodings.size(), S = seeds.size();
+  const std::vector<std::string> labels = cfg.ModelLabels();
+  const uint64_t T = tasks.size(), E = labels.size(), S = seeds.size();
   std::vector<double> ruoss(T * E * S), kz(T * E * S), ind(T * E * S);
   std::vector<std::string> states(T * E * S, "missing");
   for (const auto& r : runs) {
     const auto ti = std::find(tasks.begin(), tasks.end(), r.task) - tasks.begin();
-    const auto ei =
-        std::find(cfg.encodings.begin(), cfg.encodings.end(), r.encoding) - cfg.encodings.begin();
+    const auto ei = std::find(labels.begin(), labels.end(), r.label) - labels.begin();
     const auto si = std::find(seeds.begin(), seeds.end(), r.seed) - seeds.begin();
     const uint64_t at = (ti * E + ei) * S + si;
     const ProtocolScores p = ScoresOf(r, cfg.train_max_length);
@@ -187,7 +194,8 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
     return s;
   };
   w.root().SetAttr("tasks", join(tasks));
-  w.root().SetAttr("encodings", join(cfg.encodings));
+  w.root().SetAttr("encodings", join(labels));  // with the key-sweep suffix when there is one
+  if (!cfg.sweep_key.empty()) w.root().SetAttr("sweep", cfg.sweep_key);
   w.root().SetAttr("seeds", join(seeds));
   w.root().SetAttr("train_max_length", cfg.train_max_length);
   int M = 0;
@@ -221,10 +229,10 @@ std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSumma
       cfg.train_max_length + 1, 2 * cfg.train_max_length);
   for (const auto& task : cfg.Tasks()) {
     s += task + "\n";
-    for (const auto& enc : cfg.encodings) {
+    for (const auto& enc : cfg.ModelLabels()) {
       std::vector<double> r, k;
       for (const auto& run : runs)
-        if (run.task == task && run.encoding == enc) {
+        if (run.task == task && run.label == enc) {
           const ProtocolScores p = ScoresOf(run, cfg.train_max_length);
           r.push_back(p.ruoss);
           k.push_back(p.kazemnejad_exact);

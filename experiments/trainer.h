@@ -35,6 +35,7 @@ struct RunOptions {
 
 struct RunSummary {
   std::string encoding;
+  std::string label;  // encoding plus the key-sweep suffix ("rope-base500"); = encoding otherwise
   std::string task;
   int seed = 0;
   std::string state;  // completed | diverged | failed | interrupted | skipped

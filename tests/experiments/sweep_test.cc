@@ -64,5 +64,48 @@ TEST(Sweep, RepeatedSeedsOrTasksAreRecipeErrors) {
       InputError);
 }
 
+TEST(Sweep, AKeySweepTrainsOneModelPerValueUnderItsOwnName) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "run.sweep=encoding_options.rope.base", "run.sweep_values=100,10000",
+       "model.n_layers=1", "train.steps=10", "eval.lengths=2,7"});
+  ValidateRecipe(c);
+  const auto dir = testing::FreshTempDir("key_sweep");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  const auto runs = RunRecipe(c, so);
+  ASSERT_EQ(runs.size(), 2u);
+  for (const char* base : {"100", "10000"}) {
+    const auto path = dir / (std::string("rope-base") + base + ".h5");
+    ASSERT_TRUE(std::filesystem::exists(path)) << path;
+    h5::Reader r(path.string());
+    EXPECT_EQ(r.root().OpenGroup("config").AttrString("encoding_option.base"), base);
+  }
+  h5::Reader s((dir / "summary.h5").string());
+  EXPECT_EQ(s.root().AttrString("encodings"), "rope-base100,rope-base10000");
+  EXPECT_EQ(s.root().AttrString("sweep"), "encoding_options.rope.base");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sweep, KeySweepErrorsNameTheKey) {
+  auto error_of = [](const std::vector<std::string>& sets) {
+    try {
+      ValidateRecipe(testing::TinyCopyRecipe(sets));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({"run.sweep=model.no_such_key", "run.sweep_values=1"}).find("no_such_key"),
+            std::string::npos);
+  EXPECT_NE(error_of({"run.sweep=run.seed", "run.sweep_values=1,2"}).find("run.seeds"),
+            std::string::npos);
+  EXPECT_NE(error_of({"run.sweep=model.n_layers"}).find("go together"), std::string::npos);
+  EXPECT_NE(error_of({"run.sweep=model.n_layers", "run.sweep_values=1,1"}).find("twice"),
+            std::string::npos);
+  EXPECT_NE(error_of({"run.sweep=model.n_layers", "run.sweep_values=0"}).find("model.n_layers"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace lexp
