@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "experiments/analyze.h"
+#include "experiments/base_law_command.h"
 #include "experiments/bench.h"
 #include "experiments/default_recipe.h"
 #include "experiments/eval_command.h"
@@ -227,12 +228,28 @@ int main(int argc, char** argv) {
                    "run file (typically NoPE) of the same recipe: JS divergence of attention rows")
       ->check(CLI::ExistingFile);
 
+  auto* base_law = app.add_subcommand(
+      "base-law",
+      "RoPE base-scaling law: measured extrapolation limit of every rope run of a directory (e.g. "
+      "a "
+      "run.sweep over encoding_options.rope.base) against T_extra = 2 pi b^(d_extra/d), with a "
+      "fitted exponent; writes RUN_DIR/base_law.h5");
+  std::string base_law_dir;
+  double base_law_tolerance = 0.1;
+  base_law->add_option("RUN_DIR", base_law_dir, "directory of rope run files")->required();
+  base_law
+      ->add_option("--tolerance", base_law_tolerance,
+                   "a length is within the limit while its loss <= (1 + tolerance) x the mean "
+                   "in-distribution loss")
+      ->capture_default_str();
+
   auto* figures =
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
 
-  auto* list = app.add_subcommand("list", "list encodings, scalings, patterns, tasks or recipe keys");
+  auto* list =
+      app.add_subcommand("list", "list encodings, scalings, patterns, tasks or recipe keys");
   std::string topic;
   list->add_option("TOPIC", topic, "encodings | scalings | patterns | tasks | keys")->required();
 
@@ -274,6 +291,11 @@ int main(int argc, char** argv) {
         PrintLine("analyzing " + f);
         std::fputs(lexp::AnalyzeRunFile(f, analyze_reference).c_str(), stdout);
       }
+      return 0;
+    }
+    if (*base_law) {
+      std::fputs(lexp::WriteBaseLaw(base_law_dir, base_law_tolerance).c_str(), stdout);
+      PrintLine("wrote " + (std::filesystem::path(base_law_dir) / "base_law.h5").string());
       return 0;
     }
     if (*theory) {

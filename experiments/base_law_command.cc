@@ -1,0 +1,136 @@
+#include "experiments/base_law_command.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "analysis/base_law.h"
+#include "analysis/rope_theory.h"
+#include "experiments/provenance.h"
+#include "experiments/trainer.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/parallel.h"
+#include "notebooks_cpp/figures.h"
+#include "pe/rope.h"
+
+namespace lexp {
+
+std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
+  LEXP_INPUT_CHECK(tolerance > 0, "base-law: --tolerance must be positive");
+  struct Row {
+    std::string label;
+    double base, predicted, measured, longest;
+    int rotary_dims, train_tokens, d_extra;
+    bool censored;
+  };
+  std::vector<Row> rows;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& path : FindRunFiles(run_dir)) {
+    std::string encoding, state, label;
+    std::vector<double> tokens, loss, lengths;
+    double base = 1e4;
+    int N = 0;
+    {
+      h5::Reader r(path);
+      encoding = r.root().AttrString("encoding");
+      state = r.root().OpenGroup("status").AttrString("state");
+      if ((encoding != "rope" && encoding != "rope_partial") || state != "completed") continue;
+      label = r.root().HasAttr("label") ? r.root().AttrString("label") : encoding;
+      N = static_cast<int>(r.root().AttrInt("train_max_length"));
+      const h5::Group cfg = r.root().OpenGroup("config");
+      if (cfg.HasAttr("encoding_option.base"))
+        base = std::stod(cfg.AttrString("encoding_option.base"));
+      const h5::Group ev = r.root().OpenGroup("eval");
+      for (auto v : ev.ReadInts("sequence_length")) tokens.push_back(static_cast<double>(v));
+      for (auto v : ev.ReadInts("length")) lengths.push_back(static_cast<double>(v));
+      loss = ev.ReadDoubles("loss");
+    }
+    std::string name;
+    EncodingShape shape;
+    auto enc = LoadTrainedEncoding(path, &name, &shape);
+    const int d = dynamic_cast<const Rope<double>&>(*enc).rotary_dims();
+    double in = 0;
+    int ni = 0;
+    for (size_t i = 0; i < loss.size(); ++i)
+      if (lengths[i] <= N) {
+        in += loss[i];
+        ++ni;
+      }
+    if (ni == 0 || tokens.empty()) continue;
+    in /= ni;
+    Row row;
+    row.label = label;
+    row.base = base;
+    row.rotary_dims = d;
+    row.train_tokens = shape.train_length;
+    row.d_extra = theory::CriticalDim(d, shape.train_length, 1e4).d_extra;
+    row.predicted = base >= 1e4 ? theory::ExtrapolationLimit(base, row.d_extra, d) : nan;
+    row.measured = ExtrapolationLimitMeasured(tokens, loss, in, tolerance);
+    row.longest = tokens.back();
+    row.censored = row.measured >= row.longest;
+    rows.push_back(row);
+  }
+  LEXP_INPUT_CHECK(!rows.empty(),
+                   "base-law: no completed rope run with evaluation losses in '" + run_dir + "'");
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.base < b.base; });
+  std::vector<double> x, y;
+  for (const auto& r : rows)
+    if (r.base >= 1e4 && r.measured > 0 && !r.censored) {
+      x.push_back(std::log(r.base));
+      y.push_back(std::log(r.measured));
+    }
+  std::string s = fmt::format(
+      "RoPE base-scaling law (tolerance {:g}: loss within (1 + tol) x the in-distribution loss)\n"
+      "{:<22} {:>10} {:>6} {:>8} {:>12} {:>12}\n",
+      tolerance, "run", "base", "d_rot", "d_extra", "predicted", "measured");
+  for (const auto& r : rows)
+    s += fmt::format(
+        "{:<22} {:>10g} {:>6} {:>8} {:>12} {:>12}\n", r.label, r.base, r.rotary_dims, r.d_extra,
+        std::isnan(r.predicted) ? std::string("(b < 1e4)") : fmt::format("{:.1f}", r.predicted),
+        fmt::format("{}{:g}", r.censored ? ">= " : "", r.measured));
+  const std::filesystem::path out = std::filesystem::path(run_dir) / "base_law.h5";
+  h5::Writer w(out.string());
+  WriteProvenance(w.root(), ThreadLimit::Active());
+  w.root().SetAttr("tolerance", tolerance);
+  std::vector<double> bases, pred, meas;
+  std::vector<int64_t> cens;
+  std::string labels;
+  for (const auto& r : rows) {
+    bases.push_back(r.base);
+    pred.push_back(r.predicted);
+    meas.push_back(r.measured);
+    cens.push_back(r.censored);
+    labels += (labels.empty() ? "" : ",") + r.label;
+  }
+  const uint64_t R = rows.size();
+  w.root().SetAttr("runs", labels);
+  w.root().WriteDoubles("base", bases, {R}, "run", "RoPE base");
+  w.root().WriteDoubles("predicted_limit", pred, {R}, "run",
+                        "tokens: T_extra = 2 pi b^(d_extra/d) (NaN below base 1e4)");
+  w.root().WriteDoubles("measured_limit", meas, {R}, "run",
+                        "tokens: longest evaluated sequence within the loss tolerance");
+  w.root().WriteInts("censored", cens, {R}, "run",
+                     "1 when the limit reached the longest evaluated sequence (a lower bound)");
+  if (x.size() >= 2) {
+    const LineFit f = FitLine(x, y);
+    const double predicted_slope = static_cast<double>(rows[0].d_extra) / rows[0].rotary_dims;
+    w.root().SetAttr("fitted_exponent", f.slope);
+    w.root().SetAttr("fitted_exponent_lo", f.slope_lo);
+    w.root().SetAttr("fitted_exponent_hi", f.slope_hi);
+    w.root().SetAttr("predicted_exponent", predicted_slope);
+    s += fmt::format(
+        "fitted exponent of ln(limit) on ln(base) over {} bases >= 1e4: {:.3f} [95% CI "
+        "{:.3f}, {:.3f}]; predicted d_extra/d = {:.3f}\n",
+        f.n, f.slope, f.slope_lo, f.slope_hi, predicted_slope);
+  } else {
+    s += "fitted exponent: fewer than two uncensored bases >= 1e4, no fit\n";
+  }
+  w.Commit();
+  return s;
+}
+
+}  // namespace lexp
