@@ -258,7 +258,7 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
   for (int n : cols) s += fmt::format(" {:>7}", "n=" + std::to_string(n));
   s += fmt::format(" {:>9} {:>11}\n", "mean>N", "exact N+1..2N");
   for (const auto& r : runs) {
-    s += fmt::format("{:<12} {:<10}", r.encoding, r.state);
+    s += fmt::format("{:<12} {:<10}", r.label.empty() ? r.encoding : r.label, r.state);
     double in = 0, out = 0;
     int ni = 0, no = 0;
     for (const auto& e : r.eval) {

@@ -127,7 +127,7 @@ std::vector<std::string> FindRunFiles(const std::string& run_dir) {
   for (const auto& e : fs::directory_iterator(run_dir)) {
     const std::string name = e.path().filename().string();
     if (e.is_regular_file() && e.path().extension() == ".h5" &&
-        name.find(".ckpt.") == std::string::npos && name != "summary.h5")
+        name.find(".ckpt.") == std::string::npos && name != "summary.h5" && name != "base_law.h5")
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());

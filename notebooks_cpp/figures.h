@@ -10,6 +10,8 @@
 namespace lexp {
 
 // Run files of a directory (completed or not), sorted by encoding name; checkpoints excluded.
+// Run files of a directory: *.h5 except checkpoints and the sweep outputs summary.h5 and
+// base_law.h5.
 std::vector<std::string> FindRunFiles(const std::string& run_dir);
 
 // Token accuracy (and exact match) vs evaluation length, one line per encoding, training length
