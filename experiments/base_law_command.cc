@@ -125,9 +125,12 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     w.root().SetAttr("fitted_exponent_hi", f.slope_hi);
     w.root().SetAttr("predicted_exponent", predicted_slope);
     s += fmt::format(
-        "fitted exponent of ln(limit) on ln(base) over {} bases >= 1e4: {:.3f} [95% CI "
-        "{:.3f}, {:.3f}]; predicted d_extra/d = {:.3f}\n",
-        f.n, f.slope, f.slope_lo, f.slope_hi, predicted_slope);
+        "fitted exponent of ln(limit) on ln(base) over {} bases >= 1e4: {:.3f} {}; "
+        "predicted d_extra/d = {:.3f}\n",
+        f.n, f.slope,
+        f.n >= 3 ? fmt::format("[95% CI {:.3f}, {:.3f}]", f.slope_lo, f.slope_hi)
+                 : std::string("(no interval from 2 points)"),
+        predicted_slope);
   } else {
     s += "fitted exponent: fewer than two uncensored bases >= 1e4, no fit\n";
   }
