@@ -113,6 +113,22 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
   return png.string();
 }
 
+// figures/ beside a data file (a theory table or a sweep summary), created if needed.
+fs::path FigureDirNextTo(const std::string& file) {
+  const fs::path parent = fs::path(file).parent_path();
+  const fs::path dir = parent.empty() ? fs::path("figures") : parent / "figures";
+  fs::create_directories(dir);
+  return dir;
+}
+
+// "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
+  return out;
+}
+
 fs::path FigureDir(const std::string& run_dir) {
   const fs::path dir = fs::path(run_dir) / "figures";
   fs::create_directories(dir);
@@ -280,20 +296,12 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
 std::string DrawPeTable(const std::string& file) {
   h5::Reader r(file);
   const auto& root = r.root();
-  const fs::path dir = fs::path(file).parent_path().empty()
-                           ? fs::path("figures")
-                           : fs::path(file).parent_path() / "figures";
-  fs::create_directories(dir);
+  const fs::path dir = FigureDirNextTo(file);
   const std::string name = "pe_table";
   h5::Group rot = root.OpenGroup("rotary"), bias = root.OpenGroup("bias");
   std::vector<uint64_t> dims;
   const auto wl = rot.ReadDoubles("wavelength", &dims);
-  std::vector<std::string> rules;
-  {
-    std::stringstream ss(rot.AttrString("rules"));
-    std::string x;
-    while (std::getline(ss, x, ',')) rules.push_back(x);
-  }
+  const std::vector<std::string> rules = SplitCommas(rot.AttrString("rules"));
   const uint64_t P = dims[1];
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# block 0: pair k, then the wavelength (tokens) of each rule: ";
@@ -390,20 +398,10 @@ std::string DrawPeTable(const std::string& file) {
 std::string DrawScoreTable(const std::string& file) {
   h5::Reader r(file);
   const auto& root = r.root();
-  const fs::path dir = fs::path(file).parent_path().empty()
-                           ? fs::path("figures")
-                           : fs::path(file).parent_path() / "figures";
-  fs::create_directories(dir);
+  const fs::path dir = FigureDirNextTo(file);
   const std::string name = "score_table";
-  auto split = [](const std::string& s) {
-    std::vector<std::string> v;
-    std::stringstream ss(s);
-    std::string x;
-    while (std::getline(ss, x, ',')) v.push_back(x);
-    return v;
-  };
-  const auto tasks = split(root.AttrString("tasks"));
-  const auto encs = split(root.AttrString("encodings"));
+  const auto tasks = SplitCommas(root.AttrString("tasks"));
+  const auto encs = SplitCommas(root.AttrString("encodings"));
   h5::Group g = root.OpenGroup("scores");
   const auto mx = g.ReadDoubles("ruoss_max"), mean = g.ReadDoubles("ruoss_mean"),
              sd = g.ReadDoubles("ruoss_sd");
@@ -492,10 +490,7 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
 std::string DrawTheory(const std::string& file) {
   h5::Reader r(file);
   const auto& root = r.root();
-  const fs::path dir = fs::path(file).parent_path().empty()
-                           ? fs::path("figures")
-                           : fs::path(file).parent_path() / "figures";
-  fs::create_directories(dir);
+  const fs::path dir = FigureDirNextTo(file);
   const std::string name = "theory";
   const int d = static_cast<int>(root.AttrInt("head_dim"));
   const double T = root.AttrDouble("train_length");
