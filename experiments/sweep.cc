@@ -104,28 +104,11 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
 }
 
 ProtocolScores ScoresOf(const RunSummary& r, int N) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  ProtocolScores p{nan, nan, nan};
-  if (r.state != "completed") return p;
-  double in = 0, out = 0, kz = 0;
-  int ni = 0, no = 0, nk = 0;
-  for (const auto& e : r.eval) {
-    if (e.length <= N) {
-      in += e.token_accuracy;
-      ++ni;
-    } else {
-      out += e.token_accuracy;
-      ++no;
-      if (e.length <= 2 * N) {
-        kz += e.exact_match;
-        ++nk;
-      }
-    }
+  if (r.state != "completed") {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    return {nan, nan, nan};
   }
-  if (ni) p.in_distribution = in / ni;
-  if (no) p.ruoss = out / no;
-  if (nk) p.kazemnejad_exact = kz / nk;
-  return p;
+  return ScoreEvalRows(r.eval, N);
 }
 
 namespace {
@@ -259,27 +242,19 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
   s += fmt::format(" {:>9} {:>11}\n", "mean>N", "exact N+1..2N");
   for (const auto& r : runs) {
     s += fmt::format("{:<12} {:<10}", r.label.empty() ? r.encoding : r.label, r.state);
-    double in = 0, out = 0;
-    int ni = 0, no = 0;
-    for (const auto& e : r.eval) {
-      if (e.length <= N) {
-        in += e.token_accuracy;
-        ++ni;
-      } else {
-        out += e.token_accuracy;
-        ++no;
-      }
-    }
-    s += ni ? fmt::format(" {:>9.3f}", in / ni) : fmt::format(" {:>9}", "-");
+    const ProtocolScores p = ScoreEvalRows(r.eval, N);
+    auto cell = [](double x, int width) {
+      return std::isnan(x) ? fmt::format(" {:>{}}", "-", width)
+                           : fmt::format(" {:>{}.3f}", x, width);
+    };
+    s += cell(p.in_distribution, 9);
     for (int n : cols) {
       std::string cell = "-";
       for (const auto& e : r.eval)
         if (e.length == n) cell = fmt::format("{:.3f}", e.token_accuracy);
       s += fmt::format(" {:>7}", cell);
     }
-    s += no ? fmt::format(" {:>9.3f}", out / no) : fmt::format(" {:>9}", "-");
-    const double kz = ScoresOf(r, N).kazemnejad_exact;
-    s += std::isnan(kz) ? fmt::format(" {:>13}\n", "-") : fmt::format(" {:>13.3f}\n", kz);
+    s += cell(p.ruoss, 9) + cell(p.kazemnejad_exact, 13) + "\n";
   }
   return s;
 }

@@ -26,12 +26,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
 // The accuracy-vs-length table of a sweep (text), as printed at the end of `lexp run`.
 std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs);
 
-// Scores of one model under the protocols of tasks.md: Ruoss/Deletang (token accuracy averaged over
-// the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and in distribution
-// (token accuracy over 1..N). NaN where the run has no such length or did not complete.
-struct ProtocolScores {
-  double in_distribution, ruoss, kazemnejad_exact;
-};
+// ScoreEvalRows (trainer.h) of a run; all NaN when the run did not complete.
 ProtocolScores ScoresOf(const RunSummary& r, int train_max_length);
 
 // Writes <out>/summary.h5 (layout in data/README.md) and returns its path.

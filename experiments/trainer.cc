@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -336,21 +337,11 @@ class Runner {
         }
     }
     const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    double in_acc = 0, out_acc = 0;
-    int in_n = 0, out_n = 0;
-    for (const auto& r : eval_) {
-      if (r.length <= cfg_.train_max_length) {
-        in_acc += r.token_accuracy;
-        ++in_n;
-      } else {
-        out_acc += r.token_accuracy;
-        ++out_n;
-      }
-    }
+    const ProtocolScores p = ScoreEvalRows(eval_, cfg_.train_max_length);
+    auto or_zero = [](double x) { return std::isnan(x) ? 0.0 : x; };
     Say(fmt::format(
         "evaluated {} lengths in {:.1f}s: token accuracy {:.3f} at 1..{}, {:.3f} beyond",
-        eval_.size(), el, in_n ? in_acc / in_n : 0.0, cfg_.train_max_length,
-        out_n ? out_acc / out_n : 0.0));
+        eval_.size(), el, or_zero(p.in_distribution), cfg_.train_max_length, or_zero(p.ruoss)));
   }
 
   void Probe() {
@@ -599,6 +590,30 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
   }
   Runner runner(cfg, encoding, opt);
   return runner.Run();
+}
+
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int N) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ProtocolScores p{nan, nan, nan};
+  double in = 0, out = 0, kz = 0;
+  int ni = 0, no = 0, nk = 0;
+  for (const auto& e : eval) {
+    if (e.length <= N) {
+      in += e.token_accuracy;
+      ++ni;
+    } else {
+      out += e.token_accuracy;
+      ++no;
+      if (e.length <= 2 * N) {
+        kz += e.exact_match;
+        ++nk;
+      }
+    }
+  }
+  if (ni) p.in_distribution = in / ni;
+  if (no) p.ruoss = out / no;
+  if (nk) p.kazemnejad_exact = kz / nk;
+  return p;
 }
 
 std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,

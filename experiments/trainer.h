@@ -20,6 +20,14 @@ struct EvalRow {
   double loss = 0, token_accuracy = 0, exact_match = 0;
 };
 
+// Scores of one model's evaluation under the protocols of tasks.md: Ruoss/Deletang (token accuracy
+// averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
+// in distribution (token accuracy over 1..N). NaN where no evaluated length falls in the range.
+struct ProtocolScores {
+  double in_distribution, ruoss, kazemnejad_exact;
+};
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int train_max_length);
+
 struct RunOptions {
   std::string out_dir;  // run file goes to <out_dir>/<encoding>.h5
   bool resume = false;  // continue from <encoding>.ckpt.h5; skip models already completed
