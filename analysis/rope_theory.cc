@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <limits>
 
 #include "nn/check.h"
 #include "nn/parallel.h"
@@ -93,6 +94,34 @@ std::vector<double> ExpectationProxyFor(const std::vector<double>& theta,
     }
   });
   return s;
+}
+
+double RotaryLogitSupremum(const std::vector<double>& q_pair_norm,
+                           const std::vector<double>& k_pair_norm) {
+  LEXP_INPUT_CHECK(q_pair_norm.size() == k_pair_norm.size(),
+                   "theory: one query and one key norm per pair needed");
+  double s = 0;
+  for (size_t k = 0; k < q_pair_norm.size(); ++k) s += std::abs(q_pair_norm[k] * k_pair_norm[k]);
+  return s;
+}
+
+double RotaryLogitMaxOver(const std::vector<double>& h_re, const std::vector<double>& h_im,
+                          const std::vector<double>& theta, long max_distance) {
+  LEXP_INPUT_CHECK(h_re.size() == theta.size() && h_im.size() == theta.size(),
+                   "theory: one h and one theta per pair needed");
+  const long chunks = (max_distance + kProxyGrain) / kProxyGrain;
+  std::vector<double> best(chunks, -std::numeric_limits<double>::infinity());
+  ParallelChunks(max_distance + 1, kProxyGrain, [&](long n0, long n1) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (long n = n0; n < n1; ++n) {
+      double z = 0;
+      for (size_t k = 0; k < theta.size(); ++k)
+        z += (std::complex<double>(h_re[k], h_im[k]) * std::polar(1.0, n * theta[k])).real();
+      m = std::max(m, z);
+    }
+    best[n0 / kProxyGrain] = m;
+  });
+  return *std::max_element(best.begin(), best.end());
 }
 
 double AttentionResolution(const std::vector<double>& s, ResolutionConvention c) {

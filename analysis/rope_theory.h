@@ -49,6 +49,18 @@ std::vector<double> ExpectationProxyFor(const std::vector<double>& theta,
                                         const std::vector<double>& zeta, double scale_base,
                                         long max_distance);
 
+// Closed-form supremum over distances of a rotary logit (the ceiling of LM-Infinite's logit
+// explosion, formulas.md 7.3, for rotary encodings): with complex pairs h_k = q_k conj(k_k) the
+// logit at distance n is sum_k Re(h_k e^{i n theta_k}) <= sum_k |q_k| |k_k|, and integer distances
+// come arbitrarily close when the theta_k are rationally independent (Kronecker), so training on
+// short distances sees only part of the range a long context reaches. Pair norms |q_k|, |k_k| as
+// inputs.
+double RotaryLogitSupremum(const std::vector<double>& q_pair_norm,
+                           const std::vector<double>& k_pair_norm);
+// max over n = 0..max_distance of sum_k Re(h_k e^{i n theta_k}), h_k given as (re, im) pairs.
+double RotaryLogitMaxOver(const std::vector<double>& h_re, const std::vector<double>& h_im,
+                          const std::vector<double>& theta, long max_distance);
+
 enum class ResolutionConvention { kSequenceEnds, kDropLast };  // A, B of formulas.md 7.2
 // s: scores s[0..N] at distances 0..N.
 double AttentionResolution(const std::vector<double>& s,

@@ -4,14 +4,15 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <sstream>
 
 #include "analysis/attention_stats.h"
 #include "analysis/binomial.h"
 #include "experiments/analyze.h"
+#include "experiments/assembled_model.h"
 #include "experiments/provenance.h"
 #include "experiments/sequence_layout.h"
 #include "nn/check.h"
@@ -61,45 +62,11 @@ std::string FormatDuration(double s) {
 
 bool IsFinite(double x) { return std::isfinite(x); }
 
-std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std::string& encoding) {
-  auto it = cfg.encoding_options.find(encoding);
-  return it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second;
-}
-
-EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
-  return EncodingShape{cfg.d_model,         cfg.n_heads,
-                       cfg.n_layers,        cfg.layout == "decoder",
-                       cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
-                       layout.Vocab()};
-}
-
 class Runner {
  public:
   Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
-      : cfg_(cfg),
-        encoding_(encoding),
-        opt_(opt),
-        task_(CreateTask(cfg.task, TaskOptions{cfg.task_vocab})),
-        layout_(*task_, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder) {
-    ModelConfig mc;
-    mc.vocab = layout_.Vocab();
-    mc.d_model = cfg.d_model;
-    mc.n_heads = cfg.n_heads;
-    mc.n_layers = cfg.n_layers;
-    mc.d_ff = cfg.d_ff;
-    mc.pre_ln = cfg.norm == "pre";
-    mc.causal = cfg.layout == "decoder";
-    enc_ = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, layout_));
-    if (cfg.positions != "identity") {
-      PositionSchemeConfig pc;
-      pc.name = cfg.positions;
-      pc.max_position = cfg.PositionsMax();
-      pc.sample_at_eval = cfg.positions_at_eval == "sample";
-      enc_ = std::make_unique<WithPositionScheme<float>>(std::move(enc_), pc);
-    }
-    model_ = std::make_unique<Transformer<float>>(mc, enc_.get());
-    pattern_ = CreatePattern(cfg.PatternFor(layout_.SequenceLengthFor(cfg.train_max_length)));
-    if (pattern_ && cfg.pattern_when != "eval") model_->set_pattern(pattern_.get());
+      : cfg_(cfg), encoding_(encoding), opt_(opt), parts_(AssembleModel(cfg, encoding)) {
+    if (parts_.pattern && cfg.pattern_when != "eval") model_->set_pattern(parts_.pattern.get());
     AdamWConfig ac;
     ac.lr = cfg.lr;
     ac.weight_decay = cfg.weight_decay;
@@ -199,17 +166,7 @@ class Runner {
   }
 
   void LoadWeights(const std::string& path) {
-    h5::Reader r(path);
-    LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
-    h5::Group m = r.root().OpenGroup("model");
-    for (const auto& p : params_) {
-      LEXP_INPUT_CHECK(m.Has(p.name), "'" + path + "' has no weights for " + p.name +
-                                          " (a different model or encoding?)");
-      const std::vector<double> v = m.ReadDoubles(p.name);
-      LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
-                       "'" + path + "': " + p.name + " has another shape");
-      for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<float>(v[i]);
-    }
+    LoadModelWeights(path, params_);
     weights_source_ = path;
   }
 
@@ -283,7 +240,8 @@ class Runner {
   // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
   // training-only pattern is removed).
   void EvaluateAndProbe() {
-    model_->set_pattern(pattern_ && cfg_.pattern_when != "train" ? pattern_.get() : nullptr);
+    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
+                                                                       : nullptr);
     Evaluate();
     Probe();
   }
@@ -551,11 +509,11 @@ class Runner {
   const RecipeConfig& cfg_;
   std::string encoding_;
   RunOptions opt_;
-  std::unique_ptr<Task> task_;
-  SequenceLayout layout_;
-  std::unique_ptr<PositionEncoding<float>> enc_;
-  std::unique_ptr<AttentionPattern> pattern_;
-  std::unique_ptr<Transformer<float>> model_;
+  AssembledModel parts_;
+  Task* task_ = parts_.task.get();
+  SequenceLayout& layout_ = *parts_.layout;
+  PositionEncoding<float>* enc_ = parts_.encoding.get();
+  Transformer<float>* model_ = parts_.model.get();
   AdamWConfig opt_cfg_;
   std::unique_ptr<AdamW<float>> adam_;
   std::vector<ParamRef<float>> params_;

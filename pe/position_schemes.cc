@@ -33,7 +33,7 @@ std::vector<double> PosePositions(int T, int Lt, Rng& rng) {
 template <typename S>
 WithPositionScheme<S>::WithPositionScheme(std::unique_ptr<PositionEncoding<S>> inner,
                                           const PositionSchemeConfig& c, std::string name)
-    : inner_(std::move(inner)), c_(c), name_(std::move(name)) {
+    : ForwardingEncoding<S>(std::move(inner)), c_(c), name_(std::move(name)) {
   LEXP_INPUT_CHECK(c.max_position > 0, "position scheme '" + c.name + "' needs max_position > 0");
 }
 
@@ -49,7 +49,7 @@ void WithPositionScheme<S>::PositionIds(int T, bool training, Rng& rng,
     pos.resize(T);
     for (int t = 0; t < T; ++t) pos[t] = t + k;
   } else {
-    inner_->PositionIds(T, training, rng, pos);
+    this->inner().PositionIds(T, training, rng, pos);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "nn/position_hooks.h"
+#include "pe/forwarding_encoding.h"
 
 namespace lexp {
 
@@ -37,58 +38,16 @@ std::vector<double> SampleSortedPositions(int T, int L, Rng& rng);
 std::vector<double> PosePositions(int T, int Lt, Rng& rng);
 
 template <typename S>
-class WithPositionScheme final : public PositionEncoding<S> {
+class WithPositionScheme final : public ForwardingEncoding<S> {
  public:
   // name: the wrapped encoding's name unless given (an encoding defined as a scheme, random_shift).
   WithPositionScheme(std::unique_ptr<PositionEncoding<S>> inner, const PositionSchemeConfig& c,
                      std::string name = "");
-  std::string Name() const override { return name_.empty() ? inner_->Name() : name_; }
-  unsigned Sites() const override { return inner_->Sites() | kSitePositionIds; }
+  std::string Name() const override { return name_.empty() ? this->inner().Name() : name_; }
+  unsigned Sites() const override { return this->inner().Sites() | kSitePositionIds; }
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;
 
-  void Prepare(const std::vector<double>& pos) override { inner_->Prepare(pos); }
-  void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
-                    Mat<S>& x) override {
-    inner_->AddEmbedding(pos, tokens, B, x);
-  }
-  void EmbeddingBackward(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
-                         Mat<S>& d_x) override {
-    inner_->EmbeddingBackward(pos, tokens, B, d_x);
-  }
-  void TransformQK(const AttentionContext& ctx, bool q, S* x, long ld) const override {
-    inner_->TransformQK(ctx, q, x, ld);
-  }
-  void TransformQKBackward(const AttentionContext& ctx, bool q, S* d, long ld) const override {
-    inner_->TransformQKBackward(ctx, q, d, ld);
-  }
-  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                    const HeadQK<S>& qk, S* s, long lds) const override {
-    inner_->AddLogitTerm(ctx, i0, i1, j0, j1, qk, s, lds);
-  }
-  void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                         const HeadQK<S>& qk, S* d_s, long lds, const HeadQKGrad<S>& grad,
-                         int task) override {
-    inner_->LogitTermBackward(ctx, i0, i1, j0, j1, qk, d_s, lds, grad, task);
-  }
-  void AddValueTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* p,
-                    long ldp, S* out, long ldo) const override {
-    inner_->AddValueTerm(ctx, i0, i1, j0, j1, p, ldp, out, ldo);
-  }
-  void ValueTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* p,
-                         long ldp, const S* d_out, long ldo, S* d_p, long ldd, int task) override {
-    inner_->ValueTermBackward(ctx, i0, i1, j0, j1, p, ldp, d_out, ldo, d_p, ldd, task);
-  }
-  void BeginBackward(int tasks) override { inner_->BeginBackward(tasks); }
-  void EndBackward() override { inner_->EndBackward(); }
-  S LogitScale(const AttentionContext& ctx, int i) const override {
-    return inner_->LogitScale(ctx, i);
-  }
-  std::vector<ParamRef<S>> Parameters() override { return inner_->Parameters(); }
-  void Init(Rng& rng) override { inner_->Init(rng); }
-  void AfterOptimizerStep() override { inner_->AfterOptimizerStep(); }
-
  private:
-  std::unique_ptr<PositionEncoding<S>> inner_;
   std::string name_;
   PositionSchemeConfig c_;
 };

@@ -36,7 +36,13 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
       {"window", "0", "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)"},
       {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
-      {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"}};
+      {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"},
+      {"ablate_from", "-1",
+       "analysis: pairs k >= this are ablated at every position (-1 = none; lexp analyze sweeps "
+       "it)"},
+      {"ablation", "freeze",
+       "analysis: freeze (the pair stops rotating: theta_k = 0) | remove (its q and k are "
+       "zeroed)"}};
 }
 
 template <typename S>
@@ -80,9 +86,35 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   log_n_ = opt.Bool("log_n");
   LEXP_INPUT_CHECK(!log_n_ || scaling_.original_length > 1,
                    "encoding '" + name_ + "': log_n needs the training length (original_length)");
+  ablate_from_ = static_cast<int>(opt.Int("ablate_from"));
+  remove_ablated_ = opt.String("ablation", {"freeze", "remove"}) == "remove";
+  LEXP_INPUT_CHECK(ablate_from_ >= -1 && ablate_from_ <= rot_ / 2,
+                   "encoding '" + name_ +
+                       "': ablate_from must be -1 (none) or a pair index in 0.." +
+                       std::to_string(rot_ / 2));
   const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, scaling_.original_length);
-  inv_freq_ = f.inv_freq;
+  SetFrequencies(f.inv_freq);
   mscale_ = f.mscale;
+}
+
+// Frozen pairs (ablate_from, freeze) get theta = 0: they keep their content and lose position.
+template <typename S>
+void Rope<S>::SetFrequencies(std::vector<double> inv_freq) {
+  if (ablate_from_ >= 0 && !remove_ablated_)
+    for (size_t k = ablate_from_; k < inv_freq.size(); ++k) inv_freq[k] = 0;
+  inv_freq_ = std::move(inv_freq);
+}
+
+// Removed pairs (ablate_from, remove): their query and key components are zeroed after rotation.
+template <typename S>
+void Rope<S>::ZeroRemovedPairs(S* x, long ld, int T) const {
+  if (ablate_from_ < 0 || !remove_ablated_) return;
+  const int P = rot_ / 2, stride = interleaved_ ? 2 : 1, second = interleaved_ ? 1 : P;
+  for (int t = 0; t < T; ++t)
+    for (int k = ablate_from_; k < P; ++k) {
+      x[t * ld + k * stride] = S(0);
+      x[t * ld + k * stride + second] = S(0);
+    }
 }
 
 template <typename S>
@@ -106,8 +138,9 @@ void Rope<S>::Prepare(const std::vector<double>& pos) {
     double len = 0;
     for (double p : pos) len = std::max(len, p + 1);
     const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, len);
-    if (f.inv_freq != inv_freq_) prepared_pos_.clear();
-    inv_freq_ = f.inv_freq;
+    const std::vector<double> before = inv_freq_;
+    SetFrequencies(f.inv_freq);
+    if (inv_freq_ != before) prepared_pos_.clear();
     mscale_ = f.mscale;
   }
   if (pos == prepared_pos_) return;
@@ -127,11 +160,13 @@ template <typename S>
 void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) const {
   LEXP_DCHECK(cos_.rows() == ctx.T, "rope: Prepare() was not called for this length");
   RotatePairs(x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(1));
+  ZeroRemovedPairs(x, ld, ctx.T);
 }
 
 // Forward: y = R(pos) x.  Backward: d_x = R(pos)^T d_y = R(-pos) d_y.
 template <typename S>
 void Rope<S>::TransformQKBackward(const AttentionContext& ctx, bool, S* d_x, long ld) const {
+  ZeroRemovedPairs(d_x, ld, ctx.T);
   RotatePairs(d_x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(-1));
 }
 

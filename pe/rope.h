@@ -15,6 +15,9 @@
 // through it instead of the plain product. Causal attention only, as the reference.
 // Patterns that show some keys at another distance than p_i - p_j (lambda, sinks) get, for those
 // keys only, the logit of the rotation at that distance (the same site, one key at a time).
+// Analysis ablation (Liu et al. 2023's post-critical pairs; `lexp analyze`): `ablate_from = c` with
+// `ablation = freeze` sets theta_k = 0 for pairs k >= c (they keep their content, lose position);
+// `ablation = remove` zeroes those pairs of q and k after rotation (they contribute nothing).
 #pragma once
 
 #include <vector>
@@ -104,6 +107,10 @@ class Rope final : public PositionEncoding<S> {
   void ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                       const HeadQK<S>& qk, Mat<S>& q2, Mat<S>& k2) const;
   std::vector<double> prepared_pos_;
+  int ablate_from_ = -1;         // first ablated pair (-1: none)
+  bool remove_ablated_ = false;  // remove (zero q, k) rather than freeze (theta = 0)
+  void SetFrequencies(std::vector<double> inv_freq);
+  void ZeroRemovedPairs(S* x, long ld, int T) const;
 };
 
 }  // namespace lexp

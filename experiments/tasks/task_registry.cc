@@ -4,6 +4,7 @@
 #include "experiments/tasks/associative_recall.h"
 #include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/kazemnejad.h"
+#include "experiments/tasks/lookback_lm.h"
 #include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/passkey.h"
@@ -30,6 +31,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "language modelling: a hidden one of 4 sparse Markov chains over `vocab` (default "
        "32) symbols, known entropy rate",
        "lexp (synthetic source with long-range structure)"},
+      {"lookback_lm",
+       "language modelling: each token repeats the one 24 back with probability 0.8, else "
+       "uniform over `vocab` (default 32); known entropy rate",
+       "lexp (long-range source for the RoPE base-scaling law)"},
       {"passkey", "5-digit key hidden at a depth in n filler tokens, asked for at the end",
        "Mohtashami & Jaggi 2023 (token form)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
@@ -79,6 +84,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
   if (name == "markov_lm") return std::make_unique<MarkovLmTask>(o.vocab);
+  if (name == "lookback_lm") return std::make_unique<LookbackLmTask>(o.vocab);
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
     return std::make_unique<PasskeyTask>();

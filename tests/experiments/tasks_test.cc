@@ -31,6 +31,7 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
                                                     {"mqar", 2 * n},
                                                     {"passkey", n + 7},
                                                     {"markov_lm", 0},
+                                                    {"lookback_lm", 0},
                                                     {"modular_arithmetic", n % 2 == 0 ? n - 1 : n},
                                                     {"addition", 2 * n + 1},
                                                     {"summation", 2 * n - 1},

@@ -1,0 +1,65 @@
+#include "experiments/assembled_model.h"
+
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "pe/patterns.h"
+#include "pe/position_schemes.h"
+#include "pe/registry.h"
+
+namespace lexp {
+
+std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std::string& encoding) {
+  auto it = cfg.encoding_options.find(encoding);
+  return it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second;
+}
+
+EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
+  return EncodingShape{cfg.d_model,         cfg.n_heads,
+                       cfg.n_layers,        cfg.layout == "decoder",
+                       cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
+                       layout.Vocab()};
+}
+
+AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encoding,
+                             const EncodingWrapper& wrap) {
+  AssembledModel m;
+  m.task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  m.layout = std::make_unique<SequenceLayout>(
+      *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  ModelConfig mc;
+  mc.vocab = m.layout->Vocab();
+  mc.d_model = cfg.d_model;
+  mc.n_heads = cfg.n_heads;
+  mc.n_layers = cfg.n_layers;
+  mc.d_ff = cfg.d_ff;
+  mc.pre_ln = cfg.norm == "pre";
+  mc.causal = cfg.layout == "decoder";
+  m.encoding = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, *m.layout));
+  if (cfg.positions != "identity") {
+    PositionSchemeConfig pc;
+    pc.name = cfg.positions;
+    pc.max_position = cfg.PositionsMax();
+    pc.sample_at_eval = cfg.positions_at_eval == "sample";
+    m.encoding = std::make_unique<WithPositionScheme<float>>(std::move(m.encoding), pc);
+  }
+  if (wrap) m.encoding = wrap(std::move(m.encoding));
+  m.model = std::make_unique<Transformer<float>>(mc, m.encoding.get());
+  m.pattern = CreatePattern(cfg.PatternFor(m.layout->SequenceLengthFor(cfg.train_max_length)));
+  return m;
+}
+
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<float>>& params) {
+  h5::Reader r(path);
+  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+  h5::Group m = r.root().OpenGroup("model");
+  for (const auto& p : params) {
+    LEXP_INPUT_CHECK(m.Has(p.name), "'" + path + "' has no weights for " + p.name +
+                                        " (a different model or encoding?)");
+    const std::vector<double> v = m.ReadDoubles(p.name);
+    LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
+                     "'" + path + "': " + p.name + " has another shape");
+    for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<float>(v[i]);
+  }
+}
+
+}  // namespace lexp

@@ -1,0 +1,45 @@
+// A recipe's model put together: task, sequence layout, encoding (with the recipe's position
+// scheme and an optional observer around it), attention pattern and transformer. The trainer
+// builds its model here, and `lexp analyze` rebuilds a trained one here from its run file (recipe
+// plus /model weights) to replay it under evaluation-time variants.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/recipe.h"
+#include "experiments/sequence_layout.h"
+#include "experiments/tasks/task.h"
+#include "nn/model/transformer.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// Wraps the built encoding (e.g. in an analysis observer); must keep its parameters and hooks.
+using EncodingWrapper = std::function<std::unique_ptr<PositionEncoding<float>>(
+    std::unique_ptr<PositionEncoding<float>>)>;
+
+struct AssembledModel {
+  std::unique_ptr<Task> task;
+  std::unique_ptr<SequenceLayout> layout;             // reads *task
+  std::unique_ptr<PositionEncoding<float>> encoding;  // with the position scheme (and wrapper)
+  std::unique_ptr<AttentionPattern> pattern;          // the recipe's pattern; null: none
+  std::unique_ptr<Transformer<float>> model;          // reads *encoding; no pattern set yet
+};
+
+AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encoding,
+                             const EncodingWrapper& wrap = nullptr);
+
+// The encoding options the recipe gives `encoding` (empty when none).
+std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std::string& encoding);
+// The shape an encoding of this recipe is built with.
+EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout);
+
+// Copies a run file's /model weights into params (names and sizes must match).
+void LoadModelWeights(const std::string& run_file, const std::vector<ParamRef<float>>& params);
+
+}  // namespace lexp
