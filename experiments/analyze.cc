@@ -4,14 +4,16 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "analysis/attention_geometry.h"
 #include "analysis/attention_stats.h"
 #include "analysis/rope_theory.h"
+#include "experiments/entropy_variants.h"
+#include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
-#include "pe/rope.h"
 
 namespace lexp {
 namespace {
@@ -71,6 +73,11 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     h5::Reader r(reference);
     refs = ReadProbes(r.root());
   }
+  // Replays of the trained model (before the file is opened for update).
+  std::optional<EntropyVariants> entropy;
+  std::optional<RotaryPairAnalysis> rotary;
+  if (!probes.empty()) entropy = EntropyUnderVariants(path);
+  if (encoding == "rope" || encoding == "rope_partial") rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
   analysis.Remove("geometry");
@@ -170,30 +177,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
             : (reference.empty() ? "no reference run given for the JS divergence"
                                  : "reference has no matching probe (JS skipped)"));
   }
-  // Rotary pair periods against the training length (critical dimension, Liu et al. 2023).
-  if (encoding == "rope" || encoding == "rope_partial") {
-    std::string name;
-    EncodingShape shape;
-    auto enc = LoadTrainedEncoding(path, &name, &shape);
-    const auto& rope = dynamic_cast<const Rope<double>&>(*enc);
-    const std::vector<double>& theta = rope.inverse_frequencies();
-    std::vector<double> period(theta.size());
-    int trained = 0;
-    for (size_t k = 0; k < theta.size(); ++k) {
-      period[k] = theta[k] > 0 ? 2 * M_PI / theta[k] : std::numeric_limits<double>::infinity();
-      trained += period[k] <= shape.train_length;
-    }
-    h5::Group rot = geo.CreateGroup("rotary");
-    rot.WriteDoubles("pair_period", period, {period.size()}, "pair", "tokens");
-    rot.SetAttr("train_length", shape.train_length);
-    rot.SetAttr("rotary_dims", rope.rotary_dims());
-    rot.SetAttr("d_extra", 2 * trained);
-    report += fmt::format(
-        "rotary: {} of {} rotary dims complete a period within the {} training "
-        "tokens (d_extra = {})\n",
-        2 * trained, rope.rotary_dims(), shape.train_length, 2 * trained);
+  if (entropy) report += WriteEntropyVariants(*entropy, analysis);
+  if (rotary) {
+    report += WriteRotaryPairs(*rotary, analysis);
   } else {
-    report += "rotary critical dimension: not applicable: '" + encoding + "' does not rotate\n";
+    analysis.Remove("rotary");
+    report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
   }
   w.Commit();
   return report;

@@ -1,8 +1,16 @@
-// `lexp analyze RUN_FILE...`: the attention-geometry metrics of analysis/attention_geometry.h and
-// analysis/attention_stats.h over the attention stored on a run's probe batch, plus the rotary
-// pair periods of rope runs, written into the run file's /analysis/geometry (replacing an earlier
-// analysis; the file is rewritten through a temporary copy). Training runs call it at the end.
-// Metrics that do not apply to the run's encoding are named with the reason.
+// `lexp analyze RUN_FILE...`: every analysis that applies to a completed run, written into the run
+// file (replacing an earlier analysis; the file is rewritten through a temporary copy). Training
+// runs call it at the end. Metrics that do not apply to the run's encoding are named with the
+// reason.
+//  * /analysis/geometry: from the attention stored on the probe batch,
+//  analysis/attention_geometry.h
+//    and attention_stats.h (logit running max, empirical expectation and resolution, entropy by
+//    query, attended distances, JS divergence against a reference run);
+//  * /analysis/entropy_variants: entropy under log-n, YaRN and the Lambda mask
+//  (experiments/entropy_variants.h);
+//  * /analysis/rotary (rope, rope_partial): pair angle ranges, contributions, logit supremum and
+//  the
+//    post-critical ablation (experiments/rotary_pairs.h).
 #pragma once
 
 #include <string>

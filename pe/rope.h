@@ -73,6 +73,7 @@ class Rope final : public PositionEncoding<S> {
   void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                          const HeadQK<S>& qk, S* d_scores, long lds, const HeadQKGrad<S>& grad,
                          int task) override;
+  bool interleaved() const { return interleaved_; }
   double rerope_window() const { return window_; }
   const std::vector<double>& inverse_frequencies() const { return inv_freq_; }
   double mscale() const { return mscale_; }

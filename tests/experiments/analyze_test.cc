@@ -38,7 +38,7 @@ TEST(Analyze, TrainingRunsCarryTheGeometryAndAReferenceAddsJs) {
     const auto visible = p.ReadDoubles("visible_keys");
     for (int i = 0; i < 18; ++i) EXPECT_EQ(visible[i], i + 1) << "causal: query i sees i + 1 keys";
     EXPECT_FALSE(p.Has("js_vs_reference"));
-    const h5::Group rot = g.OpenGroup("rotary");
+    const h5::Group rot = r.root().OpenGroup("analysis").OpenGroup("rotary");
     const auto period = rot.ReadDoubles("pair_period");
     int trained = 0;
     for (double x : period) trained += x <= rot.AttrInt("train_length");

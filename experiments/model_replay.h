@@ -1,0 +1,45 @@
+// A trained run's model rebuilt from its run file (recipe + /model weights,
+// experiments/assembled_model.h) and replayed on the run's own evaluation and probe streams, under
+// recipe overrides in the syntax of `--set` (encoding_options.rope.log_n=true, model.pattern=...)
+// and with an optional observer around its encoding. `lexp analyze` uses it for the analyses that
+// need the model itself: entropy under log-n, YaRN and the Lambda mask, the rotary pair
+// contributions and the post-critical ablations. With no override, EvalLoss(n) reproduces the
+// run's /eval/loss at n.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/assembled_model.h"
+
+namespace lexp {
+
+class ModelReplay {
+ public:
+  ModelReplay(const std::string& run_file, const std::vector<std::string>& overrides = {},
+              const EncodingWrapper& wrap = nullptr);
+  const RecipeConfig& config() const { return cfg_; }
+  const std::string& encoding_name() const { return encoding_; }
+  PositionEncoding<float>& encoding() { return *parts_.encoding; }
+  const Transformer<float>& model() const { return *parts_.model; }
+  int SequenceLength(int n) const { return parts_.layout->SequenceLengthFor(n); }
+
+  // Mean loss per scored token at task length n over the recipe's eval.samples sequences (the
+  // trainer's evaluation stream for n).
+  double EvalLoss(int n);
+  // The probe batch of task length n (probe.samples sequences, the trainer's probe stream),
+  // forwarded one sequence at a time with attention kept; after sequence s, f(s, T) may read
+  // model().Logits(l) / Probs(l) ([H*T, T]).
+  void ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f);
+
+ private:
+  std::string encoding_;  // before cfg_: the recipe reader fills it
+  RecipeConfig cfg_;
+  AssembledModel parts_;
+  MatF logits_;
+  std::vector<double> pos_, row_loss_;
+  std::vector<uint8_t> row_correct_;
+};
+
+}  // namespace lexp

@@ -1,0 +1,140 @@
+// The analyses that replay a trained model (experiments/model_replay.h): a replay reproduces the
+// run's evaluation, entropy under log-n / YaRN / Lambda behaves as theory says, and the rotary pair
+// analysis is consistent with the run (its unablated row is the run's loss, the supremum bounds the
+// observed logits, the predicted boundary counts the pairs that complete a period).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "experiments/analyze.h"
+#include "experiments/entropy_variants.h"
+#include "experiments/model_replay.h"
+#include "experiments/rotary_pairs.h"
+#include "experiments/trainer.h"
+#include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+class ReplayAnalyses : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new std::filesystem::path(testing::FreshTempDir("replay"));
+    const RecipeConfig c = testing::TinyCopyRecipe(
+        {"model.encodings=rope,nope", "train.steps=40", "probe.samples=2", "probe.stored_samples=2",
+         "eval.lengths=2,5,9,14", "encoding_options.rope.base=100"});
+    RunOptions o;
+    o.out_dir = dir_->string();
+    ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+    ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*dir_);
+    delete dir_;
+  }
+  static std::string Run(const std::string& e) { return RunFilePath(dir_->string(), e); }
+  static std::filesystem::path* dir_;
+};
+std::filesystem::path* ReplayAnalyses::dir_ = nullptr;
+
+TEST_F(ReplayAnalyses, ReplayReproducesTheRunsEvaluation) {
+  std::vector<double> loss;
+  std::vector<int64_t> lengths;
+  {
+    h5::Reader r(Run("rope"));
+    loss = r.root().OpenGroup("eval").ReadDoubles("loss");
+    lengths = r.root().OpenGroup("eval").ReadInts("length");
+  }
+  ModelReplay replay(Run("rope"));
+  for (size_t e = 0; e < lengths.size(); ++e)
+    EXPECT_NEAR(replay.EvalLoss(static_cast<int>(lengths[e])), loss[e], 1e-6 * loss[e])
+        << "length " << lengths[e];
+  // An override changes the model: freezing every pair changes the loss.
+  ModelReplay frozen(Run("rope"), {"encoding_options.rope.ablate_from=0"});
+  EXPECT_GT(std::abs(frozen.EvalLoss(9) - loss[2]), 1e-4);
+}
+
+TEST_F(ReplayAnalyses, EntropyUnderLogNLambdaAndYarn) {
+  const EntropyVariants ev = EntropyUnderVariants(Run("rope"));
+  const int T = ev.sequence_length, H = ev.heads;
+  ASSERT_EQ(ev.variants.size(), 4u);
+  for (const auto& v : ev.variants) ASSERT_TRUE(v.not_applicable.empty()) << v.name;
+  const auto& plain = ev.variants[0].entropy;
+  const auto& logn = ev.variants[1].entropy;
+  // Layer 0 sees the same logits times max(1, ln(p+1)/ln L) >= 1: entropy of softmax(beta z) does
+  // not grow with beta, and falls strictly where beta > 1 (queries beyond the training length).
+  for (int h = 0; h < H; ++h)
+    for (int i = 0; i < T; ++i) {
+      const size_t at = static_cast<size_t>(h) * T + i;
+      EXPECT_LE(logn[at], plain[at] + 1e-5) << "head " << h << " query " << i;
+      if (i > ev.train_tokens + 1 && plain[at] > 1e-3) EXPECT_LT(logn[at], plain[at]) << i;
+    }
+  // The Lambda mask caps the visible keys at the window plus the global tokens.
+  const auto& lam = ev.variants[3];
+  for (int i = 0; i < T; ++i) {
+    EXPECT_EQ(ev.variants[0].visible[i], i + 1);
+    EXPECT_LE(lam.visible[i], ev.train_tokens + 2) << i;
+  }
+  EXPECT_LT(lam.visible[T - 1], T);
+  // Plain = the entropy of the stored probe (every probe sequence stored).
+  h5::Reader r(Run("rope"));
+  const auto geo = r.root()
+                       .OpenGroup("analysis")
+                       .OpenGroup("geometry")
+                       .OpenGroup("length_9")
+                       .ReadDoubles("entropy_by_query");
+  ASSERT_EQ(geo.size(), plain.size());
+  for (size_t i = 0; i < geo.size(); ++i) EXPECT_NEAR(geo[i], plain[i], 1e-4);
+  // NoPE: the rope-only variants name their reason; plain and lambda are there.
+  const EntropyVariants en = EntropyUnderVariants(Run("nope"));
+  EXPECT_TRUE(en.variants[0].not_applicable.empty());
+  EXPECT_NE(en.variants[1].not_applicable.find("not rope"), std::string::npos);
+  EXPECT_NE(en.variants[2].not_applicable.find("not rope"), std::string::npos);
+  EXPECT_TRUE(en.variants[3].not_applicable.empty());
+}
+
+TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
+  const RotaryPairAnalysis a = AnalyzeRotaryPairs(Run("rope"));
+  ASSERT_EQ(a.pairs, 4);
+  int complete = 0;
+  for (int k = 0; k < a.pairs; ++k) {
+    complete += a.period[k] <= a.train_tokens;
+    EXPECT_NEAR(a.train_angle[k], a.inv_freq[k] * (a.train_tokens - 1), 1e-9)
+        << "identity positions: the largest training distance is T - 1";
+  }
+  EXPECT_EQ(a.predicted_boundary, complete);
+  std::vector<double> loss;
+  {
+    h5::Reader r(Run("rope"));
+    loss = r.root().OpenGroup("eval").ReadDoubles("loss");
+  }
+  const size_t E = a.eval_lengths.size();
+  for (int m = 0; m < 2; ++m)
+    for (size_t e = 0; e < E; ++e)
+      EXPECT_NEAR(a.ablation_loss[(m * (a.pairs + 1) + a.pairs) * E + e], loss[e], 1e-6 * loss[e])
+          << "cut = P ablates nothing";
+  // Removing every pair leaves a model without position: a different loss.
+  EXPECT_GT(std::abs(a.ablation_loss[(1 * (a.pairs + 1) + 0) * E + 1] - loss[1]), 1e-4);
+  const auto& c = a.contributions;
+  for (size_t lh = 0; lh < c.supremum.size(); ++lh)
+    EXPECT_GE(c.supremum[lh], c.observed[lh] - 1e-5);
+  for (double x : c.near_abs) EXPECT_GE(x, 0.0);
+  // The written file: report and datasets; NoPE has no rotary group.
+  const std::string report = AnalyzeRunFile(Run("rope"));
+  EXPECT_NE(report.find("post-critical ablation"), std::string::npos) << report;
+  h5::Reader r(Run("rope"));
+  const h5::Group rot = r.root().OpenGroup("analysis").OpenGroup("rotary");
+  std::vector<uint64_t> dims;
+  rot.ReadDoubles("ablation_loss", &dims);
+  EXPECT_EQ(dims, (std::vector<uint64_t>{2, 5, E}));
+  EXPECT_TRUE(r.root().OpenGroup("analysis").OpenGroup("entropy_variants").Has("lambda"));
+  EXPECT_NE(AnalyzeRunFile(Run("nope")).find("rotary pair analysis: not applicable"),
+            std::string::npos);
+  h5::Reader rn(Run("nope"));
+  EXPECT_FALSE(rn.root().OpenGroup("analysis").Has("rotary"));
+}
+
+}  // namespace
+}  // namespace lexp
