@@ -23,8 +23,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   LEXP_INPUT_CHECK(tolerance > 0, "base-law: --tolerance must be positive");
   struct Row {
     std::string label;
-    double base, predicted, measured, longest;
-    int rotary_dims, train_tokens, d_extra;
+    double base, predicted, predicted_own, measured, longest;
+    int rotary_dims, train_tokens, d_extra, d_extra_own;
     bool censored;
   };
   std::vector<Row> rows;
@@ -69,6 +69,11 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     row.train_tokens = shape.train_length;
     row.d_extra = theory::CriticalDim(d, shape.train_length, 1e4).d_extra;
     row.predicted = base >= 1e4 ? theory::ExtrapolationLimit(base, row.d_extra, d) : nan;
+    // From-scratch reading: the period of the run's own first pair that never completes a period
+    // in training (infinite when every pair does: no unseen angle limits extrapolation).
+    row.d_extra_own = theory::CriticalDim(d, shape.train_length, base).d_extra;
+    row.predicted_own = row.d_extra_own >= d ? std::numeric_limits<double>::infinity()
+                                             : theory::ExtrapolationLimit(base, row.d_extra_own, d);
     row.measured = ExtrapolationLimitMeasured(beyond_tokens, beyond_loss, loss[ref], tolerance);
     if (row.measured == 0) row.measured = tokens[ref];  // the first longer length already fails
     row.longest = tokens.back();
@@ -77,7 +82,9 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   }
   LEXP_INPUT_CHECK(!rows.empty(),
                    "base-law: no completed rope run with evaluation losses in '" + run_dir + "'");
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.base < b.base; });
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.base != b.base ? a.base < b.base : a.label < b.label;
+  });
   std::vector<double> x, y;
   for (const auto& r : rows)
     if (r.base >= 1e4 && r.measured > 0 && !r.censored) {
@@ -87,13 +94,41 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   std::string s = fmt::format(
       "RoPE base-scaling law (tolerance {:g}: loss within (1 + tol) x the loss at the longest "
       "training length)\n"
-      "{:<22} {:>10} {:>6} {:>8} {:>12} {:>12}\n",
-      tolerance, "run", "base", "d_rot", "d_extra", "predicted", "measured");
+      "predicted: T_extra = 2 pi b^(d_extra/d) with d_extra of base 1e4 (the law's fine-tuning "
+      "setting), and with the run's own d_extra (from scratch; inf: every pair completes a "
+      "period)\n"
+      "{:<26} {:>10} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}\n",
+      tolerance, "run", "base", "d_rot", "d_extra", "T_extra", "own d_ex", "own T_ex", "measured");
   for (const auto& r : rows)
     s += fmt::format(
-        "{:<22} {:>10g} {:>6} {:>8} {:>12} {:>12}\n", r.label, r.base, r.rotary_dims, r.d_extra,
+        "{:<26} {:>10g} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}\n", r.label, r.base, r.rotary_dims,
+        r.d_extra,
         std::isnan(r.predicted) ? std::string("(b < 1e4)") : fmt::format("{:.1f}", r.predicted),
+        r.d_extra_own,
+        std::isinf(r.predicted_own) ? std::string("inf") : fmt::format("{:.1f}", r.predicted_own),
         fmt::format("{}{:g}", r.censored ? ">= " : "", r.measured));
+  // Small-base side (formulas.md 7.6): bases at or below the exact full-period base let every pair
+  // complete a period in training; the law expects no unseen-angle limit there.
+  const int d0 = rows[0].rotary_dims, T0 = rows[0].train_tokens;
+  const double full_base = theory::FullPeriodBase(T0, d0);
+  const theory::SmallBaseCriticals crit = theory::SmallBaseCriticalValues(T0);
+  int small = 0, small_far = 0, large = 0, large_far = 0;
+  for (const auto& r : rows) {
+    const bool far = r.measured >= 4.0 * r.train_tokens;
+    if (r.base <= full_base) {
+      ++small;
+      small_far += far;
+    } else {
+      ++large;
+      large_far += far;
+    }
+  }
+  s += fmt::format(
+      "small-base criticals for {} training tokens: b1 = 2T/pi = {:.1f}, b2 = T/pi = {:.1f}, b3 = "
+      "T/2pi = {:.1f}; every pair completes a period for b <= {:.2f} (d = {})\n"
+      "runs reaching 4x the training length: {} of {} at b <= {:.2f}, {} of {} above\n",
+      T0, crit.quarter, crit.half, crit.full, full_base, d0, small_far, small, full_base, large_far,
+      large);
   const std::filesystem::path out = std::filesystem::path(run_dir) / "base_law.h5";
   h5::Writer w(out.string());
   WriteProvenance(w.root(), ThreadLimit::Active());
@@ -113,6 +148,23 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   w.root().WriteDoubles("base", bases, {R}, "run", "RoPE base");
   w.root().WriteDoubles("predicted_limit", pred, {R}, "run",
                         "tokens: T_extra = 2 pi b^(d_extra/d) (NaN below base 1e4)");
+  std::vector<double> pred_own, d_own;
+  for (const auto& r : rows) {
+    pred_own.push_back(r.predicted_own);
+    d_own.push_back(r.d_extra_own);
+  }
+  w.root().WriteDoubles("predicted_limit_own", pred_own, {R}, "run",
+                        "tokens: 2 pi b^(d_extra/d) with the run's own d_extra (inf: every pair "
+                        "completes a period in training)");
+  w.root().WriteDoubles("d_extra_own", d_own, {R}, "run", "critical dimension at the run's base");
+  w.root().SetAttr("train_tokens", T0);
+  w.root().SetAttr("rotary_dims", d0);
+  w.root().SetAttr("d_extra", rows[0].d_extra);
+  w.root().SetAttr("full_period_base", full_base);
+  w.root().SetAttr("b1_quarter_period", crit.quarter);
+  w.root().SetAttr("b2_half_period", crit.half);
+  w.root().SetAttr("b3_full_period", crit.full);
+  w.root().SetAttr("longest_evaluated", rows[0].longest);
   w.root().WriteDoubles("measured_limit", meas, {R}, "run",
                         "tokens: longest evaluated sequence within the loss tolerance");
   w.root().WriteInts("censored", cens, {R}, "run",

@@ -295,7 +295,9 @@ int main(int argc, char** argv) {
     }
     if (*base_law) {
       std::fputs(lexp::WriteBaseLaw(base_law_dir, base_law_tolerance).c_str(), stdout);
-      PrintLine("wrote " + (std::filesystem::path(base_law_dir) / "base_law.h5").string());
+      const std::string file = (std::filesystem::path(base_law_dir) / "base_law.h5").string();
+      PrintLine("wrote " + file);
+      PrintLine("figure: " + lexp::DrawBaseLaw(file));
       return 0;
     }
     if (*theory) {
@@ -326,6 +328,8 @@ int main(int argc, char** argv) {
             has_runs || (e.path().extension() == ".h5" && e.path().filename() != "summary.h5");
       if (has_runs || !std::filesystem::exists(summary))
         for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
+      const std::filesystem::path law = std::filesystem::path(fig_dir) / "base_law.h5";
+      if (std::filesystem::exists(law)) PrintLine("figure: " + lexp::DrawBaseLaw(law.string()));
       return 0;
     }
     if (*bench) {

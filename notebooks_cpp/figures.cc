@@ -16,28 +16,12 @@
 
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace fs = std::filesystem;
 
 namespace lexp {
 namespace {
-
-// Line styles 1..n that stay distinguishable for many series: ten colours (Tableau 10), then the
-// same colours dashed, with a different point type per series.
-std::string SeriesStyles(int n) {
-  static const char* kColours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
-                                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#000000"};
-  std::string s;
-  for (int i = 0; i < n; ++i)
-    s += fmt::format("set style line {} lw 2 lc rgb '{}' dt {} pt {} ps 0.6\n", i + 1,
-                     kColours[i % 10], 1 + (i / 10) % 4, 1 + i % 13);
-  return s;
-}
-
-// Many series: the key goes outside, to the right, so it hides no curve.
-std::string KeyPlacement(int n, const std::string& inside) {
-  return n > 6 ? "set key outside right top\n" : "set key " + inside + "\n";
-}
 
 struct RunData {
   std::string encoding, state;
@@ -91,48 +75,6 @@ std::vector<RunData> ReadRuns(const std::string& run_dir) {
   for (const auto& p : FindRunFiles(run_dir)) runs.push_back(ReadRun(p));
   LEXP_INPUT_CHECK(!runs.empty(), "no run files (*.h5) in '" + run_dir + "'");
   return runs;
-}
-
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
-
-// Writes the script, runs it through gnuplot-iostream, checks the PNG exists.
-std::string Render(const fs::path& dir, const std::string& name, const std::string& script) {
-  const fs::path gp = dir / (name + ".gp"), png = dir / (name + ".png");
-  {
-    std::ofstream f(gp);
-    f << script;
-  }
-  fs::remove(png);
-  {
-    Gnuplot g("gnuplot 2>&1");
-    g << "cd " << Quote(dir.string()) << "\n";
-    g << "load " << Quote(gp.filename().string()) << "\n";
-  }  // closes the pipe and waits for gnuplot
-  LEXP_CHECK(fs::exists(png),
-             "gnuplot did not write '" + png.string() + "' (see " + gp.string() + ")");
-  return png.string();
-}
-
-// figures/ beside a data file (a theory table or a sweep summary), created if needed.
-fs::path FigureDirNextTo(const std::string& file) {
-  const fs::path parent = fs::path(file).parent_path();
-  const fs::path dir = parent.empty() ? fs::path("figures") : parent / "figures";
-  fs::create_directories(dir);
-  return dir;
-}
-
-// "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string x; std::getline(ss, x, ',');) out.push_back(x);
-  return out;
-}
-
-fs::path FigureDir(const std::string& run_dir) {
-  const fs::path dir = fs::path(run_dir) / "figures";
-  fs::create_directories(dir);
-  return dir;
 }
 
 }  // namespace
@@ -706,6 +648,16 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
   if (depth) out.push_back(DrawDepthHeatmap(run_dir));
   if (!ReadGeometry(run_dir).empty()) out.push_back(DrawAttentionGeometry(run_dir));
+  bool variants = false, rotary = false;
+  for (const auto& path : FindRunFiles(run_dir)) {
+    h5::Reader r(path);
+    if (!r.root().Has("analysis")) continue;
+    const h5::Group an = r.root().OpenGroup("analysis");
+    variants = variants || an.Has("entropy_variants");
+    rotary = rotary || (an.Has("rotary") && an.OpenGroup("rotary").Has("ablation_loss"));
+  }
+  if (variants) out.push_back(DrawEntropyVariants(run_dir));
+  if (rotary) out.push_back(DrawRotaryPairs(run_dir));
   bool source = false;
   for (const auto& r : ReadRuns(run_dir)) source = source || std::isfinite(r.entropy_rate);
   if (source) out.push_back(DrawPerplexityVsLength(run_dir));

@@ -42,6 +42,17 @@ std::string DrawPerplexityVsLength(const std::string& run_dir);
 // of the Ruoss score, with mean ± sd in each cell. Writes <dir>/figures/score_table.{png,gp,dat}.
 std::string DrawScoreTable(const std::string& summary_file);
 
+// /analysis/entropy_variants of the runs (lexp analyze): entropy by query under plain, log-n, YaRN
+// and the Lambda mask against ln(i + 1), one panel per run, training length marked.
+std::string DrawEntropyVariants(const std::string& run_dir);
+// /analysis/rotary of rope runs: periods covered per pair in training and at the longest
+// evaluation, each pair's mean |contribution| below and beyond the training length, and the
+// post-critical ablation's loss beyond training per cut, with the predicted boundary.
+std::string DrawRotaryPairs(const std::string& run_dir);
+// base_law.h5 of `lexp base-law`: measured limit per run against base with the predictions (law
+// with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
+// base. Writes <file's dir>/figures/base_law.{png,gp,dat}.
+std::string DrawBaseLaw(const std::string& base_law_file);
 // The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 1 (error), 2
 // (usage).
 int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));

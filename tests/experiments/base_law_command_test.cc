@@ -12,6 +12,7 @@
 #include "experiments/sweep.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -42,6 +43,18 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   EXPECT_NEAR(pred[1], theory::ExtrapolationLimit(1e4, d_extra, 8), 1e-9);
   EXPECT_NEAR(pred[2], theory::ExtrapolationLimit(1e5, d_extra, 8), 1e-9);
   for (double m : meas) EXPECT_TRUE(m == 0 || m == 2 || m == 5 || m == 10 || m == 20) << m;
+  // The run's own critical dimension: T = 5 tokens, d = 8. Base 100: ratio 4 ln(5/2pi)/ln 100 < 0,
+  // so no pair completes a period (d_extra 0) and the first pair (period 2 pi) is the limit.
+  const auto own = r.root().ReadDoubles("predicted_limit_own");
+  for (int i = 0; i < 3; ++i) {
+    const double b = i == 0 ? 100 : i == 1 ? 1e4 : 1e5;
+    EXPECT_NEAR(own[i], theory::ExtrapolationLimit(b, theory::CriticalDim(8, 5, b).d_extra, 8),
+                1e-9);
+  }
+  EXPECT_NEAR(r.root().AttrDouble("full_period_base"), theory::FullPeriodBase(5, 8), 1e-12);
+  const auto png = DrawBaseLaw((dir / "base_law.h5").string());
+  EXPECT_TRUE(std::filesystem::exists(png));
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "base_law.dat"));
   EXPECT_THROW(WriteBaseLaw((dir / "figures").string(), 0.1), Error);
   std::filesystem::remove_all(dir);
 }

@@ -13,6 +13,7 @@
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -134,6 +135,9 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
             std::string::npos);
   h5::Reader rn(Run("nope"));
   EXPECT_FALSE(rn.root().OpenGroup("analysis").Has("rotary"));
+  // Figures 09 and 10 from the files.
+  for (const auto& png : {DrawEntropyVariants(dir_->string()), DrawRotaryPairs(dir_->string())})
+    EXPECT_TRUE(std::filesystem::exists(png)) << png;
 }
 
 }  // namespace

@@ -184,9 +184,10 @@ TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
   so.figures = false;
   ASSERT_EQ(RunRecipe(c, so).size(), 2u);
   const auto pngs = DrawAllFigures(dir.string());  // reads only the files
-  ASSERT_EQ(pngs.size(), 3u) << "accuracy, attention and (runs carry /analysis/geometry) geometry";
+  ASSERT_EQ(pngs.size(), 4u) << "accuracy, attention, geometry and entropy variants (runs carry "
+                                "/analysis/geometry and /analysis/entropy_variants; no rope run)";
   for (const std::string name :
-       {"accuracy_vs_length", "attention_vs_length", "attention_geometry"}) {
+       {"accuracy_vs_length", "attention_vs_length", "attention_geometry", "entropy_variants"}) {
     for (const std::string ext : {".png", ".gp", ".dat"}) {
       const fs::path f = dir / "figures" / (name + ext);
       ASSERT_TRUE(fs::exists(f)) << f;

@@ -1,0 +1,28 @@
+// What every figure program shares: line styles, key placement, the figures/ directory, and the
+// renderer that writes NAME.gp and runs gnuplot on it (notebooks_cpp/figures.h describes the
+// NAME.{png,gp,dat} triple each figure leaves).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace lexp {
+
+// Line styles 1..n that stay distinguishable for many series.
+std::string SeriesStyles(int n);
+// Many series: the key goes outside, to the right, so it hides no curve.
+std::string KeyPlacement(int n, const std::string& inside);
+// 'text' quoted for gnuplot.
+std::string Quote(const std::string& s);
+// Writes dir/NAME.gp, runs gnuplot on it, checks dir/NAME.png exists; returns its path.
+std::string Render(const std::filesystem::path& dir, const std::string& name,
+                   const std::string& script);
+// figures/ beside a data file (a theory table or a sweep summary), created if needed.
+std::filesystem::path FigureDirNextTo(const std::string& file);
+// <run_dir>/figures, created if needed.
+std::filesystem::path FigureDir(const std::string& run_dir);
+// "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
+std::vector<std::string> SplitCommas(const std::string& text);
+
+}  // namespace lexp
