@@ -211,6 +211,22 @@ int main(int argc, char** argv) {
   theory->add_option("--scale", tho.scale,
                      "also the expectation under a RoPE rule, e.g. yarn:factor=4 (factor and "
                      "original_length are read)");
+  theory->add_option("--mc-samples", tho.mc_samples, "Monte-Carlo samples of the expectation")
+      ->capture_default_str();
+  theory
+      ->add_option("--mc-max-distance", tho.mc_max_distance,
+                   "Monte-Carlo expectation at every distance 0..this")
+      ->capture_default_str();
+  theory
+      ->add_option("--mc-distribution", tho.mc_distribution,
+                   "content components i.i.d. gaussian | uniform")
+      ->capture_default_str();
+  theory->add_option("--mc-mean", tho.mc_mean, "mean mu of each q/k component")
+      ->capture_default_str();
+  theory->add_option("--mc-sd", tho.mc_sd, "standard deviation sigma of each component")
+      ->capture_default_str();
+  theory->add_flag("--mc-independent", tho.mc_independent,
+                   "draw q and k independently (default: q = k = x, the same content)");
   theory->add_option("--out", tho.out_file, "HDF5 file to write")->capture_default_str();
 
   auto* analyze = app.add_subcommand(

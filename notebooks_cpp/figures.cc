@@ -460,14 +460,32 @@ std::string DrawTheory(const std::string& file) {
   dat << "\n\n# block 2: pair k, period (tokens)\n";
   const auto per = crit.ReadDoubles("pair_period");
   for (size_t k = 0; k < per.size(); ++k) dat << k << " " << per[k] << "\n";
+  const bool mc = ex.Has("monte_carlo");
+  std::string mc_title;
+  if (mc) {
+    const h5::Group g = ex.OpenGroup("monte_carlo");
+    dat << "\n\n# block 3: distance n, Monte-Carlo mean, standard error, closed form for RoPE, "
+           "then xPos; all / sqrt(d)\n";
+    const auto n = g.ReadDoubles("distance");
+    const auto rm = g.ReadDoubles("rope_mean"), rs = g.ReadDoubles("rope_standard_error"),
+               rc = g.ReadDoubles("rope_closed_form"), xm = g.ReadDoubles("xpos_mean"),
+               xs = g.ReadDoubles("xpos_standard_error"), xc = g.ReadDoubles("xpos_closed_form");
+    for (size_t i = 0; i < n.size(); ++i)
+      dat << n[i] << " " << rm[i] / sd << " " << rs[i] / sd << " " << rc[i] / sd << " "
+          << xm[i] / sd << " " << xs[i] / sd << " " << xc[i] / sd << "\n";
+    mc_title = fmt::format("Monte-Carlo expectation, {} samples, {} ({:g}, {:g}), {}",
+                           g.AttrInt("samples"), g.AttrString("distribution"), g.AttrDouble("mean"),
+                           g.AttrDouble("sd"), g.AttrString("content"));
+  }
   dat.close();
   const int d_extra = static_cast<int>(crit.AttrInt("d_extra"));
   std::string s = "# Closed-form rotary analyses; data in " + name + ".dat\n";
-  s += "set terminal pngcairo size 1500,480 font 'Sans,10' noenhanced\n";
+  s += fmt::format("set terminal pngcairo size {},480 font 'Sans,10' noenhanced\n",
+                   mc ? 2000 : 1500);
   s += "set output '" + name + ".png'\n";
-  s +=
-      fmt::format("set multiplot layout 1,3 title 'head dim {}, base {:g}, training length {:g}'\n",
-                  d, root.AttrDouble("base"), T);
+  s += fmt::format(
+      "set multiplot layout 1,{} title 'head dim {}, base {:g}, training length {:g}'\n",
+      mc ? 4 : 3, d, root.AttrDouble("base"), T);
   s += "set grid\nset key top right\nset logscale x\n";
   s += "set xlabel 'relative distance n (tokens, log scale)'\n";
   s += "set ylabel 'expected logit s(n)/sqrt(d), q = k = 1'\n";
@@ -495,6 +513,20 @@ std::string DrawTheory(const std::string& file) {
       "plot '{}.dat' index 2 using 1:2 with linespoints lw 1.5 pt 7 ps 0.5 title 'pair "
       "period', 1/0 dt 2 lc rgb 'red' title 'training length'\n",
       name);
+  if (mc) {
+    s += "unset arrow 2\nunset arrow 3\nunset logscale y\nset key bottom left\n";
+    s += "set logscale x\nset xrange [1:*]\n";
+    s += "set xlabel 'relative distance n (tokens, log scale)'\n";
+    s += "set ylabel 'expected logit / sqrt(d)'\n";
+    s += "set title '" + mc_title + "'\nset style fill transparent solid 0.3\n";
+    s += fmt::format(
+        "plot '{0}.dat' index 3 using 1:($2-2*$3):($2+2*$3) with filledcurves lc rgb '#4e79a7' "
+        "title 'RoPE mean +- 2 s.e.', '' index 3 using 1:4 with lines lw 1 lc rgb 'black' "
+        "title 'RoPE closed form', '' index 3 using 1:($5-2*$6):($5+2*$6) with filledcurves lc "
+        "rgb '#f28e2b' title 'xPos mean +- 2 s.e.', '' index 3 using 1:7 with lines lw 1 dt 2 "
+        "lc rgb 'black' title 'xPos closed form'\n",
+        name);
+  }
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

@@ -37,6 +37,17 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
   std::vector<uint64_t> dims;
   r.root().OpenGroup("critical").ReadInts("d_extra_table", &dims);
   EXPECT_EQ(dims, (std::vector<uint64_t>{4, 7}));
+  // The Monte-Carlo curves sit within their standard errors of the closed form, which for q = k
+  // with N(0, 1) components is the all-ones proxy.
+  const h5::Group mc = ex.OpenGroup("monte_carlo");
+  const auto mean = mc.ReadDoubles("rope_mean"), se = mc.ReadDoubles("rope_standard_error"),
+             closed = mc.ReadDoubles("rope_closed_form");
+  ASSERT_EQ(mean.size(), static_cast<size_t>(o.mc_max_distance + 1));
+  for (size_t n = 0; n < mean.size(); ++n) {
+    EXPECT_NEAR(closed[n], rope[n], 1e-9);
+    EXPECT_NEAR(mean[n], closed[n], 5 * se[n]) << n;
+  }
+  EXPECT_NE(report.find("Monte-Carlo expectation (xpos"), std::string::npos) << report;
   EXPECT_TRUE(std::filesystem::exists(DrawTheory(o.out_file)));
   std::filesystem::remove_all(dir);
 }
