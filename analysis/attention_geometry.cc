@@ -23,13 +23,14 @@ std::vector<double> LogitRunningMax(const float* logits, int T, long ld) {
 }
 
 void AccumulateLogitsByDistance(const float* logits, int T, long ld, std::vector<double>& sum,
-                                std::vector<double>& count) {
+                                std::vector<double>& count, std::vector<double>* sum_sq) {
   for (int i = 0; i < T; ++i)
     for (int j = 0; j <= i; ++j) {
       const double z = logits[static_cast<long>(i) * ld + j];
       if (!std::isfinite(z)) continue;
       sum[i - j] += z;
       count[i - j] += 1;
+      if (sum_sq) (*sum_sq)[i - j] += z * z;
     }
 }
 

@@ -17,9 +17,10 @@ namespace lexp {
 std::vector<double> LogitRunningMax(const float* logits, int T, long ld);
 
 // Empirical attention expectation (xPos paper, formulas.md 7.2): adds every visible logit at
-// distance n = i - j >= 0 to sum[n] and counts it in count[n] (sum, count: T entries).
+// distance n = i - j >= 0 to sum[n] and counts it in count[n] (sum, count: T entries); with
+// sum_sq, adds its square there too (for the spread sqrt(sum_sq/count - mean^2)).
 void AccumulateLogitsByDistance(const float* logits, int T, long ld, std::vector<double>& sum,
-                                std::vector<double>& count);
+                                std::vector<double>& count, std::vector<double>* sum_sq = nullptr);
 
 struct AttendedDistance {
   std::vector<double> mean;    // [T]

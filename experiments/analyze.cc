@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -56,10 +57,10 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
 
 }  // namespace
 
-std::string AnalyzeRunFile(const std::string& path, const std::string& reference) {
-  std::string report;
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given) {
+  std::string report, reference = reference_given;
   std::vector<StoredProbe> probes, refs;
-  std::string encoding;
+  std::string encoding, label;
   {
     h5::Reader r(path);
     LEXP_INPUT_CHECK(r.root().Has("status"), "'" + path + "' is not a lexp run file");
@@ -67,7 +68,21 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     LEXP_INPUT_CHECK(state == "completed", "'" + path + "' did not complete (" + state +
                                                "); there is nothing to analyze");
     encoding = r.root().AttrString("encoding");
+    label = r.root().HasAttr("label") ? r.root().AttrString("label") : encoding;
     probes = ReadProbes(r.root());
+  }
+  // No reference given: the NoPE run of the same directory and sweep point, when there is one.
+  if (reference.empty() && encoding != "nope" && label.rfind(encoding, 0) == 0) {
+    const auto candidate = std::filesystem::path(path).parent_path() /
+                           ("nope" + label.substr(encoding.size()) + ".h5");
+    if (std::filesystem::exists(candidate)) {
+      h5::Reader r(candidate.string());
+      if (r.root().Has("status") &&
+          r.root().OpenGroup("status").AttrString("state") == "completed") {
+        reference = candidate.string();
+        report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
+      }
+    }
   }
   if (!reference.empty()) {
     h5::Reader r(reference);
@@ -92,7 +107,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     std::vector<double> explosion(L * H * T, 0.0), entropy(L * H * T, 0.0),
         mean_dist(L * H * T, 0.0), argmax_dist(L * H * T, 0.0), visible(T, 0.0), js(L * H, 0.0);
     std::vector<double> explosion_n(L * H * T, 0.0), by_dist(L * H * T, 0.0),
-        by_dist_n(L * H * T, 0.0);
+        by_dist_n(L * H * T, 0.0), by_dist_sq(L * H * T, 0.0);
     const StoredProbe* ref = nullptr;
     for (const auto& q : refs)
       if (q.length == p.length && q.T == T && q.L == L && q.H == H && q.tokens == p.tokens)
@@ -104,11 +119,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
           const float* pr = p.Map(p.probs, s, l, h);
           const uint64_t base = (l * H + h) * T;
           const auto run = LogitRunningMax(z, static_cast<int>(T), static_cast<long>(T));
-          std::vector<double> sum(T, 0.0), cnt(T, 0.0);
-          AccumulateLogitsByDistance(z, static_cast<int>(T), static_cast<long>(T), sum, cnt);
+          std::vector<double> sum(T, 0.0), cnt(T, 0.0), sq(T, 0.0);
+          AccumulateLogitsByDistance(z, static_cast<int>(T), static_cast<long>(T), sum, cnt, &sq);
           for (uint64_t n = 0; n < T; ++n) {
             by_dist[base + n] += sum[n];
             by_dist_n[base + n] += cnt[n];
+            by_dist_sq[base + n] += sq[n];
           }
           const AttendedDistance ad =
               AttendedDistances(pr, static_cast<int>(T), static_cast<long>(T));
@@ -135,9 +151,13 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     for (uint64_t lh = 0; lh < L * H; ++lh) {
       std::vector<double> curve;
       for (uint64_t n = 0; n < T; ++n) {
-        by_dist[lh * T + n] = by_dist_n[lh * T + n] > 0
-                                  ? by_dist[lh * T + n] / by_dist_n[lh * T + n]
-                                  : std::numeric_limits<double>::quiet_NaN();
+        const double cnt = by_dist_n[lh * T + n];
+        by_dist[lh * T + n] =
+            cnt > 0 ? by_dist[lh * T + n] / cnt : std::numeric_limits<double>::quiet_NaN();
+        const double m = by_dist[lh * T + n];
+        by_dist_sq[lh * T + n] =
+            cnt > 0 ? std::sqrt(std::max(0.0, by_dist_sq[lh * T + n] / cnt - m * m))
+                    : std::numeric_limits<double>::quiet_NaN();
         if (!std::isnan(by_dist[lh * T + n])) curve.push_back(by_dist[lh * T + n]);
       }
       resolution[lh] = curve.empty() ? std::numeric_limits<double>::quiet_NaN()
@@ -146,6 +166,9 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     h5::Group g = geo.CreateGroup("length_" + std::to_string(p.length));
     g.WriteDoubles("logit_mean_by_distance", by_dist, {L, H, T}, "layer,head,distance",
                    "logit: empirical attention expectation, mean over visible pairs at distance n");
+    g.WriteDoubles("logit_sd_by_distance", by_dist_sq, {L, H, T}, "layer,head,distance",
+                   "logit: standard deviation over the visible pairs at distance n (spread of the "
+                   "expectation)");
     g.WriteDoubles(
         "resolution", resolution, {L, H}, "layer,head",
         "attention resolution of logit_mean_by_distance (convention A, formulas.md 7.2)");

@@ -18,7 +18,9 @@
 namespace lexp {
 
 // reference: optional run file (typically NoPE) trained on the same probe data; its attention rows
-// give the Jensen-Shannon divergence per layer and head. Returns the report lines.
+// give the Jensen-Shannon divergence per layer and head. Without one, the NoPE run beside the file
+// (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists and completed.
+// Returns the report lines.
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "");
 
 }  // namespace lexp

@@ -33,9 +33,12 @@ TEST(AttentionGeometry, LogitsByDistanceAverageTheDiagonals) {
   std::vector<float> z(T * T, kNegInf);
   for (int i = 0; i < T; ++i)
     for (int j = 0; j <= i; ++j) z[i * T + j] = static_cast<float>(10 * (i - j) + i);
-  std::vector<double> sum(T, 0.0), count(T, 0.0);
-  AccumulateLogitsByDistance(z.data(), T, T, sum, count);
+  std::vector<double> sum(T, 0.0), count(T, 0.0), sq(T, 0.0);
+  AccumulateLogitsByDistance(z.data(), T, T, sum, count, &sq);
   EXPECT_EQ(count, (std::vector<double>{4, 3, 2, 1}));
+  // Spread at distance 1: logits 11, 12, 13, population sd sqrt(2/3).
+  const double m1 = sum[1] / count[1];
+  EXPECT_NEAR(std::sqrt(sq[1] / count[1] - m1 * m1), std::sqrt(2.0 / 3.0), 1e-12);
   EXPECT_DOUBLE_EQ(sum[0] / count[0], 1.5);       // i = 0..3
   EXPECT_DOUBLE_EQ(sum[1] / count[1], 10 + 2.0);  // i = 1..3
   EXPECT_DOUBLE_EQ(sum[3] / count[3], 30 + 3.0);
