@@ -98,6 +98,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   analysis.Remove("geometry");
   h5::Group geo = analysis.CreateGroup("geometry");
   geo.SetAttr("source", "attention stored on the probe batch (probe.stored_samples sequences)");
+  if (entropy) geo.SetAttr("train_tokens", entropy->train_tokens);
   if (probes.empty())
     report +=
         "attention metrics: not applicable: the run stored no probe attention "
@@ -197,8 +198,10 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
         "{:.2f}; {}\n",
         p.length, top,
         ref ? "JS divergence vs reference written"
-            : (reference.empty() ? "no reference run given for the JS divergence"
-                                 : "reference has no matching probe (JS skipped)"));
+            : (reference.empty()
+                   ? (encoding == "nope" ? "JS divergence: this NoPE run is the reference"
+                                         : "no reference run given for the JS divergence")
+                   : "reference has no matching probe (JS skipped)"));
   }
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
   if (rotary) {

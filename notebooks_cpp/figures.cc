@@ -534,7 +534,7 @@ std::string DrawTheory(const std::string& file) {
 // The longest probe of each run's /analysis/geometry, averaged over layers and heads.
 struct GeometryCurves {
   std::string encoding;
-  int length = 0, train_max_length = 0;
+  int length = 0, train_max_length = 0, train_tokens = 0;       // train_tokens: 0 when unknown
   std::vector<double> running_max, entropy, visible, distance;  // [T]
 };
 
@@ -548,6 +548,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     GeometryCurves c;
     c.encoding = root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
     c.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+    if (geo.HasAttr("train_tokens")) c.train_tokens = static_cast<int>(geo.AttrInt("train_tokens"));
     std::string best;
     for (const auto& child : geo.Children())
       if (child.rfind("length_", 0) == 0 &&
@@ -588,9 +589,10 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
          "column 2, query for columns 3-5), logit running max, entropy (nats), visible keys, "
          "mean attended distance (tokens)\n";
   std::string p1, p2, p3;
-  int block = 0, N = 0;
+  int block = 0, N = 0, train_tokens = 0;
   for (const auto& c : runs) {
     N = std::max(N, c.train_max_length);
+    train_tokens = std::max(train_tokens, c.train_tokens);
     dat << "# " << c.encoding << " probe length " << c.length << "\n";
     for (size_t i = 0; i < c.running_max.size(); ++i)
       dat << i << " " << c.running_max[i] << " " << c.entropy[i] << " " << c.visible[i] << " "
@@ -620,6 +622,12 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
       "1..{}; mean over layers and heads)'\n",
       N);
   s += "set grid\n" + KeyPlacement(block, "top left");
+  if (train_tokens > 0)
+    s += fmt::format(
+        "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n"
+        "set label 1 'longest training sequence' at {0},graph 0.03 left offset 0.5,0 tc rgb "
+        "'gray30'\n",
+        train_tokens - 1);
   s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'logit running max'\n";
   s += "set title 'logit explosion (LM-Infinite)'\nplot " + p1 + "\n";
   s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";

@@ -78,7 +78,7 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
       "set multiplot layout {},{} title 'attention entropy of the longest probe under "
       "evaluation-time remedies (mean over layers and heads)'\n",
       rows, cols);
-  s += "set grid\nset key top left\nset xlabel 'query position i (i + 1 tokens visible without "
+  s += "set grid\nset key bottom right\nset xlabel 'query position i (i + 1 tokens visible without "
        "a mask)'\nset ylabel 'entropy (nats)'\n";
   int block = 0;
   for (const auto& p : panels) {
