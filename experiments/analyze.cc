@@ -57,7 +57,8 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
 
 }  // namespace
 
-std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given) {
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given,
+                           bool replay) {
   std::string report, reference = reference_given;
   std::vector<StoredProbe> probes, refs;
   std::string encoding, label;
@@ -91,8 +92,9 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   // Replays of the trained model (before the file is opened for update).
   std::optional<EntropyVariants> entropy;
   std::optional<RotaryPairAnalysis> rotary;
-  if (!probes.empty()) entropy = EntropyUnderVariants(path);
-  if (encoding == "rope" || encoding == "rope_partial") rotary = AnalyzeRotaryPairs(path);
+  const bool rotates = encoding == "rope" || encoding == "rope_partial";
+  if (replay && !probes.empty()) entropy = EntropyUnderVariants(path);
+  if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
   analysis.Remove("geometry");
@@ -206,6 +208,10 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
   if (rotary) {
     report += WriteRotaryPairs(*rotary, analysis);
+  } else if (!replay) {
+    report +=
+        "replay analyses (entropy variants, rotary pairs) skipped: probe.replay = 0; run "
+        "lexp analyze on the file for them\n";
   } else {
     analysis.Remove("rotary");
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";

@@ -21,6 +21,9 @@ namespace lexp {
 // give the Jensen-Shannon divergence per layer and head. Without one, the NoPE run beside the file
 // (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists and completed.
 // Returns the report lines.
-std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "");
+// replay = false skips the analyses that replay the model (entropy variants, rotary pairs): the
+// end-of-training call of recipes with probe.replay = 0.
+std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
+                           bool replay = true);
 
 }  // namespace lexp

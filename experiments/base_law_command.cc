@@ -25,7 +25,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     std::string label;
     double base, predicted, predicted_own, measured, longest;
     int rotary_dims, train_tokens, d_extra, d_extra_own;
-    bool censored;
+    bool censored, learnt;
   };
   std::vector<Row> rows;
   const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -78,6 +78,10 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     if (row.measured == 0) row.measured = tokens[ref];  // the first longer length already fails
     row.longest = tokens.back();
     row.censored = row.measured >= row.longest;
+    // A run that did not learn to use its context has nothing to extrapolate (its loss is flat at
+    // every length): its loss at the training length must be below 0.95 x the loss at the shortest
+    // evaluated length.
+    row.learnt = loss[ref] < 0.95 * loss[0];
     rows.push_back(row);
   }
   LEXP_INPUT_CHECK(!rows.empty(),
@@ -87,7 +91,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   });
   std::vector<double> x, y;
   for (const auto& r : rows)
-    if (r.base >= 1e4 && r.measured > 0 && !r.censored) {
+    if (r.base >= 1e4 && r.measured > 0 && !r.censored && r.learnt) {
       x.push_back(std::log(r.base));
       y.push_back(std::log(r.measured));
     }
@@ -106,14 +110,20 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
         std::isnan(r.predicted) ? std::string("(b < 1e4)") : fmt::format("{:.1f}", r.predicted),
         r.d_extra_own,
         std::isinf(r.predicted_own) ? std::string("inf") : fmt::format("{:.1f}", r.predicted_own),
-        fmt::format("{}{:g}", r.censored ? ">= " : "", r.measured));
+        r.learnt ? fmt::format("{}{:g}", r.censored ? ">= " : "", r.measured)
+                 : std::string("not learnt"));
   // Small-base side (formulas.md 7.6): bases at or below the exact full-period base let every pair
   // complete a period in training; the law expects no unseen-angle limit there.
   const int d0 = rows[0].rotary_dims, T0 = rows[0].train_tokens;
   const double full_base = theory::FullPeriodBase(T0, d0);
   const theory::SmallBaseCriticals crit = theory::SmallBaseCriticalValues(T0);
   int small = 0, small_far = 0, large = 0, large_far = 0;
+  int not_learnt = 0;
   for (const auto& r : rows) {
+    if (!r.learnt) {
+      ++not_learnt;
+      continue;
+    }
     const bool far = r.measured >= 4.0 * r.train_tokens;
     if (r.base <= full_base) {
       ++small;
@@ -126,9 +136,11 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   s += fmt::format(
       "small-base criticals for {} training tokens: b1 = 2T/pi = {:.1f}, b2 = T/pi = {:.1f}, b3 = "
       "T/2pi = {:.1f}; every pair completes a period for b <= {:.2f} (d = {})\n"
-      "runs reaching 4x the training length: {} of {} at b <= {:.2f}, {} of {} above\n",
+      "runs reaching 4x the training length: {} of {} at b <= {:.2f}, {} of {} above{}\n",
       T0, crit.quarter, crit.half, crit.full, full_base, d0, small_far, small, full_base, large_far,
-      large);
+      large,
+      not_learnt ? fmt::format(" ({} runs that did not learn the source left out)", not_learnt)
+                 : std::string());
   const std::filesystem::path out = std::filesystem::path(run_dir) / "base_law.h5";
   h5::Writer w(out.string());
   WriteProvenance(w.root(), ThreadLimit::Active());
@@ -149,10 +161,15 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   w.root().WriteDoubles("predicted_limit", pred, {R}, "run",
                         "tokens: T_extra = 2 pi b^(d_extra/d) (NaN below base 1e4)");
   std::vector<double> pred_own, d_own;
+  std::vector<int64_t> learnt;
   for (const auto& r : rows) {
     pred_own.push_back(r.predicted_own);
     d_own.push_back(r.d_extra_own);
+    learnt.push_back(r.learnt);
   }
+  w.root().WriteInts("learnt", learnt, {R}, "run",
+                     "1 when the loss at the training length is below 0.95 x the loss at the "
+                     "shortest evaluated length (0: the run did not learn the source; left out)");
   w.root().WriteDoubles("predicted_limit_own", pred_own, {R}, "run",
                         "tokens: 2 pi b^(d_extra/d) with the run's own d_extra (inf: every pair "
                         "completes a period in training)");

@@ -46,7 +46,8 @@ constexpr int kVocab = 32;
 
 double Flops(const BenchConfig& c) {
   const double n_mm = c.L * (4.0 * c.C * c.C + 2.0 * c.C * c.F) + c.C * kVocab;
-  const double fwd = 2.0 * n_mm * c.B * c.T + 4.0 * c.L * c.B * static_cast<double>(c.T) * c.T * c.C;
+  const double fwd =
+      2.0 * n_mm * c.B * c.T + 4.0 * c.L * c.B * static_cast<double>(c.T) * c.T * c.C;
   return c.train ? 3 * fwd : fwd;
 }
 
@@ -139,10 +140,10 @@ double JsonNumber(const std::string& line, const std::string& key) {
 
 BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::string& pos,
                       int steps, int threads) {
-  const std::string script = opt.reference_script.empty()
-                                 ? std::string(LEXP_SOURCE_DIR_FOR_BENCH) +
-                                       "/experiments/bench/reference_torch.py"
-                                 : opt.reference_script;
+  const std::string script =
+      opt.reference_script.empty()
+          ? std::string(LEXP_SOURCE_DIR_FOR_BENCH) + "/experiments/bench/reference_torch.py"
+          : opt.reference_script;
   LEXP_CHECK(std::filesystem::exists(script), "reference script not found: " + script);
   const std::string tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
   const std::string preload =
@@ -157,8 +158,10 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   char buf[4096];
   while (fgets(buf, sizeof buf, p)) out += buf;
   const int rc = pclose(p);
-  LEXP_CHECK(rc == 0, "PyTorch reference failed (is python3-torch installed? apt-get install "
-                      "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" + out);
+  LEXP_CHECK(rc == 0,
+             "PyTorch reference failed (is python3-torch installed? apt-get install "
+             "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" +
+                 out);
   std::string line;
   std::istringstream ss(out);
   std::string last;
@@ -181,10 +184,11 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
 }
 
 std::string Row(const BenchResult& r) {
-  return fmt::format("{:<6} {:<6} {:<6} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
-                     "{:>6.1f} GFLOP/s  {:>7.0f} MiB",
-                     r.config, r.pos, r.impl, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3,
-                     r.max_s * 1e3, r.tokens_per_s, r.gflops, r.peak_rss_mib);
+  return fmt::format(
+      "{:<6} {:<6} {:<6} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
+      "{:>6.1f} GFLOP/s  {:>7.0f} MiB",
+      r.config, r.pos, r.impl, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
+      r.tokens_per_s, r.gflops, r.peak_rss_mib);
 }
 
 }  // namespace
@@ -194,16 +198,19 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   auto print = [&](const std::string& s) {
     if (opt.print) opt.print(s);
   };
-  print(fmt::format("lexp bench: {} threads; FLOPs = matmuls only: train 6*N_mm*B*T + 12*L*B*T^2*C, "
-                    "eval a third (../shared/bench/README.md)",
-                    threads));
-  print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config", "pos",
-                    "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved", "peak RSS"));
+  print(
+      fmt::format("lexp bench: {} threads; FLOPs = matmuls only: train 6*N_mm*B*T + 12*L*B*T^2*C, "
+                  "eval a third (../shared/bench/README.md)",
+                  threads));
+  print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
+                    "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
+                    "peak RSS"));
   if (opt.compare) {
     // Debian's torch takes its BLAS from the libblas.so.3 alternative; the reference netlib BLAS
     // there makes PyTorch about 12x slower, which would flatter lexp.
     std::error_code ec;
-    const auto blas = std::filesystem::canonical("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec);
+    const auto blas =
+        std::filesystem::canonical("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec);
     if (!ec && blas.string().find("openblas") == std::string::npos)
       print("warning: libblas.so.3 is " + blas.string() +
             ", not OpenBLAS; PyTorch will be far slower than at its best "
@@ -214,9 +221,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   for (const std::string& name : opt.configs) {
     auto it = std::find_if(Configs().begin(), Configs().end(),
                            [&](const BenchConfig& c) { return c.name == name; });
-    LEXP_CHECK(it != Configs().end(), "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048");
+    LEXP_CHECK(it != Configs().end(),
+               "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048");
     for (const std::string& pos : opt.positions) {
-      LEXP_CHECK(pos == "rope" || pos == "alibi", "lexp bench: --pos takes rope or alibi, got " + pos);
+      LEXP_CHECK(pos == "rope" || pos == "alibi",
+                 "lexp bench: --pos takes rope or alibi, got " + pos);
       const int steps = opt.steps > 0 ? opt.steps : it->default_steps;
       std::vector<BenchResult> mine, theirs;
       const int rounds = opt.compare ? std::max(1, opt.rounds) : 1;
@@ -237,17 +246,19 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
       all.insert(all.end(), theirs.begin(), theirs.end());
       if (opt.compare) {
         const BenchResult a = best_median(mine), b = best_median(theirs);
-        ratios.push_back(fmt::format("{:<6} {:<6} lexp {:>9.0f} tok/s  torch {:>9.0f} tok/s  ratio {:.2f}x",
-                                     it->name, pos, a.tokens_per_s, b.tokens_per_s,
-                                     a.tokens_per_s / b.tokens_per_s));
+        ratios.push_back(fmt::format(
+            "{:<6} {:<6} lexp {:>9.0f} tok/s  torch {:>9.0f} tok/s  ratio {:.2f}x", it->name, pos,
+            a.tokens_per_s, b.tokens_per_s, a.tokens_per_s / b.tokens_per_s));
       }
     }
   }
   if (!ratios.empty()) {
-    print("speed ratio lexp / PyTorch (tokens/s, best median of each over the alternating rounds):");
+    print(
+        "speed ratio lexp / PyTorch (tokens/s, best median of each over the alternating rounds):");
     for (const auto& r : ratios) print("  " + r);
   }
-  const std::string out = opt.out_file.empty() ? "data/bench/bench-" + UtcNow() + ".h5" : opt.out_file;
+  const std::string out =
+      opt.out_file.empty() ? "data/bench/bench-" + UtcNow() + ".h5" : opt.out_file;
   h5::Writer w(out);
   WriteProvenance(w.root(), threads);
   const uint64_t n = all.size();

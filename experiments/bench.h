@@ -1,10 +1,11 @@
-// `lexp bench`: times full training steps (forward, backward, AdamW) and evaluation forward passes of
-// the reference configurations in ../shared/bench/README.md (T, S, E512, E2048) with RoPE and ALiBi,
-// and optionally runs the project's PyTorch reference (experiments/bench/reference_torch.py) in the
-// same invocation, alternating with lexp, to print the speed ratio.
+// `lexp bench`: times full training steps (forward, backward, AdamW) and evaluation forward passes
+// of the reference configurations in ../shared/bench/README.md (T, S, E512, E2048) with RoPE and
+// ALiBi, and optionally runs the project's PyTorch reference (experiments/bench/reference_torch.py)
+// in the same invocation, alternating with lexp, to print the speed ratio.
 //
 // FLOPs (matmuls only, multiply-add = 2): N_mm = L(4C^2 + 2CF) + CV;
-// forward = 2 N_mm B T + 4 L B T^2 C (full T x T, as the reference counts it); training = 3 x forward.
+// forward = 2 N_mm B T + 4 L B T^2 C (full T x T, as the reference counts it); training = 3 x
+// forward.
 #pragma once
 
 #include <functional>
@@ -16,9 +17,9 @@ namespace lexp {
 struct BenchOptions {
   std::vector<std::string> configs = {"T", "S", "E512", "E2048"};
   std::vector<std::string> positions = {"rope", "alibi"};
-  int steps = 0;           // timed steps per measurement (0 = per-config default)
+  int steps = 0;  // timed steps per measurement (0 = per-config default)
   int warmup = 2;
-  int rounds = 2;          // alternations of lexp and the reference with --compare
+  int rounds = 2;  // alternations of lexp and the reference with --compare
   bool compare = false;
   std::string python = "/usr/bin/python3";
   std::string reference_script;  // default: <source dir>/experiments/bench/reference_torch.py

@@ -21,9 +21,9 @@ ScaleSpec ParseScaleSpec(const std::string& text);
 
 struct EvalCommandOptions {
   std::string run_file;
-  std::string scale;                 // empty: re-evaluate unchanged
-  std::vector<std::string> sets;     // recipe overrides (eval.*, probe.*)
-  std::string out_dir;               // default: the run file's directory
+  std::string scale;              // empty: re-evaluate unchanged
+  std::vector<std::string> sets;  // recipe overrides (eval.*, probe.*)
+  std::string out_dir;            // default: the run file's directory
   std::function<void(const std::string&)> progress;
 };
 

@@ -2,12 +2,12 @@
 
 #include <fmt/core.h>
 #include <oneapi/tbb/version.h>
+#include <toml++/toml.h>
 
 #include <Eigen/Core>
 #include <boost/version.hpp>
 #include <chrono>
 #include <ctime>
-#include <toml++/toml.h>
 
 #include "experiments/build_info.h"
 

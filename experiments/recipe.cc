@@ -183,6 +183,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"train.warmup_steps", "linear warm-up steps", &c.warmup_steps, 0, kBig},
       {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.min_lr_ratio, 0, 1},
       {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
+      {"train.init_from",
+       "fine-tuning: start from the trained weights of this completed run file (path relative to "
+       "the working directory; empty = random initialisation)",
+       &c.init_from},
       {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
        &c.checkpoint_every, 1, kBig},
       {"eval.lengths", "explicit evaluation lengths (empty = grid up to max_factor * N)",
@@ -200,6 +204,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        4096},
       {"probe.stored_samples", "probe sequences whose full logits/probabilities are stored",
        &c.probe_stored_samples, 0, 4096},
+      {"probe.replay",
+       "1: the end-of-training analysis also replays the model (entropy under log-n/YaRN/Lambda, "
+       "rotary pairs and ablation); 0: only the stored-attention metrics (lexp analyze always "
+       "replays)",
+       &c.probe_replay, 0, 1},
   };
 }
 

@@ -56,6 +56,7 @@ struct RecipeConfig {
   double clip_norm = 1.0;
   int warmup_steps = 100;
   double min_lr_ratio = 0.1;
+  std::string init_from;  // run file whose /model weights start training (fine-tuning)
   int log_every = 100;
   int checkpoint_every = 500;
   // [eval]
@@ -68,6 +69,7 @@ struct RecipeConfig {
   std::vector<int> probe_lengths;  // empty: N, 2N, 4N, 8N (capped at the longest eval length)
   int probe_samples = 8;
   int probe_stored_samples = 1;
+  int probe_replay = 1;  // 1: end-of-training analysis replays the model
 
   // Not fields: where the recipe came from.
   std::string source_name;  // file path or "<embedded default>"

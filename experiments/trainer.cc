@@ -91,6 +91,12 @@ class Runner {
     model_->Init(init);
     params_ = model_->Parameters();
     adam_->Attach(params_);
+    if (!cfg_.init_from.empty() && opt_.weights_from.empty()) {
+      LEXP_INPUT_CHECK(std::filesystem::exists(cfg_.init_from),
+                       "train.init_from: '" + cfg_.init_from + "' does not exist");
+      LoadModelWeights(cfg_.init_from, params_);
+      Say("fine-tuning from the weights of " + cfg_.init_from);
+    }
     long start_step = 0;
     const std::string ckpt = CheckpointPath(opt_.out_dir, encoding_);
     if (opt_.resume && std::filesystem::exists(ckpt)) {
@@ -357,7 +363,7 @@ class Runner {
 
   // The attention-geometry analysis of the stored probe, into the run file (experiments/analyze.h).
   void Analyze(const std::string& path) {
-    std::stringstream lines(AnalyzeRunFile(path));
+    std::stringstream lines(AnalyzeRunFile(path, "", cfg_.probe_replay == 1));
     for (std::string line; std::getline(lines, line);) Say("analysis: " + line);
   }
 
@@ -369,6 +375,7 @@ class Runner {
     root.SetAttr("encoding", encoding_);
     root.SetAttr("label", name_);
     if (!weights_source_.empty()) root.SetAttr("weights_from", weights_source_);
+    if (!cfg_.init_from.empty()) root.SetAttr("init_from", cfg_.init_from);
     root.SetAttr("task", cfg_.task);
     root.SetAttr("train_max_length", cfg_.train_max_length);
     root.SetAttr("start_time", start_time_);

@@ -233,26 +233,32 @@ std::string DrawBaseLaw(const std::string& file) {
   const auto own = root.ReadDoubles("predicted_limit_own");
   const auto meas = root.ReadDoubles("measured_limit");
   const auto cens = root.ReadInts("censored");
+  const auto learnt =
+      root.Has("learnt") ? root.ReadInts("learnt") : std::vector<int64_t>(base.size(), 1);
+  int not_learnt = 0;
+  for (auto x : learnt) not_learnt += x == 0;
   const fs::path dir = FigureDirNextTo(file);
   const std::string name = "base_law";
   std::ofstream dat(dir / (name + ".dat"));
-  dat << "# base, measured limit (tokens), censored (1: lower bound), predicted T_extra with "
-         "d_extra of base 1e4 (NaN below it), predicted with the run's own d_extra (NaN: "
-         "unlimited)\n";
+  dat << "# base, measured limit (tokens; NaN: the run did not learn the source), censored (1: "
+         "lower bound), predicted T_extra with d_extra of base 1e4 (NaN below it), predicted with "
+         "the run's own d_extra (NaN: unlimited)\n";
   auto num = [](double x) {
     return std::isfinite(x) ? fmt::format("{:g}", x) : std::string("NaN");
   };
   for (size_t i = 0; i < base.size(); ++i)
-    dat << base[i] << " " << meas[i] << " " << cens[i] << " " << num(pred[i]) << " " << num(own[i])
-        << "\n";
+    dat << base[i] << " " << (learnt[i] ? num(meas[i]) : std::string("NaN")) << " " << cens[i]
+        << " " << num(pred[i]) << " " << num(own[i]) << "\n";
   dat.close();
   const double T = root.AttrDouble("train_tokens"), longest = root.AttrDouble("longest_evaluated");
   const double full = root.AttrDouble("full_period_base");
-  std::string fit;
+  std::string fit =
+      not_learnt ? fmt::format("{} runs that did not learn left out; ", not_learnt) : std::string();
   if (root.HasAttr("fitted_exponent"))
-    fit = fmt::format("fitted exponent (b >= 1e4) {:.3f} [{:.3f}, {:.3f}] vs predicted {:.3f}",
-                      root.AttrDouble("fitted_exponent"), root.AttrDouble("fitted_exponent_lo"),
-                      root.AttrDouble("fitted_exponent_hi"), root.AttrDouble("predicted_exponent"));
+    fit +=
+        fmt::format("fitted exponent (b >= 1e4) {:.3f} [{:.3f}, {:.3f}] vs predicted {:.3f}",
+                    root.AttrDouble("fitted_exponent"), root.AttrDouble("fitted_exponent_lo"),
+                    root.AttrDouble("fitted_exponent_hi"), root.AttrDouble("predicted_exponent"));
   std::string s = "# RoPE base-scaling law, predicted vs measured; data in " + name + ".dat\n";
   s += "set terminal pngcairo size 1000,720 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n" + SeriesStyles(4);

@@ -69,5 +69,28 @@ TEST(Analyze, TrainingRunsCarryTheGeometryAndAReferenceAddsJs) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Analyze, ProbeReplayZeroLeavesTheReplaysToLexpAnalyze) {
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=10", "probe.replay=0"});
+  const auto dir = testing::FreshTempDir("analyze_replay");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  const std::string rope = RunFilePath(dir.string(), "rope");
+  {
+    h5::Reader r(rope);
+    const h5::Group an = r.root().OpenGroup("analysis");
+    EXPECT_TRUE(an.Has("geometry"));
+    EXPECT_FALSE(an.Has("rotary"));
+    EXPECT_FALSE(an.Has("entropy_variants"));
+  }
+  AnalyzeRunFile(rope);
+  h5::Reader r(rope);
+  const h5::Group an = r.root().OpenGroup("analysis");
+  EXPECT_TRUE(an.Has("rotary"));
+  EXPECT_TRUE(an.Has("entropy_variants"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lexp

@@ -52,6 +52,7 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
                 1e-9);
   }
   EXPECT_NEAR(r.root().AttrDouble("full_period_base"), theory::FullPeriodBase(5, 8), 1e-12);
+  EXPECT_EQ(r.root().ReadInts("learnt").size(), 3u);
   const auto png = DrawBaseLaw((dir / "base_law.h5").string());
   EXPECT_TRUE(std::filesystem::exists(png));
   EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "base_law.dat"));
