@@ -150,7 +150,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     for (uint64_t i = 0; i < explosion.size(); ++i)
       explosion[i] = explosion_n[i] > 0 ? explosion[i] / explosion_n[i]
                                         : std::numeric_limits<double>::quiet_NaN();
-    std::vector<double> resolution(L * H, 0.0);
+    std::vector<double> resolution(L * H, 0.0), resolution_b(L * H, 0.0);
     for (uint64_t lh = 0; lh < L * H; ++lh) {
       std::vector<double> curve;
       for (uint64_t n = 0; n < T; ++n) {
@@ -165,10 +165,15 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
       }
       resolution[lh] = curve.empty() ? std::numeric_limits<double>::quiet_NaN()
                                      : theory::AttentionResolution(curve);
+      resolution_b[lh] = curve.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                       : theory::AttentionResolution(
+                                             curve, theory::ResolutionConvention::kDropLast);
     }
     h5::Group g = geo.CreateGroup("length_" + std::to_string(p.length));
     g.WriteDoubles("logit_mean_by_distance", by_dist, {L, H, T}, "layer,head,distance",
                    "logit: empirical attention expectation, mean over visible pairs at distance n");
+    g.WriteDoubles("resolution_b", resolution_b, {L, H}, "layer,head",
+                   "the same, convention B (the i = N term dropped)");
     g.WriteDoubles("logit_sd_by_distance", by_dist_sq, {L, H, T}, "layer,head,distance",
                    "logit: standard deviation over the visible pairs at distance n (spread of the "
                    "expectation)");

@@ -231,17 +231,24 @@ int main(int argc, char** argv) {
 
   auto* analyze = app.add_subcommand(
       "analyze",
-      "attention geometry of trained runs (logit running max over distance, entropy per query, "
-      "attended distance, JS divergence against a reference run, rotary pair periods) into each "
-      "run file's /analysis/geometry; training runs do it at the end");
+      "every analysis that applies to trained runs, into each run file's /analysis (training runs "
+      "do it at the end): from the stored probe attention, /analysis/geometry (logit running max "
+      "over distance, mean and spread of the logit by distance with its resolution, entropy per "
+      "query, attended distance, JS divergence against NoPE); by replaying the model, "
+      "/analysis/entropy_variants (entropy under log-n, YaRN, Lambda) and for rope "
+      "/analysis/rotary (pair angle ranges, contributions, logit supremum, post-critical "
+      "ablation with predicted and measured boundary). Inapplicable metrics are named with the "
+      "reason.");
   std::vector<std::string> analyze_files;
   std::string analyze_reference;
   analyze->add_option("RUN_FILE", analyze_files, "completed run files")
       ->required()
       ->check(CLI::ExistingFile);
   analyze
-      ->add_option("--reference", analyze_reference,
-                   "run file (typically NoPE) of the same recipe: JS divergence of attention rows")
+      ->add_option(
+          "--reference", analyze_reference,
+          "run file (typically NoPE) of the same recipe: JS divergence of attention rows (default: "
+          "the nope run beside each file, when there is one)")
       ->check(CLI::ExistingFile);
 
   auto* base_law = app.add_subcommand(

@@ -132,7 +132,7 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     ex.WriteDoubles("rope_scaled", scaled, {M}, "distance", "logit with the rule of attr `scale`");
     ex.SetAttr("scale", o.scale);
   }
-  std::vector<double> Ns, res_rope, res_xpos;
+  std::vector<double> Ns, res_rope, res_xpos, res_rope_b, res_xpos_b;
   for (double N = 64; N <= static_cast<double>(o.max_distance); N *= 2) {
     auto a = std::vector<double>(rope.begin(), rope.begin() + static_cast<long>(N) + 1);
     auto b = std::vector<double>(xpos.begin(), xpos.begin() + static_cast<long>(N) + 1);
@@ -141,11 +141,17 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     Ns.push_back(N);
     res_rope.push_back(AttentionResolution(a));
     res_xpos.push_back(AttentionResolution(b));
+    res_rope_b.push_back(AttentionResolution(a, ResolutionConvention::kDropLast));
+    res_xpos_b.push_back(AttentionResolution(b, ResolutionConvention::kDropLast));
   }
   ex.WriteDoubles("resolution_length", Ns, {Ns.size()}, "length", "tokens N (distances 0..N)");
   ex.WriteDoubles("resolution_rope", res_rope, {Ns.size()}, "length",
                   "attention resolution of s/sqrt(d), convention A (sequence ends)");
   ex.WriteDoubles("resolution_xpos", res_xpos, {Ns.size()}, "length", "as resolution_rope, xPos");
+  ex.WriteDoubles("resolution_rope_b", res_rope_b, {Ns.size()}, "length",
+                  "as resolution_rope, convention B (the i = N term dropped)");
+  ex.WriteDoubles("resolution_xpos_b", res_xpos_b, {Ns.size()}, "length",
+                  "as resolution_xpos, convention B");
   r += fmt::format(
       "expectation proxy: {} distances in {:.3f} s; resolution at N = 1024: RoPE "
       "{:.6f}, xPos {:.6f}\n",

@@ -48,6 +48,10 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
     EXPECT_NEAR(mean[n], closed[n], 5 * se[n]) << n;
   }
   EXPECT_NE(report.find("Monte-Carlo expectation (xpos"), std::string::npos) << report;
+  // Convention B drops the positive i = N term e^{2 s_N} / Z^2 of convention A.
+  const auto ra = ex.ReadDoubles("resolution_rope"), rb = ex.ReadDoubles("resolution_rope_b");
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t i = 0; i < ra.size(); ++i) EXPECT_LT(rb[i], ra[i]);
   EXPECT_TRUE(std::filesystem::exists(DrawTheory(o.out_file)));
   std::filesystem::remove_all(dir);
 }
