@@ -270,6 +270,8 @@ std::string DrawBaseLaw(const std::string& file) {
   s += "set xlabel 'RoPE base b (log scale)'\nset ylabel 'extrapolation limit (tokens, log "
        "scale)'\n";
   s += fmt::format("set yrange [{:g}:{:g}]\n", T / 2, longest * 8);
+  const auto [bmin, bmax] = std::minmax_element(base.begin(), base.end());
+  s += fmt::format("set xrange [{:g}:{:g}]\n", *bmin / 2, *bmax * 2);
   s += fmt::format(
       "set arrow 1 from {0:g},graph 0 to {0:g},graph 1 nohead dt 2 lw 2 lc rgb 'black'\n"
       "set label 1 'every pair completes a period left of b = {0:.1f}' at {0:g},graph 0.97 left "
