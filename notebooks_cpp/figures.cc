@@ -536,7 +536,26 @@ struct GeometryCurves {
   std::string encoding;
   int length = 0, train_max_length = 0, train_tokens = 0;       // train_tokens: 0 when unknown
   std::vector<double> running_max, entropy, visible, distance;  // [T]
+  std::vector<double> expectation;                              // [T] mean logit by distance
+  // Per probe length (ascending): mean over layers and heads of the JS divergence against the
+  // reference (NaN without one) and of the resolution (convention A).
+  std::vector<double> probe_length, js, resolution;
 };
+
+// Mean over the [L*H] leading blocks of v ([L*H, X]), ignoring NaN entries.
+std::vector<double> MeanOverHeadsIgnoringNaN(const std::vector<double>& v, uint64_t LH,
+                                             uint64_t X) {
+  std::vector<double> sum(X, 0.0), n(X, 0.0);
+  for (uint64_t lh = 0; lh < LH; ++lh)
+    for (uint64_t x = 0; x < X; ++x)
+      if (std::isfinite(v[lh * X + x])) {
+        sum[x] += v[lh * X + x];
+        n[x] += 1;
+      }
+  for (uint64_t x = 0; x < X; ++x)
+    sum[x] = n[x] > 0 ? sum[x] / n[x] : std::numeric_limits<double>::quiet_NaN();
+  return sum;
+}
 
 std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
   std::vector<GeometryCurves> out;
@@ -556,6 +575,23 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
            geo.OpenGroup(child).AttrInt("length") > geo.OpenGroup(best).AttrInt("length")))
         best = child;
     if (best.empty()) continue;
+    std::vector<std::pair<int64_t, std::string>> lengths;
+    for (const auto& child : geo.Children())
+      if (child.rfind("length_", 0) == 0)
+        lengths.emplace_back(geo.OpenGroup(child).AttrInt("length"), child);
+    std::sort(lengths.begin(), lengths.end());
+    for (const auto& [n, child] : lengths) {
+      const h5::Group pg = geo.OpenGroup(child);
+      const auto res = pg.ReadDoubles("resolution");
+      c.probe_length.push_back(static_cast<double>(n));
+      c.resolution.push_back(MeanOverHeadsIgnoringNaN(res, res.size(), 1)[0]);
+      if (pg.Has("js_vs_reference")) {
+        const auto js = pg.ReadDoubles("js_vs_reference");
+        c.js.push_back(MeanOverHeadsIgnoringNaN(js, js.size(), 1)[0]);
+      } else {
+        c.js.push_back(std::numeric_limits<double>::quiet_NaN());
+      }
+    }
     const h5::Group g = geo.OpenGroup(best);
     c.length = static_cast<int>(g.AttrInt("length"));
     std::vector<uint64_t> dims;
@@ -564,6 +600,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     const auto dist = g.ReadDoubles("attended_distance_mean");
     c.visible = g.ReadDoubles("visible_keys");
     const uint64_t LH = dims[0] * dims[1], T = dims[2];
+    c.expectation = MeanOverHeadsIgnoringNaN(g.ReadDoubles("logit_mean_by_distance"), LH, T);
     c.running_max.assign(T, 0.0);
     c.entropy.assign(T, 0.0);
     c.distance.assign(T, 0.0);
@@ -586,9 +623,11 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   const std::string name = "attention_geometry";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# one block per run (longest probe, mean over layers and heads): index i (distance for "
-         "column 2, query for columns 3-5), logit running max, entropy (nats), visible keys, "
-         "mean attended distance (tokens)\n";
-  std::string p1, p2, p3;
+         "columns 2 and 6, query for columns 3-5), logit running max, entropy (nats), visible "
+         "keys, mean attended distance (tokens), mean logit at distance i; then one block per run "
+         "over its probe lengths: length, JS divergence against the reference (nats, NaN: none), "
+         "attention resolution (convention A)\n";
+  std::string p1, p2, p3, p4, p5, p6;
   int block = 0, N = 0, train_tokens = 0;
   for (const auto& c : runs) {
     N = std::max(N, c.train_max_length);
@@ -596,7 +635,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     dat << "# " << c.encoding << " probe length " << c.length << "\n";
     for (size_t i = 0; i < c.running_max.size(); ++i)
       dat << i << " " << c.running_max[i] << " " << c.entropy[i] << " " << c.visible[i] << " "
-          << c.distance[i] << "\n";
+          << c.distance[i] << " " << c.expectation[i] << "\n";
     dat << "\n\n";
     const std::string sep = block ? ", " : "";
     p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{}'", sep, name, block,
@@ -605,7 +644,21 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
                       block + 1, c.encoding);
     p3 += fmt::format("{}'{}.dat' index {} using 1:5 with lines ls {} title '{}'", sep, name, block,
                       block + 1, c.encoding);
+    p4 += fmt::format("{}'{}.dat' index {} using 1:6 with lines ls {} title '{}'", sep, name, block,
+                      block + 1, c.encoding);
     ++block;
+  }
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto& c = runs[r];
+    dat << "# " << c.encoding << " per probe length\n";
+    for (size_t i = 0; i < c.probe_length.size(); ++i)
+      dat << c.probe_length[i] << " " << c.js[i] << " " << c.resolution[i] << "\n";
+    dat << "\n\n";
+    const std::string sep = r ? ", " : "";
+    p5 += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep, name,
+                      block + r, r + 1, c.encoding);
+    p6 += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep, name,
+                      block + r, r + 1, c.encoding);
   }
   dat.close();
   p2 += fmt::format(
@@ -614,12 +667,12 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
       name);
   std::string s =
       "# Attention geometry of the longest probe (lexp analyze); data in " + name + ".dat\n";
-  s += fmt::format("set terminal pngcairo size {},480 font 'Sans,10' noenhanced\n",
+  s += fmt::format("set terminal pngcairo size {},900 font 'Sans,10' noenhanced\n",
                    block > 6 ? 1800 : 1500);
   s += "set output '" + name + ".png'\n" + SeriesStyles(block);
   s += fmt::format(
-      "set multiplot layout 1,3 title 'attention on the longest probe (trained on "
-      "1..{}; mean over layers and heads)'\n",
+      "set multiplot layout 2,3 title 'attention of trained runs (top and bottom left: the "
+      "longest probe; trained on 1..{}; mean over layers and heads)'\n",
       N);
   s += "set grid\n" + KeyPlacement(block, "top left");
   if (train_tokens > 0)
@@ -634,6 +687,14 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
   s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
   s += "set title 'where attention goes'\nplot " + p3 + "\n";
+  s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'mean logit at that distance'\n";
+  s += "set title 'empirical attention expectation (xPos paper)'\nplot " + p4 + "\n";
+  s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
+  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence (nats)'\n";
+  s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
+  s += "set yrange [0:*]\nplot " + p5 + "\n";
+  s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
+  s += "set title 'resolution of the empirical expectation'\nplot " + p6 + "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

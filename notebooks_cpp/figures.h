@@ -33,8 +33,10 @@ std::string DrawDepthHeatmap(const std::string& run_dir);
 // The closed-form analyses of `lexp theory`: expectation proxies, decay bound, pair periods with
 // the critical dimension. Writes <file's dir>/figures/theory.{png,gp,dat}.
 std::string DrawTheory(const std::string& theory_file);
-// /analysis/geometry of the runs (lexp analyze): logit running max over distance, entropy against
-// visible keys with ln n, mean attended distance, for the longest probe of each run.
+// /analysis/geometry of the runs (lexp analyze): for the longest probe of each run, logit running
+// max over distance, entropy against visible keys with ln n, mean attended distance and the
+// empirical attention expectation (training length marked); over the probe lengths, the JS
+// divergence against the NoPE reference and the resolution of the expectation.
 std::string DrawAttentionGeometry(const std::string& run_dir);
 // Language-modelling runs: perplexity vs evaluation length, with exp(source entropy rate).
 std::string DrawPerplexityVsLength(const std::string& run_dir);
