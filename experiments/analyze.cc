@@ -10,6 +10,7 @@
 #include "analysis/attention_geometry.h"
 #include "analysis/attention_stats.h"
 #include "analysis/rope_theory.h"
+#include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
@@ -91,9 +92,11 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   }
   // Replays of the trained model (before the file is opened for update).
   std::optional<EntropyVariants> entropy;
+  std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
   const bool rotates = encoding == "rope" || encoding == "rope_partial";
   if (replay && !probes.empty()) entropy = EntropyUnderVariants(path);
+  if (replay) expectation = MeasureExpectation(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
@@ -211,6 +214,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
                    : "reference has no matching probe (JS skipped)"));
   }
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
+  if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
   if (rotary) {
     report += WriteRotaryPairs(*rotary, analysis);
   } else if (!replay) {

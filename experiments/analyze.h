@@ -6,6 +6,8 @@
 //  analysis/attention_geometry.h
 //    and attention_stats.h (logit running max, empirical expectation and resolution, entropy by
 //    query, attended distances, JS divergence against a reference run);
+//  * /analysis/expectation: mean and spread of the logit by distance, and its resolution, at every
+//    evaluation length (experiments/empirical_expectation.h);
 //  * /analysis/entropy_variants: entropy under log-n, YaRN and the Lambda mask
 //  (experiments/entropy_variants.h);
 //  * /analysis/rotary (rope, rope_partial): pair angle ranges, contributions, logit supremum and

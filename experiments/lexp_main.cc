@@ -235,7 +235,9 @@ int main(int argc, char** argv) {
       "do it at the end): from the stored probe attention, /analysis/geometry (logit running max "
       "over distance, mean and spread of the logit by distance with its resolution, entropy per "
       "query, attended distance, JS divergence against NoPE); by replaying the model, "
-      "/analysis/entropy_variants (entropy under log-n, YaRN, Lambda) and for rope "
+      "/analysis/expectation (mean and spread of the logit by distance and its resolution at "
+      "every evaluation length), /analysis/entropy_variants (entropy under log-n, YaRN, "
+      "Lambda) and for rope "
       "/analysis/rotary (pair angle ranges, contributions, logit supremum, post-critical "
       "ablation with predicted and measured boundary). Inapplicable metrics are named with the "
       "reason.");

@@ -540,6 +540,8 @@ struct GeometryCurves {
   // Per probe length (ascending): mean over layers and heads of the JS divergence against the
   // reference (NaN without one) and of the resolution (convention A).
   std::vector<double> probe_length, js, resolution;
+  // From /analysis/expectation when present: resolution (mean over heads) per evaluation length.
+  std::vector<double> eval_length, eval_resolution;
 };
 
 // Mean over the [L*H] leading blocks of v ([L*H, X]), ignoring NaN entries.
@@ -590,6 +592,19 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
         c.js.push_back(MeanOverHeadsIgnoringNaN(js, js.size(), 1)[0]);
       } else {
         c.js.push_back(std::numeric_limits<double>::quiet_NaN());
+      }
+    }
+    const h5::Group an = root.OpenGroup("analysis");
+    if (an.Has("expectation")) {
+      const h5::Group ex = an.OpenGroup("expectation");
+      std::vector<uint64_t> rd;
+      const auto res = ex.ReadDoubles("resolution", &rd);
+      for (auto v : ex.ReadInts("length")) c.eval_length.push_back(static_cast<double>(v));
+      c.eval_resolution.assign(rd[0], 0.0);
+      for (uint64_t x = 0; x < rd[0]; ++x) {
+        const std::vector<double> row(res.begin() + x * rd[1] * rd[2],
+                                      res.begin() + (x + 1) * rd[1] * rd[2]);
+        c.eval_resolution[x] = MeanOverHeadsIgnoringNaN(row, row.size(), 1)[0];
       }
     }
     const h5::Group g = geo.OpenGroup(best);
@@ -657,8 +672,20 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     const std::string sep = r ? ", " : "";
     p5 += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep, name,
                       block + r, r + 1, c.encoding);
-    p6 += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep, name,
-                      block + r, r + 1, c.encoding);
+    if (c.eval_resolution.empty())
+      p6 += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep,
+                        name, block + r, r + 1, c.encoding);
+    else
+      p6 += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep,
+                        name, block + runs.size() + r, r + 1, c.encoding);
+  }
+  // Resolution at every evaluation length (/analysis/expectation), one block per run (may be
+  // empty).
+  for (const auto& c : runs) {
+    dat << "# " << c.encoding << " per evaluation length: length, resolution\n";
+    for (size_t i = 0; i < c.eval_length.size(); ++i)
+      dat << c.eval_length[i] << " " << c.eval_resolution[i] << "\n";
+    dat << "\n\n";
   }
   dat.close();
   p2 += fmt::format(
@@ -690,10 +717,13 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'mean logit at that distance'\n";
   s += "set title 'empirical attention expectation (xPos paper)'\nplot " + p4 + "\n";
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
+  s += fmt::format(
+      "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", N);
   s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence (nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
   s += "set yrange [0:*]\nplot " + p5 + "\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
+  s += "set xlabel 'length n (log scale; every evaluation length when analysed)'\n";
   s += "set title 'resolution of the empirical expectation'\nplot " + p6 + "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "experiments/analyze.h"
+#include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/model_replay.h"
 #include "experiments/rotary_pairs.h"
@@ -96,6 +97,31 @@ TEST_F(ReplayAnalyses, EntropyUnderLogNLambdaAndYarn) {
   EXPECT_TRUE(en.variants[3].not_applicable.empty());
 }
 
+TEST_F(ReplayAnalyses, ExpectationAtEveryEvaluationLengthMatchesTheStoredProbe) {
+  const EmpiricalExpectation e = MeasureExpectation(Run("rope"));
+  ASSERT_EQ(e.lengths, (std::vector<int>{2, 5, 9, 14}));
+  const uint64_t LH = e.layers * e.heads, M = e.max_tokens;
+  // Length 9 is also a probe length whose every sequence is stored: same mean by distance.
+  h5::Reader r(Run("rope"));
+  const auto stored = r.root()
+                          .OpenGroup("analysis")
+                          .OpenGroup("geometry")
+                          .OpenGroup("length_9")
+                          .ReadDoubles("logit_mean_by_distance");
+  const uint64_t T = e.sequence_lengths[2];
+  ASSERT_EQ(stored.size(), LH * T);
+  for (uint64_t lh = 0; lh < LH; ++lh)
+    for (uint64_t n = 0; n < T; ++n)
+      EXPECT_NEAR(e.mean[(2 * LH + lh) * M + n], stored[lh * T + n], 1e-4) << lh << " " << n;
+  // Shorter lengths leave the distances they never reach as NaN; spreads are >= 0.
+  const uint64_t T0 = e.sequence_lengths[0];
+  EXPECT_TRUE(std::isnan(e.mean[(0 * LH + 0) * M + T0]));
+  EXPECT_FALSE(std::isnan(e.mean[(0 * LH + 0) * M + T0 - 1]));
+  for (double s : e.sd)
+    if (!std::isnan(s)) EXPECT_GE(s, 0.0);
+  for (size_t i = 0; i < e.resolution.size(); ++i) EXPECT_LT(e.resolution_b[i], e.resolution[i]);
+}
+
 TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
   const RotaryPairAnalysis a = AnalyzeRotaryPairs(Run("rope"));
   ASSERT_EQ(a.pairs, 4);
@@ -131,6 +157,7 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
   rot.ReadDoubles("ablation_loss", &dims);
   EXPECT_EQ(dims, (std::vector<uint64_t>{2, 5, E}));
   EXPECT_TRUE(r.root().OpenGroup("analysis").OpenGroup("entropy_variants").Has("lambda"));
+  EXPECT_TRUE(r.root().OpenGroup("analysis").OpenGroup("expectation").Has("resolution"));
   EXPECT_NE(AnalyzeRunFile(Run("nope")).find("rotary pair analysis: not applicable"),
             std::string::npos);
   h5::Reader rn(Run("nope"));

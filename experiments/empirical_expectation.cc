@@ -1,0 +1,101 @@
+#include "experiments/empirical_expectation.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "analysis/attention_geometry.h"
+#include "analysis/rope_theory.h"
+#include "experiments/model_replay.h"
+
+namespace lexp {
+
+EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
+  EmpiricalExpectation e;
+  ModelReplay replay(run_file);
+  const RecipeConfig& cfg = replay.config();
+  e.lengths = cfg.EvalLengths();
+  e.layers = cfg.n_layers;
+  e.heads = cfg.n_heads;
+  for (int n : e.lengths) e.sequence_lengths.push_back(replay.SequenceLength(n));
+  e.max_tokens = static_cast<uint64_t>(
+      *std::max_element(e.sequence_lengths.begin(), e.sequence_lengths.end()));
+  const uint64_t E = e.lengths.size(), LH = e.layers * e.heads, M = e.max_tokens;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  e.mean.assign(E * LH * M, nan);
+  e.sd.assign(E * LH * M, nan);
+  e.resolution.assign(E * LH, nan);
+  e.resolution_b.assign(E * LH, nan);
+  for (uint64_t x = 0; x < E; ++x) {
+    const uint64_t T = e.sequence_lengths[x];
+    std::vector<double> sum(LH * T, 0.0), sq(LH * T, 0.0), cnt(LH * T, 0.0);
+    replay.ForEachProbeSequence(e.lengths[x], [&](int, int T_seq) {
+      std::vector<double> s(T_seq), q(T_seq), c(T_seq);
+      for (uint64_t l = 0; l < e.layers; ++l) {
+        const MatF& z = replay.model().Logits(static_cast<int>(l));  // [H*T, T]
+        for (uint64_t h = 0; h < e.heads; ++h) {
+          std::fill(s.begin(), s.end(), 0.0);
+          std::fill(q.begin(), q.end(), 0.0);
+          std::fill(c.begin(), c.end(), 0.0);
+          AccumulateLogitsByDistance(z.data() + h * T_seq * T_seq, T_seq, T_seq, s, c, &q);
+          const uint64_t lh = l * e.heads + h;
+          for (int n = 0; n < T_seq; ++n) {
+            sum[lh * T + n] += s[n];
+            sq[lh * T + n] += q[n];
+            cnt[lh * T + n] += c[n];
+          }
+        }
+      }
+    });
+    for (uint64_t lh = 0; lh < LH; ++lh) {
+      std::vector<double> curve;
+      for (uint64_t n = 0; n < T; ++n) {
+        const double k = cnt[lh * T + n];
+        if (k <= 0) continue;
+        const double m = sum[lh * T + n] / k;
+        e.mean[(x * LH + lh) * M + n] = m;
+        e.sd[(x * LH + lh) * M + n] = std::sqrt(std::max(0.0, sq[lh * T + n] / k - m * m));
+        curve.push_back(m);
+      }
+      if (curve.empty()) continue;
+      e.resolution[x * LH + lh] = theory::AttentionResolution(curve);
+      e.resolution_b[x * LH + lh] =
+          theory::AttentionResolution(curve, theory::ResolutionConvention::kDropLast);
+    }
+  }
+  return e;
+}
+
+std::string WriteEmpiricalExpectation(const EmpiricalExpectation& e, const h5::Group& analysis) {
+  analysis.Remove("expectation");
+  h5::Group g = analysis.CreateGroup("expectation");
+  const uint64_t E = e.lengths.size(), L = e.layers, H = e.heads, M = e.max_tokens;
+  g.SetAttr("source",
+            "replay of the probe stream (probe.samples sequences) at every evaluation length "
+            "(experiments/empirical_expectation.h)");
+  std::vector<int64_t> n(e.lengths.begin(), e.lengths.end()),
+      t(e.sequence_lengths.begin(), e.sequence_lengths.end());
+  g.WriteInts("length", n, {E}, "length", "tokens (requested task length n)");
+  g.WriteInts("sequence_length", t, {E}, "length", "tokens (model sequence T)");
+  g.WriteDoubles("logit_mean_by_distance", e.mean, {E, L, H, M}, "length,layer,head,distance",
+                 "logit: mean over visible pairs at distance n (NaN beyond the length)");
+  g.WriteDoubles("logit_sd_by_distance", e.sd, {E, L, H, M}, "length,layer,head,distance",
+                 "logit: standard deviation over the same pairs");
+  g.WriteDoubles("resolution", e.resolution, {E, L, H}, "length,layer,head",
+                 "attention resolution of the mean curve, convention A (the sequence ends)");
+  g.WriteDoubles("resolution_b", e.resolution_b, {E, L, H}, "length,layer,head",
+                 "the same, convention B (the i = N term dropped)");
+  const auto mean_at = [&](uint64_t x) {
+    double s = 0;
+    for (uint64_t lh = 0; lh < L * H; ++lh) s += e.resolution[x * L * H + lh] / (L * H);
+    return s;
+  };
+  return fmt::format(
+      "empirical expectation at {} evaluation lengths; resolution (mean over heads) {:.3f} at "
+      "n = {} and {:.3f} at n = {}\n",
+      E, mean_at(0), e.lengths.front(), mean_at(E - 1), e.lengths.back());
+}
+
+}  // namespace lexp
