@@ -23,6 +23,11 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
   using namespace theory;
   LEXP_INPUT_CHECK(o.head_dim >= 4 && o.head_dim % 2 == 0, "theory: --head-dim must be even, >= 4");
   LEXP_INPUT_CHECK(o.max_distance >= 1, "theory: --max-distance must be positive");
+  LEXP_INPUT_CHECK(o.mc_distribution == "gaussian" || o.mc_distribution == "uniform",
+                   "theory: --mc-distribution '" + o.mc_distribution +
+                       "' is not known; use gaussian or uniform");
+  LEXP_INPUT_CHECK(o.mc_samples >= 2, "theory: --mc-samples must be >= 2");
+  LEXP_INPUT_CHECK(o.mc_sd >= 0, "theory: --mc-sd must be >= 0");
   const int d = o.head_dim;
   h5::Writer w(o.out_file);
   WriteProvenance(w.root(), ThreadLimit::Active());
