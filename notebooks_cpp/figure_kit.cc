@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 #include <gnuplot-iostream.h>
 
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "nn/check.h"
@@ -69,6 +71,19 @@ fs::path FigureDir(const std::string& run_dir) {
   const fs::path dir = fs::path(run_dir) / "figures";
   fs::create_directories(dir);
   return dir;
+}
+
+std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uint64_t X) {
+  std::vector<double> sum(X, 0.0), n(X, 0.0);
+  for (uint64_t lh = 0; lh < LH; ++lh)
+    for (uint64_t x = 0; x < X; ++x)
+      if (std::isfinite(v[lh * X + x])) {
+        sum[x] += v[lh * X + x];
+        n[x] += 1;
+      }
+  for (uint64_t x = 0; x < X; ++x)
+    sum[x] = n[x] > 0 ? sum[x] / n[x] : std::numeric_limits<double>::quiet_NaN();
+  return sum;
 }
 
 }  // namespace lexp

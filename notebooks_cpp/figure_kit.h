@@ -3,6 +3,7 @@
 // NAME.{png,gp,dat} triple each figure leaves).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -22,6 +23,9 @@ std::string Render(const std::filesystem::path& dir, const std::string& name,
 std::filesystem::path FigureDirNextTo(const std::string& file);
 // <run_dir>/figures, created if needed.
 std::filesystem::path FigureDir(const std::string& run_dir);
+// Mean over the LH leading blocks of v ([LH, X], e.g. layers x heads), ignoring NaN entries (NaN
+// where every block is NaN).
+std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uint64_t X);
 // "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
 std::vector<std::string> SplitCommas(const std::string& text);
 

@@ -544,21 +544,6 @@ struct GeometryCurves {
   std::vector<double> eval_length, eval_resolution;
 };
 
-// Mean over the [L*H] leading blocks of v ([L*H, X]), ignoring NaN entries.
-std::vector<double> MeanOverHeadsIgnoringNaN(const std::vector<double>& v, uint64_t LH,
-                                             uint64_t X) {
-  std::vector<double> sum(X, 0.0), n(X, 0.0);
-  for (uint64_t lh = 0; lh < LH; ++lh)
-    for (uint64_t x = 0; x < X; ++x)
-      if (std::isfinite(v[lh * X + x])) {
-        sum[x] += v[lh * X + x];
-        n[x] += 1;
-      }
-  for (uint64_t x = 0; x < X; ++x)
-    sum[x] = n[x] > 0 ? sum[x] / n[x] : std::numeric_limits<double>::quiet_NaN();
-  return sum;
-}
-
 std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
   std::vector<GeometryCurves> out;
   for (const auto& path : FindRunFiles(run_dir)) {
@@ -586,10 +571,10 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       const h5::Group pg = geo.OpenGroup(child);
       const auto res = pg.ReadDoubles("resolution");
       c.probe_length.push_back(static_cast<double>(n));
-      c.resolution.push_back(MeanOverHeadsIgnoringNaN(res, res.size(), 1)[0]);
+      c.resolution.push_back(MeanOverHeads(res, res.size(), 1)[0]);
       if (pg.Has("js_vs_reference")) {
         const auto js = pg.ReadDoubles("js_vs_reference");
-        c.js.push_back(MeanOverHeadsIgnoringNaN(js, js.size(), 1)[0]);
+        c.js.push_back(MeanOverHeads(js, js.size(), 1)[0]);
       } else {
         c.js.push_back(std::numeric_limits<double>::quiet_NaN());
       }
@@ -604,7 +589,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       for (uint64_t x = 0; x < rd[0]; ++x) {
         const std::vector<double> row(res.begin() + x * rd[1] * rd[2],
                                       res.begin() + (x + 1) * rd[1] * rd[2]);
-        c.eval_resolution[x] = MeanOverHeadsIgnoringNaN(row, row.size(), 1)[0];
+        c.eval_resolution[x] = MeanOverHeads(row, row.size(), 1)[0];
       }
     }
     const h5::Group g = geo.OpenGroup(best);
@@ -615,7 +600,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     const auto dist = g.ReadDoubles("attended_distance_mean");
     c.visible = g.ReadDoubles("visible_keys");
     const uint64_t LH = dims[0] * dims[1], T = dims[2];
-    c.expectation = MeanOverHeadsIgnoringNaN(g.ReadDoubles("logit_mean_by_distance"), LH, T);
+    c.expectation = MeanOverHeads(g.ReadDoubles("logit_mean_by_distance"), LH, T);
     c.running_max.assign(T, 0.0);
     c.entropy.assign(T, 0.0);
     c.distance.assign(T, 0.0);

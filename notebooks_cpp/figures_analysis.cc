@@ -23,14 +23,6 @@ std::string LabelOf(const h5::Group& root) {
   return root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
 }
 
-// Mean over the leading [L*H] blocks of an [L, H, X] dataset.
-std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uint64_t X) {
-  std::vector<double> out(X, 0.0);
-  for (uint64_t lh = 0; lh < LH; ++lh)
-    for (uint64_t x = 0; x < X; ++x) out[x] += v[lh * X + x] / LH;
-  return out;
-}
-
 }  // namespace
 
 std::string DrawEntropyVariants(const std::string& run_dir) {
