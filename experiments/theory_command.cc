@@ -118,6 +118,8 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
                   "logit at distance n, xPos gamma/scale_base attrs");
   ex.SetAttr("xpos_gamma", o.xpos_gamma);
   ex.SetAttr("xpos_scale_base", o.xpos_scale_base);
+  std::vector<double> scaled_theta;  // the rule's frequencies (empty without --scale)
+  double scaled_temperature = 1;     // its factor on the logits (YaRN mscale^2)
   if (!o.scale.empty()) {
     const ScaleSpec spec = ParseScaleSpec(o.scale);
     RopeScalingConfig cfg;
@@ -134,6 +136,8 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     const ScaledFrequencies f = ScaleRope(d, o.base, cfg, static_cast<double>(o.max_distance));
     auto scaled = ExpectationProxyFor(f.inv_freq, {}, 0, o.max_distance);
     for (double& x : scaled) x *= f.mscale * f.mscale;
+    scaled_theta = f.inv_freq;
+    scaled_temperature = f.mscale * f.mscale;
     ex.WriteDoubles("rope_scaled", scaled, {M}, "distance", "logit with the rule of attr `scale`");
     ex.SetAttr("scale", o.scale);
   }
@@ -185,16 +189,25 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     const auto theta = RopeInverseFrequencies(d, o.base);
     const auto zeta = XposZeta(d, o.xpos_gamma);
     std::string worst;
-    for (int which = 0; which < 2; ++which) {
-      const std::vector<double>& z = which ? zeta : std::vector<double>{};
-      const double B = which ? o.xpos_scale_base : 0;
-      const std::string tag = which ? "xpos" : "rope";
+    // RoPE, xPos, and with --scale the rule's frequencies (its temperature multiplies all three
+    // curves of that entry).
+    for (int which = 0; which < (scaled_theta.empty() ? 2 : 3); ++which) {
+      const std::vector<double>& z = which == 1 ? zeta : std::vector<double>{};
+      const double B = which == 1 ? o.xpos_scale_base : 0;
+      const std::string tag = which == 0 ? "rope" : which == 1 ? "xpos" : "rope_scaled";
+      const std::vector<double>& th = which == 2 ? scaled_theta : theta;
+      const double temp = which == 2 ? scaled_temperature : 1.0;
       const auto t1 = std::chrono::steady_clock::now();
-      const MonteCarloCurve c =
-          ExpectationMonteCarlo(theta, z, B, dist, content, o.mc_samples, o.mc_seed + which);
+      MonteCarloCurve c =
+          ExpectationMonteCarlo(th, z, B, dist, content, o.mc_samples, o.mc_seed + which);
       const double s1 =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      const auto closed = ExpectationClosedForm(theta, z, B, dist, content);
+      auto closed = ExpectationClosedForm(th, z, B, dist, content);
+      for (uint64_t n = 0; n < N; ++n) {
+        c.mean[n] *= temp;
+        c.standard_error[n] *= temp;
+        closed[n] *= temp;
+      }
       mc.WriteDoubles(tag + "_mean", c.mean, {N}, "distance",
                       "logit q^T R(n) k (before 1/sqrt(d)), Monte-Carlo mean");
       mc.WriteDoubles(tag + "_standard_error", c.standard_error, {N}, "distance",

@@ -48,6 +48,12 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
     EXPECT_NEAR(mean[n], closed[n], 5 * se[n]) << n;
   }
   EXPECT_NE(report.find("Monte-Carlo expectation (xpos"), std::string::npos) << report;
+  // With --scale pi:factor=2 the rule has its own Monte-Carlo curve: closed form s(n/2).
+  const auto sm = mc.ReadDoubles("rope_scaled_mean"),
+             ss = mc.ReadDoubles("rope_scaled_standard_error"),
+             sc = mc.ReadDoubles("rope_scaled_closed_form");
+  for (size_t n = 0; 2 * n < sc.size(); ++n) EXPECT_NEAR(sc[2 * n], closed[n], 1e-9) << n;
+  for (size_t n = 0; n < sm.size(); ++n) EXPECT_NEAR(sm[n], sc[n], 5 * ss[n]) << n;
   // Convention B drops the positive i = N term e^{2 s_N} / Z^2 of convention A.
   const auto ra = ex.ReadDoubles("resolution_rope"), rb = ex.ReadDoubles("resolution_rope_b");
   ASSERT_EQ(ra.size(), rb.size());
