@@ -2,7 +2,6 @@
 
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
-#include "nn/ops/cross_entropy.h"
 
 namespace lexp {
 namespace {
@@ -43,32 +42,20 @@ ModelReplay::ModelReplay(const std::string& run_file, const std::vector<std::str
 }
 
 double ModelReplay::EvalLoss(int n) {
-  Rng data = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval").Split(static_cast<uint64_t>(n));
-  Rng prng = data.Split("positions");
-  double loss = 0;
-  long count = 0;
-  for (int done = 0; done < cfg_.eval_samples; done += cfg_.eval_batch_size) {
-    const int bs = std::min(cfg_.eval_batch_size, cfg_.eval_samples - done);
-    const Batch b = parts_.layout->MakeBatch(n, bs, data);
-    parts_.encoding->PositionIds(b.T, false, prng, pos_);
-    parts_.model->Forward(b.tokens, b.B, b.T, pos_, false, false, logits_);
-    const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
-        logits_, b.targets, b.mask, nullptr, &row_loss_, &row_correct_);
-    loss += ce.loss_sum;
-    count += ce.count;
-  }
-  return loss / std::max(1L, count);
+  LengthStreams st = EvalStreams(cfg_.seed, n);
+  return EvaluateLength(parts_, n, cfg_.eval_samples, cfg_.eval_batch_size, -1, st.data,
+                        st.positions, buf_)
+      .loss;
 }
 
 void ModelReplay::ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f) {
-  Rng data = Rng(static_cast<uint64_t>(cfg_.seed)).Split("probe").Split(static_cast<uint64_t>(n));
-  Rng prng = data.Split("positions");
-  const Batch b = parts_.layout->MakeBatch(n, cfg_.probe_samples, data);
-  parts_.encoding->PositionIds(b.T, false, prng, pos_);
+  LengthStreams st = ProbeStreams(cfg_.seed, n);
+  const Batch b = parts_.layout->MakeBatch(n, cfg_.probe_samples, st.data);
+  parts_.encoding->PositionIds(b.T, false, st.positions, buf_.pos);
   for (int s = 0; s < b.B; ++s) {
     const std::vector<int> one(b.tokens.begin() + static_cast<long>(s) * b.T,
                                b.tokens.begin() + static_cast<long>(s + 1) * b.T);
-    parts_.model->Forward(one, 1, b.T, pos_, false, true, logits_);
+    parts_.model->Forward(one, 1, b.T, buf_.pos, false, true, buf_.logits);
     f(s, b.T);
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiments/assembled_model.h"
+#include "experiments/evaluation.h"
 
 namespace lexp {
 
@@ -37,9 +38,7 @@ class ModelReplay {
   std::string encoding_;  // before cfg_: the recipe reader fills it
   RecipeConfig cfg_;
   AssembledModel parts_;
-  MatF logits_;
-  std::vector<double> pos_, row_loss_;
-  std::vector<uint8_t> row_correct_;
+  EvalBuffers buf_;
 };
 
 }  // namespace lexp

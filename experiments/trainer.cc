@@ -253,49 +253,20 @@ class Runner {
   }
 
   // eval_samples sequences of length n (depth >= 0: at that depth), in evaluation batches.
-  EvalRow EvaluateLength(int n, double depth, Rng& data, Rng& prng) {
-    EvalRow r;
-    r.length = n;
-    double loss_sum = 0;
-    long correct = 0, exact = 0;
-    for (int done = 0; done < cfg_.eval_samples; done += cfg_.eval_batch_size) {
-      const int bs = std::min(cfg_.eval_batch_size, cfg_.eval_samples - done);
-      const Batch b = layout_.MakeBatch(n, bs, data, depth);
-      r.seq_len = b.T;
-      enc_->PositionIds(b.T, false, prng, eval_pos_);
-      model_->Forward(b.tokens, b.B, b.T, eval_pos_, false, false, eval_logits_);
-      const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
-          eval_logits_, b.targets, b.mask, nullptr, &eval_row_loss_, &eval_row_correct_);
-      loss_sum += ce.loss_sum;
-      correct += ce.correct;
-      r.scored_tokens += ce.count;
-      for (int s = 0; s < b.B; ++s) {
-        bool all = true;
-        for (int t = 0; t < b.T; ++t) {
-          const long i = static_cast<long>(s) * b.T + t;
-          if (b.mask[i] && !eval_row_correct_[i]) all = false;
-        }
-        exact += all ? 1 : 0;
-      }
-      r.samples += bs;
-    }
-    r.loss = loss_sum / std::max(1L, r.scored_tokens);
-    r.token_accuracy = static_cast<double>(correct) / std::max(1L, r.scored_tokens);
-    r.exact_match = static_cast<double>(exact) / std::max(1, r.samples);
-    return r;
+  EvalRow EvaluateAt(int n, double depth, Rng& data, Rng& positions) {
+    return EvaluateLength(parts_, n, cfg_.eval_samples, cfg_.eval_batch_size, depth, data,
+                          positions, eval_buf_);
   }
 
   void Evaluate() {
-    const Rng eval_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("eval");
     const auto t0 = Clock::now();
     for (int n : cfg_.EvalLengths()) {
-      Rng data = eval_root.Split(static_cast<uint64_t>(n));
-      Rng prng = data.Split("positions");
-      eval_.push_back(EvaluateLength(n, -1, data, prng));
+      LengthStreams st = EvalStreams(cfg_.seed, n);
+      eval_.push_back(EvaluateAt(n, -1, st.data, st.positions));
       if (task_->HasDepth())
         for (int d : cfg_.eval_depths) {
-          Rng ddata = data.Split(static_cast<uint64_t>(1000 + d));
-          const EvalRow dr = EvaluateLength(n, d / 100.0, ddata, prng);
+          Rng ddata = st.data.Split(static_cast<uint64_t>(1000 + d));
+          const EvalRow dr = EvaluateAt(n, d / 100.0, ddata, st.positions);
           depth_accuracy_.push_back(dr.token_accuracy);
           depth_exact_.push_back(dr.exact_match);
         }
@@ -309,15 +280,13 @@ class Runner {
   }
 
   void Probe() {
-    const Rng probe_root = Rng(static_cast<uint64_t>(cfg_.seed)).Split("probe");
     const int L = cfg_.n_layers, H = cfg_.n_heads;
     MatF logits;
     std::vector<double> pos;
     for (int n : cfg_.ProbeLengths()) {
-      Rng data = probe_root.Split(static_cast<uint64_t>(n));
-      Rng prng = data.Split("positions");
-      const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, data);
-      enc_->PositionIds(b.T, false, prng, pos);
+      LengthStreams st = ProbeStreams(cfg_.seed, n);
+      const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, st.data);
+      enc_->PositionIds(b.T, false, st.positions, pos);
       model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
       ProbeResult p;
       p.length = n;
@@ -528,10 +497,7 @@ class Runner {
   TrainHistory hist_;
   std::vector<EvalRow> eval_;
   std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
-  // Evaluation buffers, reused across batches.
-  MatF eval_logits_;
-  std::vector<double> eval_pos_, eval_row_loss_;
-  std::vector<uint8_t> eval_row_correct_;
+  EvalBuffers eval_buf_;                              // reused across evaluation batches
   std::vector<ProbeResult> probes_;
   std::string state_ = "completed", message_, start_time_, name_, weights_source_;
 };

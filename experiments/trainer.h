@@ -8,17 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "experiments/evaluation.h"
 #include "experiments/recipe.h"
 #include "nn/position_hooks.h"
 #include "pe/options.h"
 
 namespace lexp {
-
-struct EvalRow {
-  int length = 0, seq_len = 0, samples = 0;
-  long scored_tokens = 0;
-  double loss = 0, token_accuracy = 0, exact_match = 0;
-};
 
 // Scores of one model's evaluation under the protocols of tasks.md: Ruoss/Deletang (token accuracy
 // averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
