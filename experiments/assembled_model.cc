@@ -48,7 +48,28 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   return m;
 }
 
-void LoadModelWeights(const std::string& path, const std::vector<ParamRef<float>>& params) {
+RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encoding) {
+  std::string recipe, state;
+  {
+    h5::Reader r(run_file);
+    LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe") &&
+                         r.root().Has("status"),
+                     "'" + run_file + "' is not a lexp run file (no /config/recipe)");
+    recipe = r.root().OpenGroup("config").ReadString("recipe");
+    *encoding = r.root().AttrString("encoding");
+    state = r.root().OpenGroup("status").AttrString("state");
+  }
+  LEXP_INPUT_CHECK(state == "completed", "'" + run_file + "' did not complete (" + state +
+                                             "); there are no trained weights");
+  RecipeConfig cfg = ParseRecipe(recipe, run_file + ":/config/recipe");
+  cfg.encodings = {*encoding};
+  for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)
+    it = it->first == *encoding ? std::next(it) : cfg.encoding_options.erase(it);
+  return cfg;
+}
+
+template <typename S>
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params) {
   h5::Reader r(path);
   LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
   h5::Group m = r.root().OpenGroup("model");
@@ -58,8 +79,11 @@ void LoadModelWeights(const std::string& path, const std::vector<ParamRef<float>
     const std::vector<double> v = m.ReadDoubles(p.name);
     LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
                      "'" + path + "': " + p.name + " has another shape");
-    for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<float>(v[i]);
+    for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<S>(v[i]);
   }
 }
+
+template void LoadModelWeights<float>(const std::string&, const std::vector<ParamRef<float>>&);
+template void LoadModelWeights<double>(const std::string&, const std::vector<ParamRef<double>>&);
 
 }  // namespace lexp

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "experiments/assembled_model.h"
 #include "experiments/recipe.h"
 #include "nn/check.h"
-#include "nn/io/hdf5.h"
 #include "pe/rope_scaling.h"
 
 namespace lexp {
@@ -35,21 +35,8 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
 }
 
 RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
-  std::string recipe, encoding, state;
-  {
-    h5::Reader r(opt.run_file);
-    LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe"),
-                     "'" + opt.run_file + "' is not a lexp run file (no /config/recipe)");
-    recipe = r.root().OpenGroup("config").ReadString("recipe");
-    encoding = r.root().AttrString("encoding");
-    state = r.root().OpenGroup("status").AttrString("state");
-  }
-  LEXP_INPUT_CHECK(state == "completed", "'" + opt.run_file + "' did not complete (" + state +
-                                             "); there are no trained weights to evaluate");
-  RecipeConfig cfg = ParseRecipe(recipe, opt.run_file + ":/config/recipe");
-  cfg.encodings = {encoding};
-  for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)
-    it = it->first == encoding ? std::next(it) : cfg.encoding_options.erase(it);
+  std::string encoding;
+  RecipeConfig cfg = CompletedRunRecipe(opt.run_file, &encoding);
   ApplyOverrides(cfg, opt.sets);
   std::string name = encoding + "+eval";
   if (!opt.scale.empty()) {

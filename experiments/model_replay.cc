@@ -1,30 +1,13 @@
 #include "experiments/model_replay.h"
 
 #include "nn/check.h"
-#include "nn/io/hdf5.h"
 
 namespace lexp {
 namespace {
 
 RecipeConfig RecipeOf(const std::string& run_file, const std::vector<std::string>& overrides,
                       std::string* encoding) {
-  std::string recipe, state;
-  {
-    h5::Reader r(run_file);
-    LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe") &&
-                         r.root().Has("status"),
-                     "'" + run_file + "' is not a lexp run file (no /config/recipe)");
-    recipe = r.root().OpenGroup("config").ReadString("recipe");
-    *encoding = r.root().AttrString("encoding");
-    state = r.root().OpenGroup("status").AttrString("state");
-  }
-  LEXP_INPUT_CHECK(state == "completed", "'" + run_file + "' did not complete (" + state +
-                                             "); there are no trained weights to replay");
-  RecipeConfig cfg = ParseRecipe(recipe, run_file + ":/config/recipe");
-  // The recipe may train several encodings; this run is one of them.
-  cfg.encodings = {*encoding};
-  for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)
-    it = it->first == *encoding ? std::next(it) : cfg.encoding_options.erase(it);
+  RecipeConfig cfg = CompletedRunRecipe(run_file, encoding);
   ApplyOverrides(cfg, overrides);
   ValidateRecipe(cfg);
   return cfg;

@@ -550,24 +550,12 @@ ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int N) {
 std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
                                                               std::string* name,
                                                               EncodingShape* shape) {
-  h5::Reader r(run_file);
-  LEXP_INPUT_CHECK(r.root().Has("config") && r.root().Has("model"),
-                   "'" + run_file + "' is not a completed lexp run file (no /config or /model)");
-  *name = r.root().AttrString("encoding");
-  const RecipeConfig cfg =
-      ParseRecipe(r.root().OpenGroup("config").ReadString("recipe"), run_file + ":/config/recipe");
+  const RecipeConfig cfg = CompletedRunRecipe(run_file, name);
   auto task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
   const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   *shape = ShapeFor(cfg, layout);
   auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
-  h5::Group m = r.root().OpenGroup("model");
-  for (auto& p : enc->Parameters()) {
-    LEXP_INPUT_CHECK(m.Has(p.name), "'" + run_file + "' has no weights for " + p.name);
-    const std::vector<double> v = m.ReadDoubles(p.name);
-    LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
-                     "'" + run_file + "': " + p.name + " has another shape");
-    std::copy(v.begin(), v.end(), p.value);
-  }
+  LoadModelWeights(run_file, enc->Parameters());
   return enc;
 }
 
