@@ -16,6 +16,7 @@
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 
 namespace lexp {
 namespace {
@@ -70,7 +71,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     LEXP_INPUT_CHECK(state == "completed", "'" + path + "' did not complete (" + state +
                                                "); there is nothing to analyze");
     encoding = r.root().AttrString("encoding");
-    label = r.root().HasAttr("label") ? r.root().AttrString("label") : encoding;
+    label = RunLabel(r.root());
     probes = ReadProbes(r.root());
   }
   // No reference given: the NoPE run of the same directory and sweep point, when there is one.

@@ -40,7 +40,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       encoding = r.root().AttrString("encoding");
       state = r.root().OpenGroup("status").AttrString("state");
       if ((encoding != "rope" && encoding != "rope_partial") || state != "completed") continue;
-      label = r.root().HasAttr("label") ? r.root().AttrString("label") : encoding;
+      label = RunLabel(r.root());
       N = static_cast<int>(r.root().AttrInt("train_max_length"));
       const h5::Group cfg = r.root().OpenGroup("config");
       if (cfg.HasAttr("encoding_option.base"))

@@ -37,8 +37,7 @@ struct RunData {
 RunData ReadRun(const std::string& path) {
   h5::Reader r(path);
   RunData d;
-  d.encoding =
-      r.root().HasAttr("label") ? r.root().AttrString("label") : r.root().AttrString("encoding");
+  d.encoding = RunLabel(r.root());
   d.train_max_length = static_cast<int>(r.root().AttrInt("train_max_length"));
   d.state = r.root().OpenGroup("status").AttrString("state");
   if (r.root().Has("eval") && r.root().OpenGroup("eval").Has("length")) {
@@ -90,6 +89,10 @@ std::vector<std::string> FindRunFiles(const std::string& run_dir) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::string RunLabel(const h5::Group& root) {
+  return root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
 }
 
 // Runs of one encoding over a seed sweep share a curve: files "<label>-seed<k>" group under
@@ -552,7 +555,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     if (!root.Has("analysis") || !root.OpenGroup("analysis").Has("geometry")) continue;
     const h5::Group geo = root.OpenGroup("analysis").OpenGroup("geometry");
     GeometryCurves c;
-    c.encoding = root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
+    c.encoding = RunLabel(root);
     c.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
     if (geo.HasAttr("train_tokens")) c.train_tokens = static_cast<int>(geo.AttrInt("train_tokens"));
     std::string best;

@@ -7,12 +7,16 @@
 #include <string>
 #include <vector>
 
+#include "nn/io/hdf5.h"
+
 namespace lexp {
 
 // Run files of a directory (completed or not), sorted by encoding name; checkpoints excluded.
 // Run files of a directory: *.h5 except checkpoints and the sweep outputs summary.h5 and
 // base_law.h5.
 std::vector<std::string> FindRunFiles(const std::string& run_dir);
+// A run file's label (encoding plus any sweep suffix); its encoding in files without one.
+std::string RunLabel(const h5::Group& root);
 
 // Token accuracy (and exact match) vs evaluation length, one line per encoding, training length
 // marked. Returns the PNG path.

@@ -19,10 +19,6 @@ namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-std::string LabelOf(const h5::Group& root) {
-  return root.HasAttr("label") ? root.AttrString("label") : root.AttrString("encoding");
-}
-
 }  // namespace
 
 std::string DrawEntropyVariants(const std::string& run_dir) {
@@ -39,7 +35,7 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
     if (!root.Has("analysis") || !root.OpenGroup("analysis").Has("entropy_variants")) continue;
     const h5::Group g = root.OpenGroup("analysis").OpenGroup("entropy_variants");
     Panel p;
-    p.label = LabelOf(root);
+    p.label = RunLabel(root);
     p.train_tokens = static_cast<int>(g.AttrInt("train_tokens"));
     for (const char* v : {"plain", "log_n", "yarn", "lambda"}) {
       if (!g.Has(v)) continue;
@@ -115,7 +111,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
     const h5::Group g = root.OpenGroup("analysis").OpenGroup("rotary");
     if (!g.Has("ablation_loss")) continue;
     RunPairs rp;
-    rp.label = LabelOf(root);
+    rp.label = RunLabel(root);
     rp.predicted = static_cast<int>(g.AttrInt("predicted_boundary"));
     rp.measured_freeze = static_cast<int>(g.AttrInt("measured_boundary_freeze"));
     rp.measured_remove = static_cast<int>(g.AttrInt("measured_boundary_remove"));
