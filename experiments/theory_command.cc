@@ -188,31 +188,35 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     mc.WriteDoubles("distance", dd, {N}, "distance", "tokens");
     const auto theta = RopeInverseFrequencies(d, o.base);
     const auto zeta = XposZeta(d, o.xpos_gamma);
-    std::string worst;
-    // RoPE, xPos, and with --scale the rule's frequencies (its temperature multiplies all three
-    // curves of that entry).
-    for (int which = 0; which < (scaled_theta.empty() ? 2 : 3); ++which) {
-      const std::vector<double>& z = which == 1 ? zeta : std::vector<double>{};
-      const double B = which == 1 ? o.xpos_scale_base : 0;
-      const std::string tag = which == 0 ? "rope" : which == 1 ? "xpos" : "rope_scaled";
-      const std::vector<double>& th = which == 2 ? scaled_theta : theta;
-      const double temp = which == 2 ? scaled_temperature : 1.0;
+    // RoPE, xPos, and with --scale the rule's frequencies (its temperature multiplies the mean,
+    // the error and the closed form).
+    struct Curve {
+      std::string tag;
+      std::vector<double> theta, zeta;
+      double scale_base, temperature;
+    };
+    std::vector<Curve> curves = {{"rope", theta, {}, 0, 1.0},
+                                 {"xpos", theta, zeta, o.xpos_scale_base, 1.0}};
+    if (!scaled_theta.empty())
+      curves.push_back({"rope_scaled", scaled_theta, {}, 0, scaled_temperature});
+    for (size_t which = 0; which < curves.size(); ++which) {
+      const Curve& cv = curves[which];
       const auto t1 = std::chrono::steady_clock::now();
-      MonteCarloCurve c =
-          ExpectationMonteCarlo(th, z, B, dist, content, o.mc_samples, o.mc_seed + which);
+      MonteCarloCurve c = ExpectationMonteCarlo(cv.theta, cv.zeta, cv.scale_base, dist, content,
+                                                o.mc_samples, o.mc_seed + which);
       const double s1 =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      auto closed = ExpectationClosedForm(th, z, B, dist, content);
+      auto closed = ExpectationClosedForm(cv.theta, cv.zeta, cv.scale_base, dist, content);
       for (uint64_t n = 0; n < N; ++n) {
-        c.mean[n] *= temp;
-        c.standard_error[n] *= temp;
-        closed[n] *= temp;
+        c.mean[n] *= cv.temperature;
+        c.standard_error[n] *= cv.temperature;
+        closed[n] *= cv.temperature;
       }
-      mc.WriteDoubles(tag + "_mean", c.mean, {N}, "distance",
+      mc.WriteDoubles(cv.tag + "_mean", c.mean, {N}, "distance",
                       "logit q^T R(n) k (before 1/sqrt(d)), Monte-Carlo mean");
-      mc.WriteDoubles(tag + "_standard_error", c.standard_error, {N}, "distance",
+      mc.WriteDoubles(cv.tag + "_standard_error", c.standard_error, {N}, "distance",
                       "logit: standard error of the mean");
-      mc.WriteDoubles(tag + "_closed_form", closed, {N}, "distance",
+      mc.WriteDoubles(cv.tag + "_closed_form", closed, {N}, "distance",
                       "logit: (mu^2 + sigma^2) x proxy (q = k) or mu^2 x proxy (independent)");
       double zmax = 0;
       long beyond = 0;
@@ -221,13 +225,12 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
         zmax = std::max(zmax, zs);
         beyond += zs > 2;
       }
-      worst += fmt::format(
+      r += fmt::format(
           "Monte-Carlo expectation ({}, {} samples, {} distances, {:.2f} s): largest |mean - "
           "closed form| = {:.2f} standard errors, {:.1f}% of distances beyond 2 (distances share "
           "the samples, so their errors are correlated)\n",
-          tag, o.mc_samples, N, s1, zmax, 100.0 * beyond / N);
+          cv.tag, o.mc_samples, N, s1, zmax, 100.0 * beyond / N);
     }
-    r += worst;
   }
   w.Commit();
   if (report) *report = r;
