@@ -17,6 +17,7 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
+#include "pe/rope.h"
 
 namespace lexp {
 namespace {
@@ -95,7 +96,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<EntropyVariants> entropy;
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
-  const bool rotates = encoding == "rope" || encoding == "rope_partial";
+  const bool rotates = IsRopeEncoding(encoding);
   if (replay && !probes.empty()) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);

@@ -39,7 +39,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       if (!r.root().HasAttr("encoding") || !r.root().Has("status")) continue;
       encoding = r.root().AttrString("encoding");
       state = r.root().OpenGroup("status").AttrString("state");
-      if ((encoding != "rope" && encoding != "rope_partial") || state != "completed") continue;
+      if (!IsRopeEncoding(encoding) || state != "completed") continue;
       label = RunLabel(r.root());
       N = static_cast<int>(r.root().AttrInt("train_max_length"));
       const h5::Group cfg = r.root().OpenGroup("config");

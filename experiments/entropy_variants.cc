@@ -8,6 +8,7 @@
 
 #include "analysis/attention_stats.h"
 #include "experiments/model_replay.h"
+#include "pe/rope.h"
 
 namespace lexp {
 
@@ -22,7 +23,7 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   out.train_tokens = plain.SequenceLength(cfg.train_max_length);
   out.layers = cfg.n_layers;
   out.heads = cfg.n_heads;
-  const bool rotary = enc == "rope" || enc == "rope_partial";
+  const bool rotary = IsRopeEncoding(enc);
   const double factor = static_cast<double>(out.sequence_length) / out.train_tokens;
   const std::string opt = "encoding_options." + enc + ".";
 

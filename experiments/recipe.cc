@@ -12,6 +12,7 @@
 #include "nn/check.h"
 #include "pe/options.h"
 #include "pe/registry.h"
+#include "pe/rope.h"
 
 namespace lexp {
 
@@ -582,8 +583,7 @@ void ValidateOneTask(const RecipeConfig& c) {
     if (PatternRemapsDistances(c.pattern)) {
       for (const auto& e : c.encodings)
         LEXP_INPUT_CHECK(
-            FindEncoding(e).sites.find("q/k transform") == std::string::npos || e == "rope" ||
-                e == "rope_partial",
+            FindEncoding(e).sites.find("q/k transform") == std::string::npos || IsRopeEncoding(e),
             Where(src, "model.pattern") + " = \"" + c.pattern +
                 "\" shows some keys at "
                 "another distance, which the q/k transform of '" +

@@ -20,6 +20,7 @@
 // `ablation = remove` zeroes those pairs of q and k after rotation (they contribute nothing).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/check.h"
@@ -28,6 +29,12 @@
 #include "pe/rope_scaling.h"
 
 namespace lexp {
+
+// True for the encodings built by Rope (rope, rope_partial): they take its options (scaling rules,
+// log_n, ablation) and have rotary pairs to analyse.
+inline bool IsRopeEncoding(const std::string& name) {
+  return name == "rope" || name == "rope_partial";
+}
 
 // theta_k = base^(-2k/D) for k = 0..D/2-1.
 std::vector<double> RopeInverseFrequencies(int D, double base);
