@@ -105,7 +105,7 @@ std::string WritePeTable(const PeTableOptions& o) {
                            "kerple_log, kerple_power, sandwich)");
       std::vector<double> pos(Dn);
       for (uint64_t t = 0; t < Dn; ++t) pos[t] = static_cast<double>(t);
-      enc->Prepare(pos);
+      enc->Prepare(pos, PositionSpan(pos));
       const AttentionPattern causal(true);
       const uint64_t L = es_run.n_layers, Hr = es_run.n_heads;
       std::vector<double> v(L * Hr * Dn);

@@ -65,10 +65,25 @@ class AttentionPattern {
   // Offset added to the logit of a visible key (HasLogitOffset() = false: none is ever added).
   virtual bool HasLogitOffset() const { return false; }
   virtual double LogitOffset(int /*i*/, int /*j*/, int /*T*/) const { return 0; }
+  // Largest |EffectiveDistance| over every visible (query, key) pair, given the span of the
+  // positions (PositionSpan); patterns that show keys at a fixed distance (LM-Infinite's cap) can
+  // exceed the span.
+  virtual double MaxDistance(double span) const { return span; }
 
  private:
   bool causal_;
 };
+
+// max(pos) - min(pos): the largest plain distance between two positions of a batch (0 if empty).
+inline double PositionSpan(const std::vector<double>& pos) {
+  if (pos.empty()) return 0;
+  double lo = pos[0], hi = pos[0];
+  for (double p : pos) {
+    lo = p < lo ? p : lo;
+    hi = p > hi ? p : hi;
+  }
+  return hi - lo;
+}
 
 // Everything an encoding may need to know about the attention call it is plugged into.
 struct AttentionContext {
@@ -118,9 +133,12 @@ class PositionEncoding {
   virtual unsigned Sites() const = 0;  // bit mask of Site; the model skips the sites not listed
   bool Uses(Site s) const { return (Sites() & s) != 0; }
 
-  // Called once per forward pass with the batch's position ids, before any other site, so that
-  // encodings can build per-length tables (rotation angles, bucket maps) outside the hot loops.
-  virtual void Prepare(const std::vector<double>& /*pos*/) {}
+  // Called once per forward pass, before any other site, with the batch's position ids and the
+  // largest |distance| at which a query may see a key (AttentionPattern::MaxDistance: the span of
+  // the positions, or more under a pattern that caps distances), so that encodings can build tables
+  // covering every distance the pass can produce (rotation angles, bucket maps) outside the hot
+  // loops.
+  virtual void Prepare(const std::vector<double>& /*pos*/, double /*max_distance*/) {}
 
   // Site 1. Fills pos[t] for t in [0, T); one position vector is shared by the whole batch.
   virtual void PositionIds(int T, bool /*training*/, Rng& /*rng*/, std::vector<double>& pos) const {

@@ -20,13 +20,8 @@ class DistanceBias : public PositionEncoding<S> {
   explicit DistanceBias(int heads) : H_(heads) {}
   unsigned Sites() const override { return kSiteLogitTerm; }
 
-  void Prepare(const std::vector<double>& pos) override {
-    double lo = 0, hi = 0;
-    for (double p : pos) {
-      lo = std::min(lo, p);
-      hi = std::max(hi, p);
-    }
-    max_d_ = static_cast<long>(std::ceil(hi - lo)) + 1;
+  void Prepare(const std::vector<double>& /*pos*/, double max_distance) override {
+    max_d_ = static_cast<long>(std::ceil(max_distance)) + 1;
     table_.assign(static_cast<size_t>(H_) * (max_d_ + 1), 0.0);
     for (int h = 0; h < H_; ++h)
       for (long d = 0; d <= max_d_; ++d)

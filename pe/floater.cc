@@ -70,7 +70,7 @@ void Floater<S>::FieldBackward(const RowD& y, const RowD& act, const RowD& g, Ro
 }
 
 template <typename S>
-void Floater<S>::Prepare(const std::vector<double>& pos) {
+void Floater<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   long top = 0;
   for (double p : pos) {
     const long i = std::lround(p);

@@ -26,7 +26,7 @@ class Floater final : public PositionEncoding<S> {
   unsigned Sites() const override { return kSiteEmbedding; }
   void Init(Rng& rng) override;
   std::vector<ParamRef<S>> Parameters() override;
-  void Prepare(const std::vector<double>& pos) override;
+  void Prepare(const std::vector<double>& pos, double max_distance) override;
   void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
                     Mat<S>& x) override;
   void EmbeddingBackward(const std::vector<double>& pos, const std::vector<int>& tokens, int B,

@@ -22,7 +22,9 @@ class ForwardingEncoding : public PositionEncoding<S> {
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override {
     inner_->PositionIds(T, training, rng, pos);
   }
-  void Prepare(const std::vector<double>& pos) override { inner_->Prepare(pos); }
+  void Prepare(const std::vector<double>& pos, double max_distance) override {
+    inner_->Prepare(pos, max_distance);
+  }
   void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,
                     Mat<S>& x) override {
     inner_->AddEmbedding(pos, tokens, B, x);

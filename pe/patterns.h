@@ -99,6 +99,9 @@ class LambdaPattern final : public AttentionPattern {
     return i - j < local_ ? pos[i] - pos[j] : static_cast<double>(limit_);
   }
   bool PlainDistance() const override { return false; }
+  double MaxDistance(double span) const override {
+    return std::max(span, static_cast<double>(limit_));
+  }
 
  private:
   int global_, local_, limit_;
@@ -182,6 +185,10 @@ class SinksPattern final : public AttentionPattern {
     return evicting && j < sinks_ ? sinks_ + window_ - 1 - j : i - j;
   }
   bool PlainDistance() const override { return false; }
+  // Distances are counted in cache slots, which may exceed the span of non-unit positions.
+  double MaxDistance(double span) const override {
+    return std::max(span, static_cast<double>(sinks_ + window_ - 1));
+  }
 
  private:
   int sinks_, window_;

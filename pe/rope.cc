@@ -132,7 +132,7 @@ S Rope<S>::LogitScale(const AttentionContext& ctx, int i) const {
 }
 
 template <typename S>
-void Rope<S>::Prepare(const std::vector<double>& pos) {
+void Rope<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   if (IsDynamicRule(scaling_.rule)) {
     // Current length as HF counts it: the largest position id + 1.
     double len = 0;
@@ -158,7 +158,7 @@ void Rope<S>::Prepare(const std::vector<double>& pos) {
 
 template <typename S>
 void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) const {
-  LEXP_DCHECK(cos_.rows() == ctx.T, "rope: Prepare() was not called for this length");
+  LEXP_CHECK(cos_.rows() == ctx.T, "rope: Prepare() was not called for this length");
   RotatePairs(x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(1));
   ZeroRemovedPairs(x, ld, ctx.T);
 }

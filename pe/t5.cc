@@ -45,13 +45,8 @@ void T5Bias<S>::Init(Rng& rng) {
 }
 
 template <typename S>
-void T5Bias<S>::Prepare(const std::vector<double>& pos) {
-  double lo = 0, hi = 0;
-  for (double p : pos) {
-    lo = std::min(lo, p);
-    hi = std::max(hi, p);
-  }
-  const long need = static_cast<long>(std::ceil(hi - lo)) + 1;
+void T5Bias<S>::Prepare(const std::vector<double>& /*pos*/, double max_distance) {
+  const long need = static_cast<long>(std::ceil(max_distance)) + 1;
   if (need <= max_rp_) return;
   max_rp_ = need;
   bucket_of_.resize(2 * max_rp_ + 1);
@@ -62,8 +57,7 @@ void T5Bias<S>::Prepare(const std::vector<double>& pos) {
 template <typename S>
 int T5Bias<S>::BucketAt(const AttentionContext& ctx, int i, int j) const {
   const long rp = -std::lround(ctx.Distance(i, j));  // key - query
-  // Patterns may report distances beyond the positions' span (LM-Infinite's cap): compute those.
-  if (std::labs(rp) > max_rp_) return T5Bucket(rp, bidirectional_, buckets_, max_distance_);
+  LEXP_CHECK(std::labs(rp) <= max_rp_, "t5: distance beyond the range given to Prepare()");
   return bucket_of_[rp + max_rp_];
 }
 

@@ -24,7 +24,7 @@ class T5Bias final : public PositionEncoding<S> {
   std::string Name() const override { return "t5"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;
-  void Prepare(const std::vector<double>& pos) override;
+  void Prepare(const std::vector<double>& pos, double max_distance) override;
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                     const HeadQK<S>& qk, S* scores, long lds) const override;
   void LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,

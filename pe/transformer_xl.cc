@@ -53,13 +53,8 @@ void TransformerXL<S>::Sinusoid(double d, double* out) const {
 }
 
 template <typename S>
-void TransformerXL<S>::Prepare(const std::vector<double>& pos) {
-  double lo = 0, hi = 0;
-  for (double p : pos) {
-    lo = std::min(lo, p);
-    hi = std::max(hi, p);
-  }
-  const long span = static_cast<long>(std::ceil(hi - lo));
+void TransformerXL<S>::Prepare(const std::vector<double>& /*pos*/, double max_distance) {
+  const long span = static_cast<long>(std::ceil(max_distance));
   d_min_ = -span;
   n_d_ = 2 * span + 1;
   sinus_.resize(n_d_, C_);
@@ -75,7 +70,7 @@ void TransformerXL<S>::Prepare(const std::vector<double>& pos) {
 template <typename S>
 long TransformerXL<S>::Offset(const AttentionContext& ctx, int i, int j) const {
   const long r = std::lround(ctx.Distance(i, j)) - d_min_;
-  LEXP_DCHECK(r >= 0 && r < n_d_, "transformer_xl: Prepare() was not called for these positions");
+  LEXP_CHECK(r >= 0 && r < n_d_, "transformer_xl: distance beyond the range given to Prepare()");
   return r;
 }
 

@@ -25,7 +25,7 @@ class TransformerXL final : public PositionEncoding<S> {
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;
   std::vector<ParamRef<S>> Parameters() override;
-  void Prepare(const std::vector<double>& pos) override;
+  void Prepare(const std::vector<double>& pos, double max_distance) override;
 
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                     const HeadQK<S>& qk, S* scores, long lds) const override;

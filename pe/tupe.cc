@@ -62,7 +62,7 @@ int Tupe<S>::Row(double pos) const {
 
 // p = LN(table[pos]);  pq = p U^Q;  pk = p U^K  (shared by every layer of this forward pass).
 template <typename S>
-void Tupe<S>::Prepare(const std::vector<double>& pos) {
+void Tupe<S>::Prepare(const std::vector<double>& pos, double max_distance) {
   const long T = static_cast<long>(pos.size());
   rows_.resize(T);
   Resize(x_, T, C_);
@@ -73,7 +73,7 @@ void Tupe<S>::Prepare(const std::vector<double>& pos) {
   LayerNormForward(x_, ln_, p_, ln_cache_);
   pq_.noalias() = p_ * u_q_;
   pk_.noalias() = p_ * u_k_;
-  if (relative_) relative_->Prepare(pos);
+  if (relative_) relative_->Prepare(pos, max_distance);
 }
 
 template <typename S>

@@ -30,7 +30,7 @@ class Tupe final : public PositionEncoding<S> {
   unsigned Sites() const override { return kSiteLogitTerm | kSiteLogitScale; }
   void Init(Rng& rng) override;
   std::vector<ParamRef<S>> Parameters() override;
-  void Prepare(const std::vector<double>& pos) override;
+  void Prepare(const std::vector<double>& pos, double max_distance) override;
   S LogitScale(const AttentionContext&, int) const override { return S(1 / std::sqrt(2.0)); }
 
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,

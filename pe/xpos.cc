@@ -28,7 +28,7 @@ XPos<S>::XPos(const EncodingShape& shape, const EncodingOptions& opt)
 }
 
 template <typename S>
-void XPos<S>::Prepare(const std::vector<double>& pos) {
+void XPos<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   if (pos == prepared_pos_) return;
   const int T = static_cast<int>(pos.size()), P = D_ / 2;
   const double centre = T > 0 ? pos[T / 2] : 0.0;

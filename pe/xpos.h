@@ -22,7 +22,7 @@ class XPos final : public PositionEncoding<S> {
   XPos(const EncodingShape& shape, const EncodingOptions& opt);
   std::string Name() const override { return "xpos"; }
   unsigned Sites() const override { return kSiteQKTransform; }
-  void Prepare(const std::vector<double>& pos) override;
+  void Prepare(const std::vector<double>& pos, double max_distance) override;
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
                            long ld) const override;

@@ -215,7 +215,7 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   T_ = T;
   pos_ = pos;
   for (auto& c : cache_) c.attn.capture_logits = capture;
-  enc_->Prepare(pos_);
+  enc_->Prepare(pos_, ActivePattern().MaxDistance(PositionSpan(pos_)));
   EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
   if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, tokens, B, xs_[0]);
   for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, xs_[l], xs_[l + 1], training);

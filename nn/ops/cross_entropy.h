@@ -46,7 +46,7 @@ CrossEntropyResult CrossEntropyForwardBackward(const Mat<S>& logits, const std::
         continue;
       }
       const int y = targets[r];
-      LEXP_DCHECK(y >= 0 && y < V, "target out of vocabulary");
+      LEXP_CHECK(y >= 0 && y < V, "target out of vocabulary");
       Eigen::Index amax;
       const S mx = logits.row(r).maxCoeff(&amax);
       const S z = (logits.row(r).array() - mx).exp().sum();

@@ -25,8 +25,8 @@ TEST(RotaryPairProbe, CountsBoundsAndLeavesTheEncodingUnchanged) {
                                false, 4.0);
   std::vector<double> pos(T);
   std::iota(pos.begin(), pos.end(), 0.0);
-  plain->Prepare(pos);
-  probe.Prepare(pos);
+  plain->Prepare(pos, PositionSpan(pos));
+  probe.Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   Rng rng(2);
   MatF q(T, D), k(T, D), v(T, D);

@@ -156,7 +156,7 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
   AttentionPattern pat(tc.causal);
   std::vector<double> pos(sh.T);
   for (int t = 0; t < sh.T; ++t) pos[t] = t;
-  enc->Prepare(pos);
+  enc->Prepare(pos, PositionSpan(pos));
   const long N = static_cast<long>(sh.B) * sh.T;
   MatD q(N, 4 * 2), k(N, 8), v(N, 8), w(N, 8);
   FillNormal(q, rng);
@@ -165,7 +165,7 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
   FillNormal(w, rng);
   auto run = [&](const MatD& qq, const MatD& kk, MatD& out, AttentionCache<double>& c,
                  bool materialize) {
-    enc->Prepare(pos);  // as the model does before every forward pass (tables follow parameters)
+    enc->Prepare(pos, PositionSpan(pos));  // as the model does before every forward pass (tables follow parameters)
     MatD qr = qq, kr = kk;
     for (long task = 0; task < sh.Tasks(); ++task) {
       AttentionContext ctx{0, static_cast<int>(task % sh.H), sh.H, sh.D, sh.T, pos.data(), &pat};

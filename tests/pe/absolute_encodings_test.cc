@@ -30,7 +30,7 @@ std::unique_ptr<PositionEncoding<double>> Make(const std::string& name,
 MatD Embed(PositionEncoding<double>& enc, const std::vector<double>& pos,
            const std::vector<int>& tokens = {}) {
   MatD x = MatD::Zero(static_cast<long>(pos.size()), kC);
-  enc.Prepare(pos);
+  enc.Prepare(pos, PositionSpan(pos));
   enc.AddEmbedding(pos, tokens, 1, x);
   return x;
 }
@@ -145,7 +145,7 @@ TEST(Floater, StartsAsTheSinusoidalEncoding) {
   auto enc = Make("floater");
   std::vector<double> half = {0.5};
   MatD x(1, kC);
-  EXPECT_THROW(enc->Prepare(half), InputError);
+  EXPECT_THROW(enc->Prepare(half, PositionSpan(half)), InputError);
 }
 
 TEST(Floater, GradientsThroughTheSolverMatchFiniteDifferences) {
@@ -160,7 +160,7 @@ TEST(Floater, GradientsThroughTheSolverMatchFiniteDifferences) {
   testing::FillNormal(w, rng);
   auto loss = [&] {
     MatD x = MatD::Zero(B * 5, kC);
-    enc->Prepare(pos);
+    enc->Prepare(pos, PositionSpan(pos));
     enc->AddEmbedding(pos, {}, B, x);
     return x.cwiseProduct(w).sum();
   };

@@ -145,7 +145,7 @@ double Score(PositionEncoding<double>& enc, const std::vector<double>& q,
              const std::vector<double>& k, int m, int n, int T) {
   std::vector<double> pos(T);
   std::iota(pos.begin(), pos.end(), 0.0);
-  enc.Prepare(pos);
+  enc.Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   const int D = static_cast<int>(q.size());
   AttentionContext ctx{0, 0, 1, D, T, pos.data(), &pat, true};
@@ -187,7 +187,7 @@ TEST(RopePartial, RotatesOnlyTheRequestedFraction) {
   EXPECT_EQ(dynamic_cast<Rope<double>&>(*enc).rotary_dims(), 4);
   const std::vector<double> q = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
   std::vector<double> pos = {0, 1, 2, 3, 4, 5, 6, 7};
-  enc->Prepare(pos);
+  enc->Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   AttentionContext ctx{0, 0, 1, 16, 8, pos.data(), &pat, true};
   std::vector<double> Q(8 * 16, 0.0);
@@ -198,7 +198,7 @@ TEST(RopePartial, RotatesOnlyTheRequestedFraction) {
   auto small = Make("rope", 4, 1);
   std::vector<double> S(8 * 4, 0.0);
   std::copy(q.begin(), q.begin() + 4, S.begin() + 7 * 4);
-  small->Prepare(pos);
+  small->Prepare(pos, PositionSpan(pos));
   AttentionContext c4{0, 0, 1, 4, 8, pos.data(), &pat, true};
   small->TransformQK(c4, true, S.data(), 4);
   for (int d = 0; d < 4; ++d) EXPECT_NEAR(Q[7 * 16 + d], S[7 * 4 + d], 1e-15);

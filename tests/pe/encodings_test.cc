@@ -37,7 +37,7 @@ std::vector<double> Rotate(const PositionEncoding<double>& enc, std::vector<doub
 
 std::vector<double> RotateAt(PositionEncoding<double>& enc, const std::vector<double>& x,
                              double p) {
-  enc.Prepare({p});
+  enc.Prepare({p}, 0);
   return Rotate(enc, x, p);
 }
 
@@ -305,7 +305,7 @@ TEST(T5, BucketsAreMonotoneAndSaturate) {
   enc->Init(rng);
   std::vector<double> pos(300);
   std::iota(pos.begin(), pos.end(), 0.0);
-  enc->Prepare(pos);
+  enc->Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   AttentionContext ctx{0, 1, 2, 4, 300, pos.data(), &pat};
   MatD s = MatD::Zero(1, 300);

@@ -185,7 +185,7 @@ TEST(Patterns, RopeSeesRemappedKeysAtTheirDistanceWithCorrectGradients) {
   const SinksPattern pat(3, 9);
   std::vector<double> pos(70);
   std::iota(pos.begin(), pos.end(), 0.0);
-  rope->Prepare(pos);
+  rope->Prepare(pos, PositionSpan(pos));
   Rng rng(3);
   MatD q(70, 8), k(70, 8), v(70, 8), w(70, 8);
   for (MatD* m : {&q, &k, &v, &w}) testing::FillNormal(*m, rng);
@@ -212,7 +212,7 @@ TEST(Patterns, RopeSeesRemappedKeysAtTheirDistanceWithCorrectGradients) {
   // Sink key j seen by query 50 at distance 3 + 9 - 1 - j: logit q^T R(11 - j) k.
   auto plain = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128, 16});
   for (int j = 0; j < 3; ++j) {
-    plain->Prepare({11.0 - j, 0.0});
+    plain->Prepare({11.0 - j, 0.0}, 11.0 - j);
     MatD two(2, 4);
     two.row(0) = q.block(50, 0, 1, 4);
     two.row(1) = k.block(j, 0, 1, 4);
@@ -240,7 +240,7 @@ TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
   auto enc = CreateEncoding<double>("t5", {}, EncodingShape{8, 2, 1, true, 128});
   Rng rng(2);
   enc->Init(rng);
-  const LambdaPattern pat(3, 9, 200);  // cap beyond the sequence: T5 must bucket it directly
+  const LambdaPattern pat(3, 9, 200);  // cap beyond the sequence: Prepare must cover it
   std::vector<double> pos(70);
   std::iota(pos.begin(), pos.end(), 0.0);
   MatD q(70, 8), k(70, 8), v(70, 8), w(70, 8);
@@ -249,13 +249,13 @@ TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
   testing::FillNormal(v, rng);
   testing::FillNormal(w, rng);
   auto loss = [&] {
-    enc->Prepare(pos);
+    enc->Prepare(pos, pat.MaxDistance(PositionSpan(pos)));
     MatD out;
     AttentionCache<double> c;
     AttentionForward(q, k, v, sh, pos, pat, *enc, 0, false, c, out);
     return out.cwiseProduct(w).sum();
   };
-  enc->Prepare(pos);
+  enc->Prepare(pos, pat.MaxDistance(PositionSpan(pos)));
   MatD out, d_q = MatD::Zero(70, 8), d_k = MatD::Zero(70, 8), d_v = MatD::Zero(70, 8);
   AttentionCache<double> cache;
   AttentionForward(q, k, v, sh, pos, pat, *enc, 0, true, cache, out);

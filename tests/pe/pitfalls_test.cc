@@ -29,7 +29,7 @@ MatD Logits(PositionEncoding<double>& enc, const MatD& q, const MatD& k, int H, 
   const int T = static_cast<int>(q.rows());
   std::vector<double> pos(T);
   std::iota(pos.begin(), pos.end(), 0.0);
-  enc.Prepare(pos);
+  enc.Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   MatD qr = q, kr = k, v = MatD::Zero(T, H * D), out;
   for (int h = 0; h < H; ++h) {
@@ -84,8 +84,8 @@ TEST(Pitfall, RopeAnglesAtLongPositionsKeepTheirPrecisionInFloat) {
   auto f = CreateEncoding<float>("rope", {}, es);
   auto d = CreateEncoding<double>("rope", {}, es);
   const std::vector<double> pos = {1e6 + 3};
-  f->Prepare(pos);
-  d->Prepare(pos);
+  f->Prepare(pos, PositionSpan(pos));
+  d->Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   AttentionContext ctx{0, 0, 1, 16, 1, pos.data(), &pat, true};
   std::vector<float> xf(16);

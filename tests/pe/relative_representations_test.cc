@@ -7,6 +7,7 @@
 
 #include "nn/ops/layernorm.h"
 #include "pe/da.h"
+#include "pe/patterns.h"
 #include "pe/registry.h"
 #include "pe/shaw.h"
 #include "pe/transformer_xl.h"
@@ -80,15 +81,16 @@ TEST(Shaw, ValuesFalseKeepsOnlyTheKeyTable) {
 }
 
 // a_ij += [u.k_j + (q_i + v).(W_R^T R_{i-j})_h] / sqrt(D), written out as the paper's double loop.
+// `distance` replaces i - j where a pattern shows the key at another distance.
 double NaiveTransformerXL(PositionEncoding<double>& enc, const Head& h, int head, int layer, int i,
-                          int j, int clamp) {
+                          int j, int clamp, double distance) {
   const auto& txl = dynamic_cast<const TransformerXL<double>&>(enc);
   const auto params = enc.Parameters();
   const int C = kD * kH;
   const double* w_r = params[0].value + static_cast<long>(layer) * C * C;  // [C, C] of this layer
   const double* u = params[1].value + head * kD;                           // shared by layers
   const double* v = params[2].value + head * kD;
-  double d = i - j;
+  double d = distance;
   if (clamp > 0) d = std::clamp(d, -1.0 * clamp, 1.0 * clamp);
   std::vector<double> R(C);
   txl.Sinusoid(d, R.data());
@@ -100,11 +102,15 @@ double NaiveTransformerXL(PositionEncoding<double>& enc, const Head& h, int head
   }
   return a / std::sqrt(static_cast<double>(kD));
 }
+double NaiveTransformerXL(PositionEncoding<double>& enc, const Head& h, int head, int layer, int i,
+                          int j, int clamp) {
+  return NaiveTransformerXL(enc, h, head, layer, i, j, clamp, i - j);
+}
 
 TEST(TransformerXL, LogitTermEqualsThePapersDoubleLoop) {
   auto enc = Make("transformer_xl", {});
   Head h = RandomHead(2);
-  enc->Prepare(h.pos);
+  enc->Prepare(h.pos, PositionSpan(h.pos));
   for (int layer = 0; layer < 2; ++layer)
     for (int head = 0; head < kH; ++head) {
       Mat<double> s = Mat<double>::Zero(kT, kT);
@@ -119,7 +125,7 @@ TEST(TransformerXL, ClampLenMakesEveryFartherOffsetLookTheSame) {
   auto enc = Make("transformer_xl", {{"clamp_len", "4"}});
   Head h = RandomHead(3);
   h.k.rowwise() = h.k.row(0);  // identical keys: only the offset can change the logit
-  enc->Prepare(h.pos);
+  enc->Prepare(h.pos, PositionSpan(h.pos));
   Mat<double> s = Mat<double>::Zero(kT, kT);
   enc->AddLogitTerm(h.Ctx(), 0, kT, 0, kT, h.QK(), s.data(), kT);
   for (int j = 0; j <= 7; ++j) EXPECT_NEAR(s(11, j), s(11, 7), 1e-12) << j;  // i - j >= 4
@@ -127,11 +133,33 @@ TEST(TransformerXL, ClampLenMakesEveryFartherOffsetLookTheSame) {
   EXPECT_NEAR(s(11, 0), NaiveTransformerXL(*enc, h, 0, 0, 11, 0, 4), 1e-12);
 }
 
+// LM-Infinite's Lambda mask shows the global keys outside the window at distance `limit`, which
+// may lie beyond every distance of the sequence: the offset table must reach it (it once read
+// outside its table there, issue 10).
+TEST(TransformerXL, LambdaCapBeyondTheSequenceUsesTheSinusoidAtTheCap) {
+  auto enc = Make("transformer_xl", {});
+  Head h = RandomHead(6);
+  const LambdaPattern lambda(2, 4, 64);
+  enc->Prepare(h.pos, lambda.MaxDistance(PositionSpan(h.pos)));
+  AttentionContext ctx = h.Ctx(1, 1);
+  ctx.pattern = &lambda;
+  ctx.plain_distance = false;
+  Mat<double> s = Mat<double>::Zero(kT, kT);
+  enc->AddLogitTerm(ctx, 0, kT, 0, kT, h.QK(), s.data(), kT);
+  for (int i = 0; i < kT; ++i)
+    for (int j = 0; j <= i; ++j) {
+      if (!lambda.Visible(i, j, kT)) continue;
+      const double d = lambda.EffectiveDistance(i, j, h.pos.data());
+      EXPECT_NEAR(s(i, j), NaiveTransformerXL(*enc, h, 1, 1, i, j, 0, d), 1e-12) << i << "," << j;
+    }
+  EXPECT_EQ(lambda.EffectiveDistance(11, 0, h.pos.data()), 64.0);
+}
+
 TEST(Tupe, PositionTermIsTheUntiedProductSharedByAllLayers) {
   auto enc = Make("tupe", {{"relative", "false"}});
   ASSERT_EQ(enc->Parameters().size(), 5u);
   Head h = RandomHead(4);
-  enc->Prepare(h.pos);
+  enc->Prepare(h.pos, PositionSpan(h.pos));
   EXPECT_DOUBLE_EQ(enc->LogitScale(h.Ctx(), 3), 1 / std::sqrt(2.0));  // content / sqrt(2D)
   // Naive: p = LN(table[pos]) row by row, then (p_i U^Q)_h . (p_j U^K)_h / sqrt(2D).
   const auto params = enc->Parameters();

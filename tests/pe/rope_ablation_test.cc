@@ -24,7 +24,7 @@ std::unique_ptr<PositionEncoding<double>> MakeRope(const std::map<std::string, s
 std::vector<double> PairTerms(PositionEncoding<double>& enc, const std::vector<double>& q,
                               const std::vector<double>& k, double p) {
   std::vector<double> pos = {p, 40};
-  enc.Prepare(pos);
+  enc.Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   AttentionContext ctx{0, 0, 1, kD, 2, pos.data(), &pat, true};
   std::vector<double> rows(2 * kD);
@@ -69,7 +69,7 @@ TEST(RopeAblation, AblatedAttentionHasCorrectGradients) {
     const AttentionShape sh{1, 12, 1, kD};
     std::vector<double> pos(12);
     std::iota(pos.begin(), pos.end(), 0.0);
-    enc->Prepare(pos);
+    enc->Prepare(pos, PositionSpan(pos));
     AttentionPattern pat(true);
     Rng rng(3);
     MatD q(12, kD), k(12, kD), v(12, kD), w(12, kD);

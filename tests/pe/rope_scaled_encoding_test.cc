@@ -44,7 +44,7 @@ TEST(RopeScaled, YarnTemperatureReachesTheLogitsExactlyOnce) {
   std::iota(pos.begin(), pos.end(), 0.0);
   AttentionPattern pat(true);
   auto logits_of = [&](PositionEncoding<double>& enc) {
-    enc.Prepare(pos);
+    enc.Prepare(pos, PositionSpan(pos));
     MatD qr = q, kr = k;
     for (int h = 0; h < 2; ++h) {
       AttentionContext ctx{0, h, 2, 8, 9, pos.data(), &pat, true};
@@ -81,7 +81,7 @@ TEST(RopeScaled, PositionInterpolationRotatesLikeThePositionDividedByS) {
   auto rotate = [&](PositionEncoding<double>& e, double p) {
     std::vector<double> y = x;
     std::vector<double> pos = {p};
-    e.Prepare(pos);
+    e.Prepare(pos, PositionSpan(pos));
     AttentionContext ctx{0, 0, 1, 8, 1, pos.data(), &pat, true};
     e.TransformQK(ctx, true, y.data(), 8);
     return y;
@@ -96,12 +96,12 @@ TEST(RopeScaled, DynamicNtkUsesTheCurrentLengthAndTheTrainingLength) {
   std::vector<double> short_pos(40), long_pos(128);
   std::iota(short_pos.begin(), short_pos.end(), 0.0);
   std::iota(long_pos.begin(), long_pos.end(), 0.0);
-  dyn->Prepare(short_pos);
+  dyn->Prepare(short_pos, PositionSpan(short_pos));
   EXPECT_EQ(r->inverse_frequencies(), RopeInverseFrequencies(8, 1e4)) << "no change within L";
-  dyn->Prepare(long_pos);
+  dyn->Prepare(long_pos, PositionSpan(long_pos));
   const double b = 1e4 * std::pow(2.0 * 128 / 64 - 1, 8.0 / 6);
   EXPECT_NEAR(r->inverse_frequencies()[3], std::pow(b, -6.0 / 8), 1e-15);
-  dyn->Prepare(short_pos);
+  dyn->Prepare(short_pos, PositionSpan(short_pos));
   EXPECT_EQ(r->inverse_frequencies(), RopeInverseFrequencies(8, 1e4)) << "restored below L";
 }
 
@@ -110,7 +110,7 @@ TEST(RopeScaled, YarnAttentionHasCorrectGradients) {
   const AttentionShape sh{1, 70, 2, 8};
   std::vector<double> pos(70);
   std::iota(pos.begin(), pos.end(), 0.0);
-  enc->Prepare(pos);
+  enc->Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
   Rng rng(8);
   MatD q(70, 16), k(70, 16), v(70, 16), w(70, 16);
@@ -151,7 +151,7 @@ struct RotaryRun {
   AttentionPattern pat{true};
   explicit RotaryRun(const std::map<std::string, std::string>& o) : enc(MakeRope(o, 20)) {
     std::iota(pos.begin(), pos.end(), 0.0);
-    enc->Prepare(pos);
+    enc->Prepare(pos, PositionSpan(pos));
   }
   MatD Rotate(const MatD& x, bool query, bool backward = false) const {
     MatD r = x;
@@ -190,7 +190,7 @@ TEST(Rerope, FarLogitsSeeTheMappedDistanceAndNearOnesArePlainRope) {
     for (int i = 0; i < T; i += 3)
       for (int j = 0; j <= i; j += 2) {
         const double d = ReropeDistance(i - j, 6, rule == "leaky_rerope" ? 4 : 0);
-        plain->Prepare({d, 0.0});  // q at position d', k at 0: q^T R(d') k
+        plain->Prepare({d, 0.0}, d);  // q at position d', k at 0: q^T R(d') k
         AttentionContext ctx{0, 0, 1, D, 2, nullptr, &run.pat, true};
         for (int h = 0; h < 2; ++h) {
           MatD two(2, D);
