@@ -10,7 +10,9 @@
 #include "analysis/attention_geometry.h"
 #include "analysis/attention_stats.h"
 #include "analysis/rope_theory.h"
+#include "experiments/assembled_model.h"
 #include "experiments/empirical_expectation.h"
+#include "experiments/memory_estimate.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
@@ -61,7 +63,7 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
 }  // namespace
 
 std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given,
-                           bool replay) {
+                           bool replay, bool finish) {
   std::string report, reference = reference_given;
   std::vector<StoredProbe> probes, refs;
   std::string encoding, label;
@@ -69,8 +71,8 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     h5::Reader r(path);
     LEXP_INPUT_CHECK(r.root().Has("status"), "'" + path + "' is not a lexp run file");
     const std::string state = r.root().OpenGroup("status").AttrString("state");
-    LEXP_INPUT_CHECK(state == "completed", "'" + path + "' did not complete (" + state +
-                                               "); there is nothing to analyze");
+    LEXP_INPUT_CHECK(HasFinalWeights(state), "'" + path + "' did not complete (" + state +
+                                                 "); there is nothing to analyze");
     encoding = r.root().AttrString("encoding");
     label = RunLabel(r.root());
     probes = ReadProbes(r.root());
@@ -97,6 +99,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
   const bool rotates = IsRopeEncoding(encoding);
+  if (replay) {
+    std::string name;
+    RecipeConfig cfg = CompletedRunRecipe(path, &name);
+    cfg.probe_replay = 1;
+    CheckMemoryFits(cfg);
+  }
   if (replay && !probes.empty()) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
@@ -227,6 +235,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     analysis.Remove("rotary");
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
   }
+  if (finish) w.root().OpenGroup("status").SetAttr("state", "completed");
   w.Commit();
   return report;
 }

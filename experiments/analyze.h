@@ -24,8 +24,10 @@ namespace lexp {
 // (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists and completed.
 // Returns the report lines.
 // replay = false skips the analyses that replay the model (entropy variants, rotary pairs): the
-// end-of-training call of recipes with probe.replay = 0.
+// end-of-training call of recipes with probe.replay = 0. finish = true (the trainer's call) also
+// turns the file's state from "analyzing" into "completed" in the same write, so a file is marked
+// completed only once its analysis is in it.
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
-                           bool replay = true);
+                           bool replay = true, bool finish = false);
 
 }  // namespace lexp

@@ -8,6 +8,8 @@
 
 #include "analysis/attention_stats.h"
 #include "experiments/model_replay.h"
+#include "nn/check.h"
+#include "pe/registry.h"
 #include "pe/rope.h"
 
 namespace lexp {
@@ -45,6 +47,9 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   vs[3].overrides = {"model.pattern=lambda", "model.pattern_when=eval",
                      fmt::format("model.pattern_window={}", out.train_tokens),
                      "model.pattern_global=2"};
+  if (!FindEncoding(enc).cannot_remap.empty())
+    vs[3].not_applicable = "the Lambda mask shows global keys at a capped distance, which '" +
+                           enc + "' cannot do: " + FindEncoding(enc).cannot_remap;
   for (auto& v : vs) {
     if (!v.not_applicable.empty()) continue;
     try {
@@ -67,7 +72,7 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
         }
       });
       for (double& e : v.entropy) e /= std::max(1, sequences);
-    } catch (const std::exception& e) {
+    } catch (const InputError& e) {  // the variant refused for this run (its recipe's reason)
       v.not_applicable = e.what();
       v.entropy.clear();
       v.visible.clear();

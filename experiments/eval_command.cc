@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "experiments/assembled_model.h"
+#include "experiments/memory_estimate.h"
 #include "experiments/recipe.h"
 #include "nn/check.h"
 #include "pe/rope_scaling.h"
@@ -64,6 +65,7 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
             set.substr(eq + 1);
   }
   ValidateRecipe(cfg);
+  CheckMemoryFits(cfg);
   RunOptions ro;
   ro.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                    : opt.out_dir;

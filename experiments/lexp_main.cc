@@ -34,9 +34,14 @@ void PrintLine(const std::string& s) {
   std::fflush(stdout);
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadRecipeFile(const std::string& path) {
+  LEXP_INPUT_CHECK(!path.empty(),
+                   "the recipe path is empty (omit it to run the embedded default recipe)");
+  LEXP_INPUT_CHECK(std::filesystem::exists(path), "recipe '" + path + "' does not exist");
+  LEXP_INPUT_CHECK(std::filesystem::is_regular_file(path),
+                   "recipe '" + path + "' is not a file (a TOML recipe was expected)");
   std::ifstream f(path);
-  LEXP_CHECK(f.good(), "cannot read recipe '" + path + "'");
+  LEXP_INPUT_CHECK(f.good(), "cannot read recipe '" + path + "'");
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
@@ -60,6 +65,8 @@ int ListCommand(const std::string& what) {
       PrintLine(fmt::format("{:<15} {}", e.name, e.family));
       PrintLine(fmt::format("    paper: {}", e.paper));
       PrintLine(fmt::format("    sites: {}", e.sites));
+      if (!e.cannot_remap.empty())
+        PrintLine(fmt::format("    patterns lambda and sinks: refused: {}", e.cannot_remap));
       for (const auto& o : e.options)
         PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
     }
@@ -115,8 +122,8 @@ int ListCommand(const std::string& what) {
   } else if (what == "keys") {
     std::fputs(RecipeKeysHelp().c_str(), stdout);
   } else {
-    throw lexp::Error("lexp list: unknown topic '" + what +
-                      "'; topics: encodings, scalings, patterns, tasks, keys");
+    lexp::FailInput("lexp list: unknown topic '" + what +
+                    "'; topics: encodings, scalings, patterns, tasks, keys");
   }
   return 0;
 }
@@ -139,7 +146,7 @@ int main(int argc, char** argv) {
   std::string recipe_path, out_dir;
   std::vector<std::string> sets;
   bool resume = false, no_figures = false, print_recipe = false;
-  run->add_option(
+  auto* recipe_option = run->add_option(
       "RECIPE", recipe_path,
       "TOML recipe (default: the embedded default recipe, experiments/recipes/default.toml)");
   run->add_option("--set", sets,
@@ -292,6 +299,31 @@ int main(int argc, char** argv) {
   bench->add_option("--python", bo.python, "python interpreter for --compare");
   bench->add_option("--out", bo.out_file, "HDF5 results file (default data/bench/bench-<time>.h5)");
 
+  // Hidden: fails an internal check, so that tests can see exit code 3 and its message.
+  auto* internal_error = app.add_subcommand("internal-error-for-tests", "")->group("");
+
+  // The first word that is not an option must name a command (CLI11 would only say that a
+  // subcommand is required).
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--threads") {
+      ++i;
+      continue;
+    }
+    if (a.rfind("-", 0) == 0) continue;
+    bool known = false;
+    std::string names;
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+      known = known || sub->get_name() == a;
+      if (!sub->get_group().empty()) names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "lexp: error: unknown command '%s'; commands: %s (lexp --help)\n",
+                   a.c_str(), names.c_str());
+      return 2;
+    }
+    break;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -300,6 +332,7 @@ int main(int argc, char** argv) {
 
   try {
     lexp::ThreadLimit limit(threads);
+    if (*internal_error) LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
     if (*list) return ListCommand(topic);
     if (*eval) {
       eo.progress = PrintLine;
@@ -365,9 +398,9 @@ int main(int argc, char** argv) {
     }
     // run
     lexp::RecipeConfig cfg =
-        recipe_path.empty()
+        recipe_option->count() == 0
             ? lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>")
-            : lexp::ParseRecipe(ReadFile(recipe_path), recipe_path);
+            : lexp::ParseRecipe(ReadRecipeFile(recipe_path), recipe_path);
     lexp::ApplyOverrides(cfg, sets);
     lexp::ValidateRecipe(cfg);
     if (print_recipe) {
@@ -393,11 +426,24 @@ int main(int argc, char** argv) {
     for (const auto& r : runs)
       if (r.state == "diverged" || r.state == "failed") return 1;
     return 0;
-  } catch (const lexp::Error& e) {
+  } catch (const lexp::InputError& e) {
     std::fprintf(stderr, "lexp: error: %s\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "lexp: error: out of memory; ask for less (shorter eval.lengths or "
+                 "probe.lengths, smaller eval.batch_size or probe.samples)\n");
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {
+    std::string paths = "'" + e.path1().string() + "'";
+    if (!e.path2().empty()) paths += " / '" + e.path2().string() + "'";
+    std::fprintf(stderr, "lexp: error: %s: %s\n", paths.c_str(), e.code().message().c_str());
+    return 2;
+  } catch (const lexp::Error& e) {
+    std::fprintf(stderr, "lexp: internal error (please report): %s\n", e.what());
+    return 3;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "lexp: internal error: %s\n", e.what());
+    std::fprintf(stderr, "lexp: internal error (please report): %s\n", e.what());
     return 3;
   }
 }

@@ -4,6 +4,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -296,7 +297,8 @@ std::string NodeText(const toml::node& n) {
 }
 
 void CheckRange(const Field& f, double v, const std::string& source) {
-  if (f.min < f.max && (v < f.min || v > f.max)) {
+  // Written so that NaN (every comparison false) is out of range too.
+  if (!std::isfinite(v) || (f.min < f.max && !(v >= f.min && v <= f.max))) {
     std::ostringstream s;
     s << Where(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
     FailInput(s.str());
@@ -551,22 +553,57 @@ void ValidateOneTask(const RecipeConfig& c) {
   std::unique_ptr<Task> task;
   try {
     task = CreateTask(c.task, TaskOptions{c.task_vocab});
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     FailInput(Where(src, "task.name") + ": " + e.what());
   }
+  const std::string task_range = "task '" + c.task + "' supports lengths " +
+                                 std::to_string(task->MinLength()) + ".." +
+                                 std::to_string(task->MaxLength());
+  LEXP_INPUT_CHECK(c.train_max_length >= task->MinLength() &&
+                       c.train_max_length <= task->MaxLength(),
+                   Where(src, "train.max_length") + " = " + std::to_string(c.train_max_length) +
+                       ": " + task_range);
+  for (int n : c.EvalLengths())
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+                     Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " +
+                         task_range);
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   int train_tokens = 0, vocab = 0;
   try {
     SequenceLayout check(*task, layout);
     train_tokens = check.SequenceLengthFor(c.train_max_length);
     vocab = check.Vocab();
-  } catch (const Error& e) {
+  } catch (const InputError& e) {
     FailInput(Where(src, "model.layout") + ": " + e.what());
   }
-  for (int n : c.EvalLengths())
-    LEXP_INPUT_CHECK(n <= task->MaxLength(), Where(src, "eval") + ": length " + std::to_string(n) +
-                                                 " exceeds what task '" + c.task + "' supports (" +
-                                                 std::to_string(task->MaxLength()) + ")");
+  if (c.positions_max > 0) {
+    int longest = c.train_max_length;
+    for (int n : c.EvalLengths()) longest = std::max(longest, n);
+    for (int n : c.ProbeLengths()) longest = std::max(longest, n);
+    const int longest_tokens = SequenceLayout(*task, layout).SequenceLengthFor(longest);
+    const std::string at = Where(src, "model.positions_max") + " = " +
+                           std::to_string(c.positions_max);
+    // PoSE's target length must cover the training window it spreads over it.
+    LEXP_INPUT_CHECK(c.positions != "pose" || c.positions_max >= train_tokens,
+                     at + " is shorter than the longest training sequence (" +
+                         std::to_string(train_tokens) +
+                         " tokens); PoSE's target length must be at least that");
+    // Randomized positions are distinct draws from [0, L): L must hold every sequence drawn.
+    const int drawn = c.positions_at_eval == "sample" ? longest_tokens : train_tokens;
+    LEXP_INPUT_CHECK(c.positions != "randomized" || c.positions_max >= drawn,
+                     at + ": randomized positions draw " + std::to_string(drawn) +
+                         " distinct positions from [0, positions_max) for the longest sequence " +
+                         (c.positions_at_eval == "sample" ? "evaluated" : "trained") +
+                         "; allowed: >= " + std::to_string(drawn) + " (0 = default)");
+  }
+  for (int n : c.ProbeLengths())
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+                     Where(src, "probe.lengths") + ": length " + std::to_string(n) +
+                         " is outside what " + task_range);
+  LEXP_INPUT_CHECK(c.probe_stored_samples <= c.probe_samples,
+                   Where(src, "probe.stored_samples") + " = " +
+                       std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
+                       std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
   if (c.pattern != "full") {
     LEXP_INPUT_CHECK(c.layout == "decoder",
                      Where(src, "model.pattern") + " = \"" + c.pattern +
@@ -576,21 +613,25 @@ void ValidateOneTask(const RecipeConfig& c) {
     } catch (const InputError& err) {
       FailInput(Where(src, "model.pattern") + ": " + err.what());
     }
+    LEXP_INPUT_CHECK(c.pattern_limit <= c.MaxSequenceTokens(),
+                     Where(src, "model.pattern_limit") + " = " + std::to_string(c.pattern_limit) +
+                         " lies beyond the longest sequence of this recipe (" +
+                         std::to_string(c.MaxSequenceTokens()) +
+                         " tokens), farther than any key can be; allowed: 0.." +
+                         std::to_string(c.MaxSequenceTokens()) + " (0 = the window)");
     LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
                      Where(src, "model.pattern_when") +
                          " is \"eval\", but shifted_sparse (S2-Attn) is a "
                          "training-time pattern; set pattern_when = \"train\" (or \"always\")");
     if (PatternRemapsDistances(c.pattern)) {
       for (const auto& e : c.encodings)
-        LEXP_INPUT_CHECK(
-            FindEncoding(e).sites.find("q/k transform") == std::string::npos || IsRopeEncoding(e),
-            Where(src, "model.pattern") + " = \"" + c.pattern +
-                "\" shows some keys at "
-                "another distance, which the q/k transform of '" +
-                e +
-                "' cannot express per "
-                "key; use rope, a logit-term encoding (alibi, t5, kerple_*, sandwich, fire, ...) "
-                "or nope");
+        LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
+                         Where(src, "model.pattern") + " = \"" + c.pattern +
+                             "\" shows some keys at another distance than their own, which '" +
+                             e + "' cannot do: " + FindEncoding(e).cannot_remap +
+                             " (the pattern would be a mask only); use rope, rope_partial, a "
+                             "logit-term encoding (alibi, t5, kerple_*, sandwich, fire, shaw, "
+                             "transformer_xl, da) or nope");
     }
   } else {
     LEXP_INPUT_CHECK(c.pattern_when == "eval",

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "experiments/memory_estimate.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -35,6 +36,7 @@ void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
 }
 
 std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
+  CheckMemoryFits(cfg);
   std::filesystem::create_directories(opt.out_dir);
   std::vector<RunSummary> out;
   const std::vector<std::string> tasks = cfg.Tasks();
@@ -67,15 +69,19 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
           ro.label = fmt::format("{} {}/{}", what, ++index, total);
           std::filesystem::create_directories(dir);
           RunSummary s;
+          auto fail = [&](const std::string& message) {
+            s.encoding = enc;
+            s.state = "failed";
+            s.message = message;
+            s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
+            WriteFailedRunFile(one, enc, s.path, s.message);
+          };
           try {
             s = TrainAndEvaluate(one, enc, ro);
           } catch (const Error& e) {
-            s.encoding = enc;
-            s.state = "failed";
-            s.message = e.what();
-            s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
-            WriteFailedRunFile(one, enc, s.path, s.message);
-            if (opt.progress) opt.progress("[" + ro.label + "] failed: " + s.message);
+            fail(e.what());
+          } catch (const std::bad_alloc&) {
+            fail("out of memory (the estimate made before the run did not foresee it)");
           }
           s.task = task;
           s.seed = seed;

@@ -28,11 +28,11 @@
 
 namespace lexp {
 
-std::string RunFilePath(const std::string& out_dir, const std::string& encoding) {
-  return (std::filesystem::path(out_dir) / (encoding + ".h5")).string();
+std::string RunFilePath(const std::string& out_dir, const std::string& name) {
+  return (std::filesystem::path(out_dir) / (name + ".h5")).string();
 }
-std::string CheckpointPath(const std::string& out_dir, const std::string& encoding) {
-  return (std::filesystem::path(out_dir) / (encoding + ".ckpt.h5")).string();
+std::string CheckpointPath(const std::string& out_dir, const std::string& name) {
+  return (std::filesystem::path(out_dir) / (name + ".ckpt.h5")).string();
 }
 
 namespace {
@@ -98,7 +98,7 @@ class Runner {
       Say("fine-tuning from the weights of " + cfg_.init_from);
     }
     long start_step = 0;
-    const std::string ckpt = CheckpointPath(opt_.out_dir, encoding_);
+    const std::string ckpt = CheckpointPath(opt_.out_dir, name_);
     if (opt_.resume && std::filesystem::exists(ckpt)) {
       start_step = LoadState(ckpt);
       Say(fmt::format("resuming from step {} ({})", start_step, ckpt));
@@ -107,21 +107,23 @@ class Runner {
     if (!opt_.weights_from.empty()) {
       LoadWeights(opt_.weights_from);
       Say("evaluating the weights of " + opt_.weights_from);
-      EvaluateAndProbe();
-      WriteRunFile(sum.path);
-      Analyze(sum.path);
-      sum.state = state_;
-      sum.eval = eval_;
-      return sum;
-    }
-    const bool trained = Train(start_step);
-    if (!trained && state_ == "interrupted") {
-      sum.state = state_;
-      return sum;
+    } else {
+      Train(start_step);
+      if (state_ == "interrupted") {
+        sum.state = state_;
+        return sum;
+      }
     }
     if (state_ == "completed") EvaluateAndProbe();
+    // Written as "analyzing" first: the file says "completed" only once its analysis is in it.
     WriteRunFile(sum.path);
-    if (state_ == "completed") Analyze(sum.path);
+    if (state_ == "completed") {
+      if (opt_.stop_before_analysis) {
+        sum.state = "interrupted";
+        return sum;
+      }
+      Analyze(sum.path);
+    }
     std::filesystem::remove(ckpt);
     sum.state = state_;
     sum.message = message_;
@@ -176,8 +178,8 @@ class Runner {
     weights_source_ = path;
   }
 
-  // Returns false when training stopped early (diverged or interrupted).
-  bool Train(long start_step) {
+  // Leaves state_ "completed", "diverged" or "interrupted".
+  void Train(long start_step) {
     const int N = cfg_.train_max_length;
     MatF logits, d_logits;
     std::vector<double> pos;
@@ -213,8 +215,7 @@ class Runner {
         state_ = "diverged";
         message_ = fmt::format("non-finite {} at step {} (length {})",
                                IsFinite(loss) ? "gradient norm" : "loss", step, n);
-        Say("diverged: " + message_);
-        return false;
+        return;
       }
       window_tokens += static_cast<double>(b.B) * b.T;
       window_loss += loss;
@@ -233,14 +234,13 @@ class Runner {
         t_window = Clock::now();
       }
       if ((step + 1) % cfg_.checkpoint_every == 0 && !last)
-        SaveCheckpoint(CheckpointPath(opt_.out_dir, encoding_), params_, *adam_, State(step + 1));
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
       if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
-        SaveCheckpoint(CheckpointPath(opt_.out_dir, encoding_), params_, *adam_, State(step + 1));
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
         state_ = "interrupted";
-        return false;
+        return;
       }
     }
-    return true;
   }
 
   // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
@@ -332,7 +332,7 @@ class Runner {
 
   // The attention-geometry analysis of the stored probe, into the run file (experiments/analyze.h).
   void Analyze(const std::string& path) {
-    std::stringstream lines(AnalyzeRunFile(path, "", cfg_.probe_replay == 1));
+    std::stringstream lines(AnalyzeRunFile(path, "", cfg_.probe_replay == 1, true));
     for (std::string line; std::getline(lines, line);) Say("analysis: " + line);
   }
 
@@ -475,7 +475,7 @@ class Runner {
     }
 
     h5::Group st = root.CreateGroup("status");
-    st.SetAttr("state", state_);
+    st.SetAttr("state", state_ == "completed" ? "analyzing" : state_);
     st.SetAttr("message", message_);
     st.SetAttr("steps_completed", static_cast<int64_t>(hist_.step.size()));
     root.SetAttr("end_time", UtcNow());
@@ -504,18 +504,48 @@ class Runner {
 
 }  // namespace
 
+std::vector<EvalRow> ReadEvalRows(const std::string& path) {
+  h5::Reader r(path);
+  const h5::Group ev = r.root().OpenGroup("eval");
+  const auto len = ev.ReadInts("length"), seq = ev.ReadInts("sequence_length"),
+             samples = ev.ReadInts("samples"), scored = ev.ReadInts("scored_tokens");
+  const auto loss = ev.ReadDoubles("loss"), acc = ev.ReadDoubles("token_accuracy"),
+             em = ev.ReadDoubles("exact_match");
+  const size_t E = len.size();
+  LEXP_INPUT_CHECK(seq.size() == E && samples.size() == E && scored.size() == E &&
+                       loss.size() == E && acc.size() == E && em.size() == E,
+                   "file '" + path + "': the /eval datasets differ in length");
+  std::vector<EvalRow> rows(E);
+  for (size_t i = 0; i < E; ++i)
+    rows[i] = EvalRow{static_cast<int>(len[i]), static_cast<int>(seq[i]),
+                      static_cast<int>(samples[i]), scored[i], loss[i], acc[i], em[i]};
+  return rows;
+}
+
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt) {
-  const std::string path = RunFilePath(opt.out_dir, opt.name.empty() ? encoding : opt.name);
+  const std::string name = opt.name.empty() ? encoding : opt.name;
+  const std::string path = RunFilePath(opt.out_dir, name);
   if (opt.resume && std::filesystem::exists(path)) {
-    h5::Reader r(path);
-    const std::string state = r.root().OpenGroup("status").AttrString("state");
+    std::string state, message;
+    {
+      h5::Reader r(path);
+      state = r.root().OpenGroup("status").AttrString("state");
+      message = r.root().OpenGroup("status").AttrString("message");
+    }
+    RunSummary s;
+    s.encoding = encoding;
+    s.path = path;
+    if (state == "analyzing") {  // killed during the end-of-training analysis: finish it
+      if (opt.progress) opt.progress("[" + opt.label + "] resuming the analysis of " + path);
+      AnalyzeRunFile(path, "", cfg.probe_replay == 1, true);
+      state = "completed";
+    }
     if (state == "completed" || state == "diverged") {
-      RunSummary s;
-      s.encoding = encoding;
-      s.state = "skipped";
-      s.message = "run file exists (" + state + ")";
-      s.path = path;
+      std::filesystem::remove(CheckpointPath(opt.out_dir, name));
+      s.state = state;
+      s.message = state == "diverged" ? message : "completed by an earlier run (--resume)";
+      if (state == "completed") s.eval = ReadEvalRows(path);
       return s;
     }
   }

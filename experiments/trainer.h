@@ -28,8 +28,10 @@ struct RunOptions {
   bool resume = false;  // continue from <encoding>.ckpt.h5; skip models already completed
   std::function<void(const std::string&)> progress;  // one line per call; may be empty
   std::string label;                                 // progress prefix, e.g. "rope 2/4"
-  // Test hook: stop (as if killed) after this many steps, leaving only the checkpoint. 0 = never.
+  // Test hooks: stop (as if killed) after this many steps, leaving only the checkpoint (0 = never);
+  // or once the run file is written, before its analysis (the file stays "analyzing").
   int stop_after_steps = 0;
+  bool stop_before_analysis = false;
   // Evaluate only: take the trained weights from this run file's /model instead of training.
   std::string weights_from;
   // Run-file name (without .h5) and figure label; empty = the encoding name.
@@ -41,7 +43,7 @@ struct RunSummary {
   std::string label;  // encoding plus the key-sweep suffix ("rope-base500"); = encoding otherwise
   std::string task;
   int seed = 0;
-  std::string state;  // completed | diverged | failed | interrupted | skipped
+  std::string state;  // completed | diverged | failed | interrupted
   std::string message;
   std::string path;
   double final_train_loss = 0;
@@ -51,8 +53,13 @@ struct RunSummary {
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt);
 
+// The /eval rows of a run file.
+std::vector<EvalRow> ReadEvalRows(const std::string& run_file);
+
 // Path helpers shared with `lexp figures` and tests.
-std::string RunFilePath(const std::string& out_dir, const std::string& encoding);
+// <out_dir>/<name>.h5 and <out_dir>/<name>.ckpt.h5, name = the run's name (RunOptions::name, or
+// the encoding).
+std::string RunFilePath(const std::string& out_dir, const std::string& name);
 
 // The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
 // (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
@@ -60,6 +67,6 @@ std::string RunFilePath(const std::string& out_dir, const std::string& encoding)
 std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
                                                               std::string* name,
                                                               EncodingShape* shape);
-std::string CheckpointPath(const std::string& out_dir, const std::string& encoding);
+std::string CheckpointPath(const std::string& out_dir, const std::string& name);
 
 }  // namespace lexp

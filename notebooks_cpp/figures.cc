@@ -790,9 +790,12 @@ int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::stri
   }
   try {
     std::printf("%s\n", draw(argv[1]).c_str());
-  } catch (const std::exception& e) {
+  } catch (const InputError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error (please report): %s\n", e.what());
+    return 3;
   }
   return 0;
 }

@@ -15,6 +15,9 @@ Fire<S>::Fire(const EncodingShape& shape, const EncodingOptions& opt)
       init_L_(opt.Double("init_L")),
       eps_(opt.Double("eps")) {
   LEXP_INPUT_CHECK(init_L_ > 0, "encoding 'fire': init_L must be positive");
+  LEXP_INPUT_CHECK(eps_ > 0, "encoding 'fire': eps must be positive, got " + opt.Text("eps"));
+  LEXP_INPUT_CHECK(opt.Double("init_c") > 0,
+                   "encoding 'fire': init_c must be positive, got " + opt.Text("init_c"));
   const int rows = per_layer_ ? shape.n_layers : 1;
   w1_.setZero(rows, kWidth);
   b1_.setZero(rows, kWidth);

@@ -35,6 +35,8 @@ class EncodingOptions {
   int Int(const std::string& name) const;
   bool Bool(const std::string& name) const;
   std::string String(const std::string& name, const std::vector<std::string>& allowed) const;
+  // The value as written (for messages).
+  const std::string& Text(const std::string& name) const { return Raw(name); }
 
  private:
   const std::string& Raw(const std::string& name) const;

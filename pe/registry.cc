@@ -29,14 +29,16 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "absolute",
        "input embedding",
        "Vaswani et al. 2017, arXiv:1706.03762",
-       {{"base", "10000", "frequency base: w_k = base^(-2k/d_model)"}}},
+       {{"base", "10000", "frequency base: w_k = base^(-2k/d_model)"}},
+       "its positions are added to the token embeddings before attention"},
       {"learned",
        "absolute",
        "input embedding",
        "Gehring et al. 2017, arXiv:1705.03122",
        {{"max_len", "0", "table rows (0 = the run's longest evaluation length)"},
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
-        {"init_std", "1.0", "standard deviation of the initial table"}}},
+        {"init_std", "1.0", "standard deviation of the initial table"}},
+       "its positions are added to the token embeddings before attention"},
       {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
       {"rope", "rotary",
        "q/k transform (+ logit scale: yarn, log_n; logit term: rerope, remapped pattern distances)",
@@ -51,7 +53,9 @@ const std::vector<EncodingInfo>& ListEncodings() {
        {{"base", "10000", "rotary base"},
         {"gamma", "0.4", "zeta_k = (2k + gamma D) / ((1 + gamma) D)"},
         {"scale_base", "512", "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B)"},
-        {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}}},
+        {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}},
+       "its positions scale and rotate q and k before the logits, and its decay cannot be "
+       "recomputed per key"},
       {"kerple_log", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
       {"kerple_power", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
       {"sandwich",
@@ -91,7 +95,8 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "logit term + logit scale",
        "Ke et al. 2021, arXiv:2006.15595",
        {{"max_len", "0", "position table rows (0 = the run's longest evaluation length)"},
-        {"relative", "true", "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)"}}},
+        {"relative", "true", "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)"}},
+       "its untied position term correlates the absolute positions of query and key"},
       {"da",
        "relative (multiplicative)",
        "logit term (transforms q.k)",
@@ -107,7 +112,8 @@ const std::vector<EncodingInfo>& ListEncodings() {
          "ln lambda ~ U(-ln max, ln max) multiplies positions (>= 1)"},
         {"normalize", "false", "subtract the mean position of the sequence first"},
         {"pos_scale", "1", "positions are pos_scale * t"},
-        {"freq_scale", "1", "multiplies every sinusoid frequency"}}},
+        {"freq_scale", "1", "multiplies every sinusoid frequency"}},
+       "its positions are added to the token embeddings before attention"},
       {"random_shift",
        "absolute",
        "position ids + input embedding",
@@ -115,19 +121,22 @@ const std::vector<EncodingInfo>& ListEncodings() {
        {{"base", "10000", "frequency base of the sinusoid"},
         {"max_shift", "0",
          "training positions k..k+T-1 with k ~ U{0..max_shift} "
-         "(0 = the run's longest sequence)"}}},
+         "(0 = the run's longest sequence)"}},
+       "its positions are added to the token embeddings before attention"},
       {"complex_order",
        "absolute (word-dependent)",
        "input embedding (transforms it, reads tokens)",
        "Wang et al. 2020, arXiv:1912.12333",
-       {}},
+       {},
+       "its positions are folded into the token embeddings before attention"},
       {"floater",
        "absolute (continuous dynamics)",
        "input embedding",
        "Liu et al. 2020, arXiv:2003.09229",
        {{"hidden", "32", "width of the learned correction network of dp/dt"},
         {"steps", "8",
-         "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}}},
+         "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}},
+       "its positions are added to the token embeddings before attention"},
   };
   return kList;
 }
@@ -170,6 +179,9 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
   if (name == "random_shift") {
     PositionSchemeConfig pc;
     pc.name = "shift";
+    LEXP_INPUT_CHECK(opt.Int("max_shift") >= 0,
+                     "encoding 'random_shift': max_shift must be >= 0 (0 = the longest sequence), "
+                     "got " + opt.Text("max_shift"));
     pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
     return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
                                                    "random_shift");

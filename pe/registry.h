@@ -18,6 +18,11 @@ struct EncodingInfo {
   std::string sites;   // hook sites it uses
   std::string paper;
   std::vector<OptionSpec> options;
+  // Empty when the encoding can show a key at a distance other than its own (it reads the
+  // pattern's effective distance, or recomputes the logit at it, as rope does), as LM-Infinite's
+  // Lambda mask and StreamingLLM's sinks need; otherwise why it cannot (the patterns would be
+  // masks only).
+  std::string cannot_remap = "";
 };
 
 const std::vector<EncodingInfo>& ListEncodings();

@@ -59,6 +59,9 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   scaling_.rule = opt.String("scaling", RopeScalingRules());
   scaling_.factor = opt.Double("factor");
   scaling_.original_length = opt.Double("original_length");
+  LEXP_INPUT_CHECK(scaling_.original_length >= 0,
+                   "encoding '" + name_ + "': original_length must be >= 0 tokens (0 = the " +
+                       "recipe's longest training sequence), got " + opt.Text("original_length"));
   if (scaling_.original_length == 0) scaling_.original_length = shape.train_length;
   scaling_.beta_fast = opt.Double("beta_fast");
   scaling_.beta_slow = opt.Double("beta_slow");
@@ -72,6 +75,18 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding 'rope': factor must be positive");
   scaling_.window = opt.Double("window");
   scaling_.leaky_factor = opt.Double("leaky_factor");
+  auto positive = [&](const char* key, double v, bool zero_allowed) {
+    LEXP_INPUT_CHECK(zero_allowed ? v >= 0 : v > 0,
+                     "encoding '" + name_ + "': " + key + " must be " +
+                         (zero_allowed ? ">= 0" : "> 0") + ", got " + opt.Text(key));
+  };
+  positive("attn_factor", scaling_.attn_factor, false);
+  positive("beta_fast", scaling_.beta_fast, false);
+  positive("beta_slow", scaling_.beta_slow, false);
+  positive("low_freq_factor", scaling_.low_freq_factor, false);
+  positive("high_freq_factor", scaling_.high_freq_factor, false);
+  positive("truncate_length", scaling_.truncate_length, true);
+  positive("window", scaling_.window, true);
   if (IsReropeRule(scaling_.rule)) {
     LEXP_INPUT_CHECK(shape.causal, "encoding '" + name_ + "': scaling '" + scaling_.rule +
                                        "' is defined for causal attention (decoder layout) only");

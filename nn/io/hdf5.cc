@@ -19,6 +19,22 @@ Handle Check(hid_t id, herr_t (*closer)(hid_t), const std::string& what) {
   return Handle(id, closer);
 }
 
+// The name of the file holding object `obj`, for messages addressed to the user.
+std::string FileOf(hid_t obj) {
+  const ssize_t n = H5Fget_name(obj, nullptr, 0);
+  if (n <= 0) return "?";
+  std::string name(static_cast<size_t>(n) + 1, '\0');
+  H5Fget_name(obj, name.data(), name.size());
+  name.resize(static_cast<size_t>(n));
+  return name;
+}
+
+// Reading a file the user gave us: what is missing or malformed is bad input, named with the file.
+Handle CheckRead(hid_t id, herr_t (*closer)(hid_t), hid_t where, const std::string& what) {
+  if (id < 0) FailInput("file '" + FileOf(where) + "': " + what);
+  return Handle(id, closer);
+}
+
 Handle Space(const std::vector<uint64_t>& dims) {
   std::vector<hsize_t> d(dims.begin(), dims.end());
   if (d.empty()) return Check(H5Screate(H5S_SCALAR), H5Sclose, "create scalar dataspace");
@@ -54,23 +70,48 @@ void SetStringAttr(hid_t obj, const std::string& name, const std::string& value)
   LEXP_CHECK(H5Awrite(a.id(), type.id(), padded.data()) >= 0, "HDF5: write attribute " + name);
 }
 
-std::string ReadStringAttr(hid_t obj, const std::string& name) {
-  Handle a = Check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose,
-                   "open attribute '" + name + "'");
-  Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
-  LEXP_CHECK(H5Tget_class(type.id()) == H5T_STRING, "HDF5: attribute '" + name + "' is not text");
-  const size_t n = H5Tget_size(type.id());
+// Text of a scalar string attribute or dataset, fixed-length (as lexp writes it) or variable-length
+// (h5py's default). `read` reads the object into a buffer of the given memory type.
+template <typename Read>
+std::string ReadText(hid_t file_type, hid_t where, const std::string& what, Read read) {
+  if (H5Tget_class(file_type) != H5T_STRING)
+    FailInput("file '" + FileOf(where) + "': " + what + " is not text");
+  if (H5Tis_variable_str(file_type) > 0) {
+    Handle mem = Check(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
+    H5Tset_size(mem.id(), H5T_VARIABLE);
+    H5Tset_cset(mem.id(), H5Tget_cset(file_type));
+    char* text = nullptr;
+    if (read(mem.id(), static_cast<void*>(&text)) < 0)
+      FailInput("file '" + FileOf(where) + "': cannot read " + what);
+    std::string s = text ? text : "";
+    H5free_memory(text);
+    return s;
+  }
+  const size_t n = H5Tget_size(file_type);
   std::string s(n, '\0');
-  LEXP_CHECK(H5Aread(a.id(), type.id(), s.data()) >= 0, "HDF5: read attribute " + name);
+  if (read(file_type, static_cast<void*>(s.data())) < 0)
+    FailInput("file '" + FileOf(where) + "': cannot read " + what);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
+}
+
+std::string ReadStringAttr(hid_t obj, const std::string& name) {
+  Handle a = CheckRead(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, obj,
+                       "no attribute '" + name + "'");
+  Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
+  return ReadText(type.id(), obj, "attribute '" + name + "'",
+                  [&](hid_t mem, void* buf) { return H5Aread(a.id(), mem, buf); });
 }
 
 template <typename T>
 std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
                        std::vector<uint64_t>* dims) {
-  Handle ds = Check(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose,
-                    "open dataset '" + name + "'");
+  Handle ds = CheckRead(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, group,
+                        "no dataset '" + name + "'");
+  Handle type = Check(H5Dget_type(ds.id()), H5Tclose, "dataset type");
+  const H5T_class_t cls = H5Tget_class(type.id());
+  if (cls != H5T_INTEGER && cls != H5T_FLOAT)
+    FailInput("file '" + FileOf(group) + "': dataset '" + name + "' is not numeric");
   Handle space = Check(H5Dget_space(ds.id()), H5Sclose, "dataset space");
   const int rank = H5Sget_simple_extent_ndims(space.id());
   std::vector<hsize_t> d(std::max(rank, 0));
@@ -78,9 +119,8 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
   uint64_t count = 1;
   for (auto x : d) count *= x;
   std::vector<T> out(count);
-  if (count > 0)
-    LEXP_CHECK(H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) >= 0,
-               "HDF5: read dataset '" + name + "'");
+  if (count > 0 && H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
+    FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");
   if (dims) dims->assign(d.begin(), d.end());
   return out;
 }
@@ -94,8 +134,8 @@ Group Group::CreateGroup(const std::string& name) const {
 }
 
 Group Group::OpenGroup(const std::string& name) const {
-  return Group(Check(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose,
-                     "no group '" + name + "' in this file"));
+  return Group(CheckRead(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose, id(),
+                         "no group '" + name + "'"));
 }
 
 bool Group::Has(const std::string& name) const {
@@ -103,7 +143,8 @@ bool Group::Has(const std::string& name) const {
 }
 
 bool Group::IsGroup(const std::string& name) const {
-  Handle obj = Check(H5Oopen(id(), name.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + name + "'");
+  Handle obj = CheckRead(H5Oopen(id(), name.c_str(), H5P_DEFAULT), H5Oclose, id(),
+                         "no object '" + name + "'");
   return H5Iget_type(obj.id()) == H5I_GROUP;
 }
 
@@ -120,8 +161,8 @@ std::vector<std::string> Group::AttrNames() const {
 }
 
 std::string Group::AttrAsText(const std::string& name) const {
-  Handle a = Check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose,
-                   "open attribute '" + name + "'");
+  Handle a = CheckRead(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, id(),
+                       "no attribute '" + name + "'");
   Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
   switch (H5Tget_class(type.id())) {
     case H5T_STRING: return AttrString(name);
@@ -197,15 +238,15 @@ std::vector<int64_t> Group::ReadInts(const std::string& name, std::vector<uint64
 }
 
 std::string Group::ReadString(const std::string& name) const {
-  Handle ds = Check(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose,
-                    "open dataset '" + name + "'");
+  Handle ds = CheckRead(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, id(),
+                        "no dataset '" + name + "'");
   Handle type = Check(H5Dget_type(ds.id()), H5Tclose, "dataset type");
-  const size_t n = H5Tget_size(type.id());
-  std::string s(n, '\0');
-  LEXP_CHECK(H5Dread(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, s.data()) >= 0,
-             "HDF5: read text '" + name + "'");
-  while (!s.empty() && s.back() == '\0') s.pop_back();
-  return s;
+  Handle space = Check(H5Dget_space(ds.id()), H5Sclose, "dataset space");
+  if (H5Sget_simple_extent_npoints(space.id()) != 1)
+    FailInput("file '" + FileOf(id()) + "': dataset '" + name + "' is not a single text");
+  return ReadText(type.id(), id(), "dataset '" + name + "'", [&](hid_t mem, void* buf) {
+    return H5Dread(ds.id(), mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+  });
 }
 
 void Group::SetAttr(const std::string& name, const std::string& value) const {
@@ -241,39 +282,61 @@ bool Group::HasAttr(const std::string& name) const { return H5Aexists(id(), name
 
 std::string Group::AttrString(const std::string& name) const { return ReadStringAttr(id(), name); }
 
-double Group::AttrDouble(const std::string& name) const {
-  Handle a = Check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose,
-                   "open attribute '" + name + "'");
-  double v = 0;
-  LEXP_CHECK(H5Aread(a.id(), H5T_NATIVE_DOUBLE, &v) >= 0, "HDF5: read attribute " + name);
+namespace {
+// A numeric scalar attribute converted to `mem_type`.
+template <typename T>
+T ReadNumberAttr(hid_t obj, const std::string& name, hid_t mem_type) {
+  Handle a = CheckRead(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, obj,
+                       "no attribute '" + name + "'");
+  Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
+  Handle space = Check(H5Aget_space(a.id()), H5Sclose, "attribute space");
+  const H5T_class_t cls = H5Tget_class(type.id());
+  if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Sget_simple_extent_npoints(space.id()) != 1)
+    FailInput("file '" + FileOf(obj) + "': attribute '" + name + "' is not a number");
+  T v = 0;
+  if (H5Aread(a.id(), mem_type, &v) < 0)
+    FailInput("file '" + FileOf(obj) + "': cannot read attribute '" + name + "'");
   return v;
+}
+}  // namespace
+
+double Group::AttrDouble(const std::string& name) const {
+  return ReadNumberAttr<double>(id(), name, H5T_NATIVE_DOUBLE);
 }
 
 int64_t Group::AttrInt(const std::string& name) const {
-  Handle a = Check(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose,
-                   "open attribute '" + name + "'");
-  int64_t v = 0;
-  LEXP_CHECK(H5Aread(a.id(), H5T_NATIVE_INT64, &v) >= 0, "HDF5: read attribute " + name);
-  return v;
+  return ReadNumberAttr<int64_t>(id(), name, H5T_NATIVE_INT64);
 }
 
 std::string Group::ChildAttrString(const std::string& child, const std::string& name) const {
-  Handle obj = Check(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose,
-                     "open object '" + child + "'");
+  Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
+                         "no object '" + child + "'");
   return ReadStringAttr(obj.id(), name);
 }
 
 Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".tmp") {
-  std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  LEXP_INPUT_CHECK(!ec, "cannot create the directory '" + parent.string() + "': " + ec.message());
+  LEXP_INPUT_CHECK(!fs::is_directory(path), "'" + path + "' is a directory, not a file");
+  // A temporary left by a killed run, or anything else at that name (a symbolic link included:
+  // removing it removes the link, not its target), goes; the new one is created exclusively.
+  fs::remove(tmp_, ec);
+  LEXP_INPUT_CHECK(!ec, "cannot remove '" + tmp_ + "': " + ec.message());
   if (mode == Mode::kUpdate) {
-    LEXP_CHECK(std::filesystem::exists(path), "no such file to update: '" + path + "'");
-    std::filesystem::copy_file(path, tmp_, std::filesystem::copy_options::overwrite_existing);
-    file_ = Check(H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose,
-                  "cannot open '" + tmp_ + "' for update");
+    LEXP_INPUT_CHECK(fs::is_regular_file(path), "no such file to update: '" + path + "'");
+    fs::copy_file(path, tmp_, fs::copy_options::none, ec);  // O_EXCL
+    LEXP_INPUT_CHECK(!ec, "cannot copy '" + path + "' to '" + tmp_ + "': " + ec.message());
+    const hid_t f = H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) fs::remove(tmp_, ec);
+    LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 for update (damaged?)");
+    file_ = Handle(f, H5Fclose);
   } else {
-    file_ = Check(H5Fcreate(tmp_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose,
-                  "cannot create '" + tmp_ + "'");
+    const hid_t f = H5Fcreate(tmp_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    LEXP_INPUT_CHECK(f >= 0, "cannot create '" + tmp_ + "' (is the directory writable?)");
+    file_ = Handle(f, H5Fclose);
   }
   root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"));
 }
@@ -288,15 +351,20 @@ Writer::~Writer() {
 
 void Writer::Commit() {
   root_ = Group();
-  file_ = Handle();  // closes the file
-  std::filesystem::rename(tmp_, path_);
+  LEXP_INPUT_CHECK(file_.Close(), "cannot write '" + tmp_ + "' (disk full?)");
+  std::error_code ec;
+  std::filesystem::rename(tmp_, path_, ec);
+  LEXP_INPUT_CHECK(!ec, "cannot rename '" + tmp_ + "' to '" + path_ + "': " + ec.message());
   committed_ = true;
 }
 
 Reader::Reader(const std::string& path) {
-  LEXP_CHECK(std::filesystem::exists(path), "no such file: '" + path + "'");
-  file_ = Check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
-                "cannot open '" + path + "' as HDF5");
+  LEXP_INPUT_CHECK(std::filesystem::exists(path), "no such file: '" + path + "'");
+  LEXP_INPUT_CHECK(std::filesystem::is_regular_file(path),
+                   "'" + path + "' is not a file (an HDF5 file was expected)");
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 (not an HDF5 file, or damaged)");
+  file_ = Handle(f, H5Fclose);
   root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"));
 }
 

@@ -1,7 +1,8 @@
 // A small RAII layer over the HDF5 C API: files, groups, n-d numeric datasets with an `axes` attribute
 // (and optional `units`), scalar and string attributes, and reading them back. Every lexp output file
 // goes through this, so every dataset is self-describing. Files are written to "<name>.tmp" and
-// renamed on Commit(), so a crash never leaves a half file under the final name.
+// renamed on Commit(), so a crash never leaves a half file under the final name; the temporary is
+// created exclusively (never through an existing file or link).
 #pragma once
 
 #include <hdf5.h>
@@ -29,6 +30,12 @@ class Handle {
   ~Handle() { Reset(); }
   hid_t id() const { return id_; }
   bool valid() const { return id_ >= 0; }
+  // Closes now and reports the library's verdict (a file's close flushes it).
+  bool Close() {
+    const bool ok = id_ < 0 || !closer_ || closer_(id_) >= 0;
+    id_ = -1;
+    return ok;
+  }
 
  private:
   void Reset() {

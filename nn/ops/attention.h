@@ -82,6 +82,17 @@ void SetMasked(const AttentionPattern& pat, int i, int T, int j0, int j1, S* row
   }
 }
 
+// True when the pattern lets query i see at least one key. Patterns are validated so that every
+// query does; a row whose logits are all -inf although it sees keys has overflowed.
+inline bool SeesAKey(const AttentionPattern& pat, int i, int T) {
+  int b, e;
+  pat.KeyBounds(i, T, &b, &e);
+  if (pat.Contiguous()) return e > b;
+  for (int j = b; j < e; ++j)
+    if (pat.Visible(i, j, T)) return true;
+  return false;
+}
+
 // Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
 template <typename S>
 void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
@@ -155,8 +166,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
         for (int r = 0; r < n; ++r) {
           auto row = P.row(r).segment(jb, je - jb);
           const S mx = row.maxCoeff();
-          // NaN logits (a diverging run) pass through, so the loss reports them.
-          LEXP_CHECK(!(mx == neg_inf), "attention: a query sees no key");
+          // NaN logits (a diverging run) pass through, so the loss reports them; so do rows whose
+          // every visible logit overflowed to -inf.
+          if (mx == neg_inf) {
+            LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
+            row.setConstant(std::numeric_limits<S>::quiet_NaN());
+            continue;
+          }
           row = (row.array() - mx).exp();
           // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
           SetMasked(pattern, i0 + r, T, jb, je, row.data(), S(0));
@@ -194,7 +210,11 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
         }
         for (int r = 0; r < n; ++r) {
-          LEXP_CHECK(!(sc.l[r] == S(0)), "attention: a query sees no key");
+          if (sc.l[r] == S(0)) {  // every visible logit -inf: overflow, reported as NaN
+            LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
+            O.row(i0 + r).setConstant(std::numeric_limits<S>::quiet_NaN());
+            continue;
+          }
           O.row(i0 + r) = sc.acc.row(r) / sc.l[r];
         }
       }

@@ -31,7 +31,7 @@ void LayerNormForward(const Mat<S>& x, const LayerNormParams<S>& p, Mat<S>& y,
   const long N = x.rows(), C = x.cols();
   Resize(y, N, C);
   Resize(cache.xhat, N, C);
-  cache.rstd.resize(N);
+  Resize(cache.rstd, N);
   ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
     for (long r = r0; r < r1; ++r) {
       const S mean = x.row(r).mean();

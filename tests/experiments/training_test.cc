@@ -112,8 +112,42 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   ASSERT_EQ(TrainAndEvaluate(c, "learned", o).state, "completed");
   testing::ExpectSameRunFiles(RunFilePath(full.string(), "learned"),
                               RunFilePath(cut.string(), "learned"));
-  // A completed model is skipped on resume.
-  EXPECT_EQ(TrainAndEvaluate(c, "learned", o).state, "skipped");
+  // A completed model is not trained again on resume: its file stays, its scores are reported.
+  const auto mtime = fs::last_write_time(RunFilePath(cut.string(), "learned"));
+  const RunSummary again = TrainAndEvaluate(c, "learned", o);
+  EXPECT_EQ(again.state, "completed");
+  EXPECT_NE(again.message.find("earlier run"), std::string::npos) << again.message;
+  EXPECT_EQ(fs::last_write_time(RunFilePath(cut.string(), "learned")), mtime);
+  const auto rows = ReadEvalRows(RunFilePath(full.string(), "learned"));
+  ASSERT_EQ(again.eval.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(again.eval[i].loss, rows[i].loss) << i;
+  fs::remove_all(full);
+  fs::remove_all(cut);
+}
+
+// Killed after the run file was written but before its analysis (issue 10: such files were marked
+// completed and skipped by --resume): the file says "analyzing", and --resume finishes it into the
+// file an uninterrupted run writes.
+TEST(Training, KilledBeforeTheAnalysisIsNotCompletedAndResumeFinishesIt) {
+  RecipeConfig c = TinyRecipe();
+  c.encodings = {"rope"};
+  const fs::path full = TempDir("analysis_full"), cut = TempDir("analysis_cut");
+  RunOptions o;
+  o.out_dir = full.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  o.out_dir = cut.string();
+  o.stop_before_analysis = true;
+  EXPECT_EQ(TrainAndEvaluate(c, "rope", o).state, "interrupted");
+  {
+    h5::Reader r(RunFilePath(cut.string(), "rope"));
+    EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "analyzing");
+    EXPECT_FALSE(r.root().OpenGroup("analysis").Has("geometry"));
+  }
+  o.stop_before_analysis = false;
+  o.resume = true;
+  EXPECT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  testing::ExpectSameRunFiles(RunFilePath(full.string(), "rope"), RunFilePath(cut.string(), "rope"));
+  EXPECT_FALSE(fs::exists(CheckpointPath(cut.string(), "rope")));
   fs::remove_all(full);
   fs::remove_all(cut);
 }

@@ -1,0 +1,29 @@
+// Memory a recipe needs, estimated before anything runs, so that a request this machine cannot hold
+// is refused with an explanation instead of dying in an allocation. The estimate counts the float
+// buffers of each phase of one model (training step, evaluation pass, probe with captured attention
+// and its stored copies, the end-of-training replays) and takes the largest; the machine offers the
+// least of MemAvailable, the address-space limit (ulimit -v) and the cgroup limit, minus what the
+// process already holds.
+#pragma once
+
+#include <string>
+
+#include "experiments/recipe.h"
+
+namespace lexp {
+
+struct MemoryNeed {
+  double bytes = 0;   // peak of the largest phase
+  std::string phase;  // what needs it, in the recipe's words
+};
+
+// The peak of one model of `c` (one task, one variant of the key sweep).
+MemoryNeed EstimatePeakMemory(const RecipeConfig& c);
+// Bytes this process may still allocate (infinity when nothing limits it).
+double AvailableMemoryBytes();
+// Throws InputError naming the phase, its keys and both sizes when `c` (every task and key-sweep
+// value of it) needs more than is available. LEXP_MEMORY_CHECK=off in the environment skips it
+// (for tests of what an allocation failure does).
+void CheckMemoryFits(const RecipeConfig& c);
+
+}  // namespace lexp
