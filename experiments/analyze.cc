@@ -44,17 +44,24 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
     if (!g.Has("logits")) continue;
     StoredProbe p;
     p.length = static_cast<int>(g.AttrInt("length"));
-    std::vector<uint64_t> dims;
-    const auto z = g.ReadDoubles("logits", &dims);
-    if (dims.size() != 5 || dims[0] == 0) continue;
+    constexpr uint64_t kAny = h5::Group::kAnySize;
+    std::vector<uint64_t> dims;  // [sample, layer, head, query, key]
+    const auto z = g.ReadDoublesShaped("logits", {kAny, kAny, kAny, kAny, kAny}, &dims);
+    if (dims[0] == 0) continue;  // probe.stored_samples = 0: nothing stored
+    // The metrics walk square T x T maps and read the last query of each.
+    LEXP_INPUT_CHECK(dims[3] == dims[4] && dims[3] > 0,
+                     "file '" + g.FileName() + "': /probe/" + child +
+                         "/logits has query and key extents " + std::to_string(dims[3]) +
+                         " and " + std::to_string(dims[4]) + ", expected equal and non-zero");
     p.S = dims[0];
     p.L = dims[1];
     p.H = dims[2];
     p.T = dims[3];
     p.logits.assign(z.begin(), z.end());
-    const auto pr = g.ReadDoubles("probs");
+    const auto pr = g.ReadDoublesShaped("probs", dims);
     p.probs.assign(pr.begin(), pr.end());
-    p.tokens = g.ReadInts("tokens");
+    // The reference probe is matched on equal tokens, so its sample count is that of `tokens`.
+    p.tokens = g.ReadIntsShaped("tokens", {p.S, p.T});
     out.push_back(std::move(p));
   }
   return out;

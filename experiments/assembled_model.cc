@@ -1,5 +1,7 @@
 #include "experiments/assembled_model.h"
 
+#include <cmath>
+
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/patterns.h"
@@ -85,7 +87,11 @@ void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& p
     const std::vector<double> v = m.ReadDoubles(p.name);
     LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
                      "'" + path + "': " + p.name + " has another shape");
-    for (long i = 0; i < p.size; ++i) p.value[i] = static_cast<S>(v[i]);
+    for (long i = 0; i < p.size; ++i) {
+      LEXP_INPUT_CHECK(std::isfinite(v[i]), "'" + path + "': the weights of " + p.name +
+                                                " are not finite (a diverged model?)");
+      p.value[i] = static_cast<S>(v[i]);
+    }
   }
 }
 

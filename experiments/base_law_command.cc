@@ -46,9 +46,13 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       if (cfg.HasAttr("encoding_option.base"))
         base = std::stod(cfg.AttrString("encoding_option.base"));
       const h5::Group ev = r.root().OpenGroup("eval");
-      for (auto v : ev.ReadInts("sequence_length")) tokens.push_back(static_cast<double>(v));
-      for (auto v : ev.ReadInts("length")) lengths.push_back(static_cast<double>(v));
-      loss = ev.ReadDoubles("loss");
+      // One entry per evaluation length: the scan below indexes all three by the same i.
+      std::vector<uint64_t> got;
+      for (auto v : ev.ReadIntsShaped("length", {h5::Group::kAnySize}, &got))
+        lengths.push_back(static_cast<double>(v));
+      for (auto v : ev.ReadIntsShaped("sequence_length", got))
+        tokens.push_back(static_cast<double>(v));
+      loss = ev.ReadDoublesShaped("loss", got);
     }
     std::string name;
     EncodingShape shape;

@@ -71,8 +71,18 @@ int ListCommand(const std::string& what) {
         PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
     }
   } else if (what == "tasks") {
-    for (const auto& t : lexp::ListTasks())
+    PrintLine(
+        "name, what it asks, source; then the decoding its source used (eval.decoding = \"task\" "
+        "takes it in the decoder layout) and whether the decoder layout ends its answer with the "
+        "end token:");
+    for (const auto& t : lexp::ListTasks()) {
+      const auto task = lexp::CreateTask(t.name, {});
       PrintLine(fmt::format("{:<28} {}  ({})", t.name, t.description, t.source));
+      PrintLine(fmt::format("{:<28} decoding: {}; {}", "",
+                            lexp::DecodingName(task->SourceDecoding()),
+                            task->HasAnswer() ? "answer ends with the end token"
+                                              : "no answer to end (teacher forced only)"));
+    }
   } else if (what == "scalings") {
     PrintLine(
         "RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
@@ -155,7 +165,11 @@ int main(int argc, char** argv) {
       ->take_all();
   run->add_option("--out", out_dir, "output directory (default: data/runs/<run.name>)");
   run->add_flag("--resume", resume,
-                "continue interrupted models from their checkpoints; skip models already done");
+                "continue interrupted models from their checkpoints; keep models already done");
+  bool overwrite = false;
+  run->add_flag("--overwrite", overwrite,
+                "train every model again even where the output directory holds its run file")
+      ->excludes("--resume");
   run->add_flag("--no-figures", no_figures, "do not draw figures at the end");
   run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
   run->footer(RecipeKeysHelp());
@@ -371,6 +385,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (*figures) {
+      LEXP_INPUT_CHECK(std::filesystem::exists(fig_dir),
+                       "lexp figures: '" + fig_dir + "' does not exist");
+      LEXP_INPUT_CHECK(std::filesystem::is_directory(fig_dir),
+                       "lexp figures: '" + fig_dir +
+                           "' is a file; give the run directory that holds it");
       // A sweep directory: the score table, then every task directory holding run files.
       const std::filesystem::path summary = std::filesystem::path(fig_dir) / "summary.h5";
       if (std::filesystem::exists(summary)) {
@@ -416,6 +435,7 @@ int main(int argc, char** argv) {
     lexp::SweepOptions so;
     so.out_dir = out_dir;
     so.resume = resume;
+    so.overwrite = overwrite;
     so.figures = !no_figures;
     so.progress = PrintLine;
     const auto runs = lexp::RunRecipe(cfg, so);

@@ -85,10 +85,14 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
                                   c.batch_size, static_cast<long>(T))});
   }
   int longest = c.train_max_length;
+  const bool greedy = c.DecodingFor(*task) == Decoding::kGreedy;
   for (int n : c.EvalLengths()) {
     longest = std::max(longest, n);
     const double T = tokens(n), B = std::min(c.eval_batch_size, c.eval_samples);
-    phases.push_back({B * T * per_row * kFloat,
+    // Greedy decoding keeps every layer's keys and values of sequences up to about 2T long, and
+    // queries, transformed keys and outputs in that layout.
+    const double decode = greedy ? (2 * L + 3) * B * 2 * T * C : 0;
+    phases.push_back({(B * T * per_row + decode) * kFloat,
                       fmt::format("evaluation at length {} (eval.batch_size = {} sequences of {} "
                                   "tokens)",
                                   n, static_cast<long>(B), static_cast<long>(T))});

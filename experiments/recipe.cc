@@ -4,7 +4,9 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -50,11 +52,30 @@ int RecipeConfig::PositionsMax() const {
   return std::max(2048, 2 * MaxSequenceTokens());
 }
 
+bool IsPlainFileName(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name[0] == '-') return false;
+  for (char ch : name)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' ||
+          ch == '+'))
+      return false;
+  return true;
+}
+
 std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
   if (sweep_key.empty()) return {Variant{}};
   const std::string last = sweep_key.substr(sweep_key.rfind('.') + 1);
   std::vector<Variant> out;
-  for (const auto& v : sweep_values) out.push_back({sweep_key + "=" + v, "-" + last + v});
+  for (const auto& v : sweep_values) {
+    // The value becomes part of a file name: anything but letters, digits and . _ + - becomes _
+    // (a path such as ../x must not lead outside the output directory).
+    std::string suffix = "-" + last;
+    for (char ch : v)
+      suffix += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' ||
+                        ch == '-' || ch == '+'
+                    ? ch
+                    : '_';
+    out.push_back({sweep_key + "=" + v, suffix});
+  }
   return out;
 }
 
@@ -82,6 +103,13 @@ int RecipeConfig::MaxPositionId() const {
   if (positions == "identity") return MaxSequenceTokens();
   if (positions == "shift") return PositionsMax() + MaxSequenceTokens();
   return std::max(MaxSequenceTokens(), PositionsMax());
+}
+
+Decoding RecipeConfig::DecodingFor(const Task& t) const {
+  if (eval_decoding == "greedy") return Decoding::kGreedy;
+  if (eval_decoding == "teacher_forced" || layout != "decoder" || !t.HasAnswer())
+    return Decoding::kTeacherForced;
+  return t.SourceDecoding();
 }
 
 int RecipeConfig::MaxSequenceTokens() const {
@@ -200,6 +228,15 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "for tasks with a depth axis (passkey)",
        &c.eval_depths, 0, 100},
       {"eval.batch_size", "sequences per evaluation batch", &c.eval_batch_size, 1, 1 << 20},
+      {"eval.decoding",
+       "teacher_forced (each answer token predicted from the true ones before it), greedy (the "
+       "model writes its answer until its end token or twice the answer's length; exact match "
+       "needs the answer and the end) or task (the protocol of the task's source: greedy for "
+       "Kazemnejad et al.'s tasks and passkey, teacher forcing otherwise; lexp list tasks)",
+       &c.eval_decoding,
+       0,
+       0,
+       {"task", "teacher_forced", "greedy"}},
       {"probe.lengths", "lengths at which attention is captured (empty = N, 2N, 4N, 8N)",
        &c.probe_lengths},
       {"probe.samples", "probe sequences per length used by the analysis", &c.probe_samples, 1,
@@ -525,10 +562,19 @@ void ValidateRecipe(const RecipeConfig& c) {
   LEXP_INPUT_CHECK(c.sweep_key.rfind("run.", 0) != 0,
                    Where(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
                        "\": run.* keys cannot be swept (use run.seeds for seeds)");
-  std::set<std::string> values;
+  LEXP_INPUT_CHECK(IsPlainFileName(c.name),
+                   Where(c.source_name, "run.name") + " = \"" + c.name +
+                       "\" must be a plain directory name (letters, digits, . _ + -, not . or "
+                       "..); it names data/runs/<run.name>");
+  std::set<std::string> values, suffixes;
   for (const auto& v : c.sweep_values)
     LEXP_INPUT_CHECK(values.insert(v).second,
                      Where(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
+  for (const auto& variant : c.Variants())
+    LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
+                     Where(c.source_name, "run.sweep_values") + ": two values give the file name "
+                         "suffix '" + variant.suffix + "' (characters other than letters, digits "
+                         "and . _ + - become _)");
   for (const auto& variant : c.Variants())
     for (const auto& t : c.Tasks()) {
       RecipeConfig one = c.For(t, c.Seeds()[0]);
@@ -567,6 +613,13 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
                      Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " +
                          task_range);
+  LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
+                   Where(src, "eval.decoding") + " = \"greedy\" needs the decoder layout and a "
+                       "task whose output is an answer to write ('" + c.task + "'" +
+                       (task->HasAnswer() ? " with model.layout = \"" + c.layout + "\""
+                                          : " is a language-modelling source, a query stream or "
+                                            "has padded outputs") +
+                       "); use teacher_forced");
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   int train_tokens = 0, vocab = 0;
   try {

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "experiments/tasks/task.h"
 #include "pe/patterns.h"
 
 namespace lexp {
@@ -65,6 +66,7 @@ struct RecipeConfig {
   std::vector<int> eval_depths = {0, 25, 50, 75, 100};  // percent; tasks with a depth axis only
   int eval_samples = 128;
   int eval_batch_size = 64;
+  std::string eval_decoding = "task";  // task | teacher_forced | greedy
   // [probe]
   std::vector<int> probe_lengths;  // empty: N, 2N, 4N, 8N (capped at the longest eval length)
   int probe_samples = 8;
@@ -108,6 +110,9 @@ struct RecipeConfig {
   PatternConfig PatternFor(int train_tokens) const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).
   int MaxPositionId() const;
+  // eval.decoding resolved for `task`: "task" is the task's source protocol where the decoder
+  // layout can generate its answer, teacher forcing otherwise.
+  Decoding DecodingFor(const Task& task) const;
 };
 
 struct Field {
@@ -127,6 +132,10 @@ struct Field {
   double min = 0, max = 0;           // numeric range (inclusive), used when min < max
   std::vector<std::string> allowed;  // allowed strings (empty: any)
 };
+
+// Letters, digits and . _ + - only, not empty, not . or .., not starting with - (a name that stays
+// inside the directory it is put in).
+bool IsPlainFileName(const std::string& name);
 
 std::vector<Field> Fields(RecipeConfig& c);
 std::string FieldValueString(const Field& f);

@@ -5,18 +5,22 @@
 namespace lexp {
 
 SequenceLayout::SequenceLayout(const Task& task, Layout layout)
-    : task_(task), layout_(layout), vin_(task.InputAlphabet()) {
+    : task_(task),
+      layout_(layout),
+      vin_(task.InputAlphabet()),
+      ends_(layout == Layout::kDecoder && task.HasAnswer()) {
   LEXP_INPUT_CHECK(
       layout == Layout::kDecoder || task.SupportsEncoder(),
       "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
   const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
   sep_ = symbols;
   blank_ = symbols + 1;
-  vocab_ = symbols + 2;
+  end_ = symbols + 2;
+  vocab_ = symbols + 3;
 }
 
 int SequenceLayout::SequenceLength(const Example& e) const {
-  return static_cast<int>(e.input.size() + e.output.size());
+  return static_cast<int>(e.input.size() + e.output.size()) + (ends_ ? 1 : 0);
 }
 
 int SequenceLayout::SequenceLengthFor(int n) const {
@@ -45,11 +49,18 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) c
       b.mask.push_back(0);
     }
     if (layout_ == Layout::kDecoder) {
-      // Positions ni..ni+m-1 hold SEP, output[0..m-2] and predict output[0..m-1] (next token).
+      // Positions ni..ni+m-1 hold SEP, output[0..m-2] and predict output[0..m-1] (next token);
+      // with the end token, position ni+m holds output[m-1] and predicts END.
+      b.prompt = ni + 1;
       for (int k = 0; k < m; ++k) {
         b.tokens.push_back(k == 0 ? sep_ : OutputToken(e.output[k - 1]));
         b.targets.push_back(OutputToken(e.output[k]));
         b.mask.push_back(e.output_scored[k]);
+      }
+      if (ends_) {
+        b.tokens.push_back(m == 0 ? sep_ : OutputToken(e.output[m - 1]));
+        b.targets.push_back(end_);
+        b.mask.push_back(1);
       }
     } else {
       for (int k = 0; k < m; ++k) {

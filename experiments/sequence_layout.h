@@ -1,9 +1,13 @@
 // Turns task examples into model batches. Token ids: input symbols [0, Vin), output symbols
-// [Vin, Vin+Vout) (or the input ids when the task shares its alphabet), then SEP and BLANK.
-//  * decoder: input SEP output[0..m-1); the target at position n+k is output[k] (next-token
-//    prediction with teacher forcing), scored where the task scores it.
+// [Vin, Vin+Vout) (or the input ids when the task shares its alphabet), then SEP, BLANK and END.
+//  * decoder: input SEP output[0..m) END for tasks with an answer (Task::HasAnswer): the target at
+//    position ni+k is output[k] and at ni+m the end token, scored like the answer, so a model is
+//    also trained and judged on where its answer stops (Newman et al. 2020); tasks without an
+//    answer (language-modelling sources, query streams) are input SEP output[0..m-1), targets
+//    output[0..m). Next-token prediction, teacher forced; greedy decoding starts from the prompt
+//    input SEP (evaluation.h).
 //  * encoder: input BLANK*m; the target at the m output slots is the output (Chomsky protocol,
-//    Deletang et al. 2023), read with bidirectional attention.
+//    Deletang et al. 2023), read with bidirectional attention; no end token.
 // The whole batch has one requested length n (the Chomsky protocol's curriculum), so one T.
 #pragma once
 
@@ -20,6 +24,8 @@ enum class Layout { kDecoder, kEncoder };
 
 struct Batch {
   int B = 0, T = 0, n = 0;
+  int prompt = 0;  // decoder: tokens given before the answer (input and SEP); answer targets are
+                   // at positions prompt-1 .. T-1
   std::vector<int> tokens;    // [B*T]
   std::vector<int> targets;   // [B*T]
   std::vector<uint8_t> mask;  // [B*T] 1 = scored target
@@ -31,6 +37,9 @@ class SequenceLayout {
   int Vocab() const { return vocab_; }
   int Sep() const { return sep_; }
   int Blank() const { return blank_; }
+  int End() const { return end_; }
+  // True when sequences end with the end token (decoder layout, a task with an answer).
+  bool EndsWithEndToken() const { return ends_; }
   // Model sequence length for requested length n (the same for every example of that n).
   int SequenceLength(const Example& e) const;
   // Model sequence length for requested length n (tasks give every example of an n the same
@@ -43,7 +52,8 @@ class SequenceLayout {
   int OutputToken(int symbol) const { return task_.SharedAlphabet() ? symbol : vin_ + symbol; }
   const Task& task_;
   Layout layout_;
-  int vin_, vocab_, sep_, blank_;
+  int vin_, vocab_, sep_, blank_, end_;
+  bool ends_;
 };
 
 }  // namespace lexp

@@ -35,70 +35,122 @@ void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
   w.Commit();
 }
 
-std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
-  CheckMemoryFits(cfg);
-  std::filesystem::create_directories(opt.out_dir);
-  std::vector<RunSummary> out;
-  const std::vector<std::string> tasks = cfg.Tasks();
-  const std::vector<int> seeds = cfg.Seeds();
+namespace {
+
+// One model of the sweep, decided before anything runs.
+struct PlannedRun {
+  RecipeConfig recipe;  // this model's own recipe (task, seed and key-sweep value applied)
+  std::string encoding, label, dir;
+  RunOptions options;
+};
+
+std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& opt) {
+  std::vector<PlannedRun> plan;
   const bool task_sweep = !cfg.tasks.empty(), seed_sweep = !cfg.seeds.empty();
   const bool key_sweep = !cfg.sweep_key.empty();
-  const std::vector<RecipeConfig::Variant> variants = cfg.Variants();
-  const int total =
-      static_cast<int>(tasks.size() * seeds.size() * variants.size() * cfg.encodings.size());
-  int index = 0;
-  std::vector<std::string> dirs;
-  for (const auto& task : tasks) {
+  for (const auto& task : cfg.Tasks()) {
     const std::string dir =
         task_sweep ? (std::filesystem::path(opt.out_dir) / task).string() : opt.out_dir;
-    dirs.push_back(dir);
-    for (int seed : seeds)
-      for (const auto& variant : variants) {
+    for (int seed : cfg.Seeds())
+      for (const auto& variant : cfg.Variants()) {
         RecipeConfig one = cfg.For(task, seed);
         if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
         for (const auto& enc : cfg.encodings) {
-          RunOptions ro;
-          ro.out_dir = dir;
-          ro.resume = opt.resume;
-          ro.progress = opt.progress;
-          const std::string label = enc + variant.suffix;
-          ro.name = seed_sweep ? fmt::format("{}-seed{}", label, seed) : (key_sweep ? label : "");
-          std::string what = label;
+          PlannedRun r{one, enc, enc + variant.suffix, dir, {}};
+          r.options.out_dir = dir;
+          r.options.resume = opt.resume;
+          r.options.progress = opt.progress;
+          r.options.name = seed_sweep ? fmt::format("{}-seed{}", r.label, seed)
+                                      : (key_sweep ? r.label : "");
+          std::string what = r.label;
           if (seed_sweep) what += fmt::format(" seed {}", seed);
           if (task_sweep) what = task + " " + what;
-          ro.label = fmt::format("{} {}/{}", what, ++index, total);
-          std::filesystem::create_directories(dir);
-          RunSummary s;
-          auto fail = [&](const std::string& message) {
-            s.encoding = enc;
-            s.state = "failed";
-            s.message = message;
-            s.path = RunFilePath(dir, ro.name.empty() ? enc : ro.name);
-            WriteFailedRunFile(one, enc, s.path, s.message);
-          };
-          try {
-            s = TrainAndEvaluate(one, enc, ro);
-          } catch (const Error& e) {
-            fail(e.what());
-          } catch (const std::bad_alloc&) {
-            fail("out of memory (the estimate made before the run did not foresee it)");
-          }
-          s.task = task;
-          s.seed = seed;
-          s.label = label;
-          if (opt.progress && s.state != "completed")
-            opt.progress(fmt::format("[{}] {}{}", ro.label, s.state,
-                                     s.message.empty() ? "" : ": " + s.message));
-          out.push_back(s);
+          r.options.label = what;
+          plan.push_back(std::move(r));
         }
       }
+  }
+  for (size_t k = 0; k < plan.size(); ++k)
+    plan[k].options.label += fmt::format(" {}/{}", k + 1, plan.size());
+  return plan;
+}
+
+// Without --resume or --overwrite, a directory that already holds any of the sweep's run files is
+// refused: finished runs are never replaced silently.
+void RefuseToOverwrite(const std::vector<PlannedRun>& plan, const SweepOptions& opt) {
+  if (opt.resume || opt.overwrite) return;
+  std::vector<std::string> found;
+  for (const auto& r : plan) {
+    const std::string path = RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
+    if (std::filesystem::exists(path)) found.push_back(path);
+  }
+  if (found.empty()) return;
+  std::string list;
+  for (size_t k = 0; k < std::min<size_t>(found.size(), 3); ++k)
+    list += (k ? ", " : "") + found[k];
+  if (found.size() > 3) list += fmt::format(" and {} more", found.size() - 3);
+  FailInput("'" + opt.out_dir + "' already holds run files of this recipe (" + list +
+            "); pass --resume to keep finished models and continue the others, --overwrite to "
+            "train them all again, or --out for another directory");
+}
+
+// Files the recipe reads must exist before anything is trained (ValidateRecipe checks the recipe
+// alone, so a recipe that fine-tunes a run still to be made validates).
+void CheckInputFiles(const std::vector<PlannedRun>& plan) {
+  for (const auto& r : plan)
+    LEXP_INPUT_CHECK(r.recipe.init_from.empty() ||
+                         std::filesystem::is_regular_file(r.recipe.init_from),
+                     "recipe '" + r.recipe.source_name + "': train.init_from = \"" +
+                         r.recipe.init_from +
+                         "\" is not a file (a completed run file was expected; paths are "
+                         "relative to the working directory)");
+}
+
+}  // namespace
+
+std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
+  CheckMemoryFits(cfg);
+  const std::vector<PlannedRun> plan = PlanRuns(cfg, opt);
+  CheckInputFiles(plan);
+  RefuseToOverwrite(plan, opt);
+  std::error_code ec;
+  std::filesystem::create_directories(opt.out_dir, ec);
+  LEXP_INPUT_CHECK(!ec, "cannot create the output directory '" + opt.out_dir + "': " +
+                            ec.message());
+  std::vector<RunSummary> out;
+  std::vector<std::string> dirs;
+  for (const auto& r : plan) {
+    if (std::find(dirs.begin(), dirs.end(), r.dir) == dirs.end()) dirs.push_back(r.dir);
+    std::filesystem::create_directories(r.dir);
+    RunSummary s;
+    auto fail = [&](const std::string& message) {
+      s.encoding = r.encoding;
+      s.state = "failed";
+      s.message = message;
+      s.path = RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
+      WriteFailedRunFile(r.recipe, r.encoding, s.path, s.message);
+    };
+    try {
+      s = TrainAndEvaluate(r.recipe, r.encoding, r.options);
+    } catch (const Error& e) {
+      fail(e.what());
+    } catch (const std::bad_alloc&) {
+      fail("out of memory (the estimate made before the run did not foresee it)");
+    }
+    s.task = r.recipe.task;
+    s.seed = r.recipe.seed;
+    s.label = r.label;
+    if (opt.progress && s.state != "completed")
+      opt.progress(fmt::format("[{}] {}{}", r.options.label, s.state,
+                               s.message.empty() ? "" : ": " + s.message));
+    out.push_back(s);
   }
   if (opt.figures) {
     for (const auto& dir : dirs)
       for (const auto& png : DrawAllFigures(dir))
         if (opt.progress) opt.progress("figure: " + png);
   }
-  if (task_sweep || seed_sweep || key_sweep) {
+  if (!cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.sweep_key.empty()) {
     const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
     if (opt.progress) opt.progress("summary: " + summary);
     if (opt.figures) {

@@ -16,7 +16,8 @@ namespace lexp {
 
 struct SweepOptions {
   std::string out_dir;
-  bool resume = false;
+  bool resume = false;     // continue interrupted models, keep finished ones
+  bool overwrite = false;  // train every model again even where its run file exists
   bool figures = true;
   std::function<void(const std::string&)> progress;
 };

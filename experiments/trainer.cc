@@ -156,21 +156,32 @@ class Runner {
 
   long LoadState(const std::string& path) {
     CheckpointExtras ex = LoadCheckpoint(path, params_, *adam_);
+    const std::string bad = "file '" + path + "': not a checkpoint of this run (or damaged): ";
+    auto ints = [&](const std::string& key, size_t size) -> const std::vector<int64_t>& {
+      LEXP_INPUT_CHECK(ex.ints.count(key) && (size == 0 || ex.ints[key].size() == size),
+                       bad + "extra/i_" + key);
+      return ex.ints[key];
+    };
     auto set_rng = [&](Rng& r, const std::vector<int64_t>& w) {
-      LEXP_CHECK(w.size() == Rng::kStateWords, "checkpoint '" + path + "': bad RNG state");
       uint64_t s[Rng::kStateWords];
       for (int i = 0; i < Rng::kStateWords; ++i) s[i] = static_cast<uint64_t>(w[i]);
       r.SetState(s);
     };
-    set_rng(data_rng_, ex.ints.at("rng_data"));
-    set_rng(pos_rng_, ex.ints.at("rng_positions"));
+    set_rng(data_rng_, ints("rng_data", Rng::kStateWords));
+    set_rng(pos_rng_, ints("rng_positions", Rng::kStateWords));
+    const long step = ints("step", 1)[0];
     hist_.step = ex.ints["hist_step"];
     hist_.length = ex.ints["hist_length"];
     hist_.loss = ex.doubles["hist_loss"];
     hist_.lr = ex.doubles["hist_lr"];
     hist_.grad_norm = ex.doubles["hist_grad_norm"];
     hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
-    return ex.ints.at("step").at(0);
+    const size_t S = hist_.step.size();
+    LEXP_INPUT_CHECK(step >= 0 && step <= cfg_.steps && hist_.length.size() == S &&
+                         hist_.loss.size() == S && hist_.lr.size() == S &&
+                         hist_.grad_norm.size() == S && hist_.tokens_per_s.size() == S,
+                     bad + "the step and the training history disagree");
+    return step;
   }
 
   void LoadWeights(const std::string& path) {
@@ -255,7 +266,7 @@ class Runner {
   // eval_samples sequences of length n (depth >= 0: at that depth), in evaluation batches.
   EvalRow EvaluateAt(int n, double depth, Rng& data, Rng& positions) {
     return EvaluateLength(parts_, n, cfg_.eval_samples, cfg_.eval_batch_size, depth, data,
-                          positions, eval_buf_);
+                          positions, eval_buf_, cfg_.DecodingFor(*task_));
   }
 
   void Evaluate() {
@@ -275,8 +286,9 @@ class Runner {
     const ProtocolScores p = ScoreEvalRows(eval_, cfg_.train_max_length);
     auto or_zero = [](double x) { return std::isnan(x) ? 0.0 : x; };
     Say(fmt::format(
-        "evaluated {} lengths in {:.1f}s: token accuracy {:.3f} at 1..{}, {:.3f} beyond",
-        eval_.size(), el, or_zero(p.in_distribution), cfg_.train_max_length, or_zero(p.ruoss)));
+        "evaluated {} lengths in {:.1f}s ({}): token accuracy {:.3f} at 1..{}, {:.3f} beyond",
+        eval_.size(), el, DecodingName(cfg_.DecodingFor(*task_)), or_zero(p.in_distribution),
+        cfg_.train_max_length, or_zero(p.ruoss)));
   }
 
   void Probe() {
@@ -393,6 +405,26 @@ class Runner {
     ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
     ev.WriteInts("samples", samples, {E}, "length", "sequences");
     ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
+    const Decoding decoding = cfg_.DecodingFor(*task_);
+    ev.SetAttr("decoding", DecodingName(decoding));
+    ev.SetAttr("end_token", static_cast<int64_t>(layout_.EndsWithEndToken()));
+    if (decoding == Decoding::kGreedy) {
+      std::vector<double> tf_acc, tf_em, ended, written;
+      for (const auto& r : eval_) {
+        tf_acc.push_back(r.teacher_forced_accuracy);
+        tf_em.push_back(r.teacher_forced_exact);
+        ended.push_back(r.ended);
+        written.push_back(r.written_length);
+      }
+      ev.WriteDoubles("teacher_forced_token_accuracy", tf_acc, {E}, "length",
+                      "fraction of scored tokens, each predicted from the true ones before it");
+      ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length",
+                      "fraction of sequences");
+      ev.WriteDoubles("ended", ended, {E}, "length",
+                      "fraction of sequences whose written answer ends with the end token");
+      ev.WriteDoubles("written_length", written, {E}, "length",
+                      "tokens written (end token included), mean over sequences");
+    }
     std::vector<double> acc_ci, em_ci;
     for (const auto& r : eval_) {
       const Interval a =
@@ -507,18 +539,39 @@ class Runner {
 std::vector<EvalRow> ReadEvalRows(const std::string& path) {
   h5::Reader r(path);
   const h5::Group ev = r.root().OpenGroup("eval");
-  const auto len = ev.ReadInts("length"), seq = ev.ReadInts("sequence_length"),
-             samples = ev.ReadInts("samples"), scored = ev.ReadInts("scored_tokens");
-  const auto loss = ev.ReadDoubles("loss"), acc = ev.ReadDoubles("token_accuracy"),
-             em = ev.ReadDoubles("exact_match");
-  const size_t E = len.size();
-  LEXP_INPUT_CHECK(seq.size() == E && samples.size() == E && scored.size() == E &&
-                       loss.size() == E && acc.size() == E && em.size() == E,
-                   "file '" + path + "': the /eval datasets differ in length");
+  const auto len = ev.ReadIntsShaped("length", {h5::Group::kAnySize});
+  const uint64_t E = len.size();
+  const auto seq = ev.ReadIntsShaped("sequence_length", {E}),
+             samples = ev.ReadIntsShaped("samples", {E}),
+             scored = ev.ReadIntsShaped("scored_tokens", {E});
+  const auto loss = ev.ReadDoublesShaped("loss", {E}), acc = ev.ReadDoublesShaped("token_accuracy", {E}),
+             em = ev.ReadDoublesShaped("exact_match", {E});
   std::vector<EvalRow> rows(E);
-  for (size_t i = 0; i < E; ++i)
-    rows[i] = EvalRow{static_cast<int>(len[i]), static_cast<int>(seq[i]),
-                      static_cast<int>(samples[i]), scored[i], loss[i], acc[i], em[i]};
+  const bool greedy = ev.HasAttr("decoding") && ev.AttrString("decoding") == "greedy";
+  std::vector<double> tf_acc, tf_em, ended, written;
+  if (greedy) {
+    tf_acc = ev.ReadDoublesShaped("teacher_forced_token_accuracy", {E});
+    tf_em = ev.ReadDoublesShaped("teacher_forced_exact_match", {E});
+    ended = ev.ReadDoublesShaped("ended", {E});
+    written = ev.ReadDoublesShaped("written_length", {E});
+  }
+  for (size_t i = 0; i < E; ++i) {
+    EvalRow& row = rows[i];
+    row.length = static_cast<int>(len[i]);
+    row.seq_len = static_cast<int>(seq[i]);
+    row.samples = static_cast<int>(samples[i]);
+    row.scored_tokens = scored[i];
+    row.loss = loss[i];
+    row.token_accuracy = acc[i];
+    row.exact_match = em[i];
+    if (greedy) {
+      row.decoding = Decoding::kGreedy;
+      row.teacher_forced_accuracy = tf_acc[i];
+      row.teacher_forced_exact = tf_em[i];
+      row.ended = ended[i];
+      row.written_length = written[i];
+    }
+  }
   return rows;
 }
 

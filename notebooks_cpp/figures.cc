@@ -23,6 +23,9 @@ namespace fs = std::filesystem;
 namespace lexp {
 namespace {
 
+// A shape entry that matches any extent: the anchor dataset of a group fixes the others' shapes.
+constexpr uint64_t kAny = h5::Group::kAnySize;
+
 struct RunData {
   std::string encoding, state;
   int train_max_length = 0;
@@ -42,17 +45,21 @@ RunData ReadRun(const std::string& path) {
   d.state = r.root().OpenGroup("status").AttrString("state");
   if (r.root().Has("eval") && r.root().OpenGroup("eval").Has("length")) {
     h5::Group ev = r.root().OpenGroup("eval");
-    for (auto v : ev.ReadInts("length")) d.length.push_back(static_cast<double>(v));
-    d.accuracy = ev.ReadDoubles("token_accuracy");
-    d.exact = ev.ReadDoubles("exact_match");
-    d.loss = ev.ReadDoubles("loss");
+    std::vector<uint64_t> got;
+    for (auto v : ev.ReadIntsShaped("length", {kAny}, &got))
+      d.length.push_back(static_cast<double>(v));
+    const uint64_t E = got[0];
+    d.accuracy = ev.ReadDoublesShaped("token_accuracy", {E});
+    d.exact = ev.ReadDoublesShaped("exact_match", {E});
+    d.loss = ev.ReadDoublesShaped("loss", {E});
     if (ev.HasAttr("source_entropy_rate")) d.entropy_rate = ev.AttrDouble("source_entropy_rate");
     if (ev.Has("depth_exact_match")) {
-      for (auto v : ev.ReadInts("depth")) d.depth.push_back(static_cast<double>(v));
-      d.depth_exact = ev.ReadDoubles("depth_exact_match");
+      for (auto v : ev.ReadIntsShaped("depth", {kAny}, &got))
+        d.depth.push_back(static_cast<double>(v));
+      d.depth_exact = ev.ReadDoublesShaped("depth_exact_match", {E, got[0]});
     }
     if (ev.Has("token_accuracy_ci")) {
-      const auto ci = ev.ReadDoubles("token_accuracy_ci");
+      const auto ci = ev.ReadDoublesShaped("token_accuracy_ci", {E, 2});
       for (size_t i = 0; 2 * i + 1 < ci.size(); ++i) {
         d.accuracy_lo.push_back(ci[2 * i]);
         d.accuracy_hi.push_back(ci[2 * i + 1]);
@@ -61,10 +68,13 @@ RunData ReadRun(const std::string& path) {
   }
   if (r.root().Has("analysis") && r.root().OpenGroup("analysis").Has("probe_length")) {
     h5::Group an = r.root().OpenGroup("analysis");
-    for (auto v : an.ReadInts("probe_length")) d.probe_length.push_back(static_cast<double>(v));
-    d.entropy = an.ReadDoubles("entropy_mean");
-    d.log_visible = an.ReadDoubles("log_visible_keys");
-    d.max_logit = an.ReadDoubles("max_logit_mean");
+    std::vector<uint64_t> got;
+    for (auto v : an.ReadIntsShaped("probe_length", {kAny}, &got))
+      d.probe_length.push_back(static_cast<double>(v));
+    const uint64_t P = got[0];
+    d.entropy = an.ReadDoublesShaped("entropy_mean", {P});
+    d.log_visible = an.ReadDoublesShaped("log_visible_keys", {P});
+    d.max_logit = an.ReadDoublesShaped("max_logit_mean", {P});
   }
   return d;
 }
@@ -162,7 +172,7 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
     ++block;
   }
   dat.close();
-  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
+  LEXP_INPUT_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name +
        ".dat (written by lexp from the run files)\n";
@@ -213,7 +223,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
     ++block;
   }
   dat.close();
-  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has attention analysis");
+  LEXP_INPUT_CHECK(block > 0, "no run in '" + run_dir + "' has attention analysis");
   plot_ent += fmt::format(
       ", '{}.dat' index 0 using 1:3 with lines dt 3 lw 2 lc rgb 'black' "
       "title 'uniform: mean ln(visible keys)'",
@@ -244,9 +254,11 @@ std::string DrawPeTable(const std::string& file) {
   const fs::path dir = FigureDirNextTo(file);
   const std::string name = "pe_table";
   h5::Group rot = root.OpenGroup("rotary"), bias = root.OpenGroup("bias");
-  std::vector<uint64_t> dims;
-  const auto wl = rot.ReadDoubles("wavelength", &dims);
   const std::vector<std::string> rules = SplitCommas(rot.AttrString("rules"));
+  LEXP_INPUT_CHECK(!rules.empty(), "file '" + file + "': attribute /rotary/rules names no rule");
+  // One wavelength row per rule named in the attribute.
+  std::vector<uint64_t> dims;
+  const auto wl = rot.ReadDoublesShaped("wavelength", {rules.size(), kAny}, &dims);
   const uint64_t P = dims[1];
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# block 0: pair k, then the wavelength (tokens) of each rule: ";
@@ -259,8 +271,11 @@ std::string DrawPeTable(const std::string& file) {
   }
   const std::vector<std::string> fams = {"alibi", "sandwich", "kerple_log", "kerple_power"};
   std::vector<std::vector<double>> b;
+  // Every family has the shape of the first, [head, distance]; block 1 reads head 0.
   std::vector<uint64_t> bd;
-  for (const auto& f : fams) b.push_back(bias.ReadDoubles(f, &bd));
+  b.push_back(bias.ReadDoublesShaped(fams[0], {kAny, kAny}, &bd));
+  for (size_t fi = 1; fi < fams.size(); ++fi) b.push_back(bias.ReadDoublesShaped(fams[fi], bd));
+  LEXP_INPUT_CHECK(bd[0] > 0, "file '" + file + "': the biases in /bias have no head");
   dat << "\n\n# block 1: distance, then b(d) of head 0 for: alibi sandwich kerple_log "
          "kerple_power\n";
   for (uint64_t d = 1; d < bd[1]; ++d) {
@@ -274,10 +289,14 @@ std::string DrawPeTable(const std::string& file) {
     h5::Group lg = root.OpenGroup("learned");
     std::vector<std::vector<double>> cols;
     uint64_t n_d = 0;
+    bool first = true;
     for (const auto& run : lg.Children()) {
       std::vector<uint64_t> ld;
-      const auto v = lg.ReadDoubles(run, &ld);  // [layer, head, distance]
-      n_d = n_d == 0 ? ld[2] : std::min(n_d, ld[2]);
+      const auto v = lg.ReadDoublesShaped(run, {kAny, kAny, kAny}, &ld);  // [layer, head, distance]
+      LEXP_INPUT_CHECK(ld[0] > 0, "file '" + file + "': /learned/" + run + " has no layer");
+      // A run with no distance leaves block 2 empty rather than shorter than the others' columns.
+      n_d = first ? ld[2] : std::min(n_d, ld[2]);
+      first = false;
       for (uint64_t h = 0; h < ld[1]; ++h) {
         cols.emplace_back(v.begin() + h * ld[2], v.begin() + (h + 1) * ld[2]);
         learned_titles.push_back(fmt::format("{} head {}", run, h));
@@ -348,9 +367,12 @@ std::string DrawScoreTable(const std::string& file) {
   const auto tasks = SplitCommas(root.AttrString("tasks"));
   const auto encs = SplitCommas(root.AttrString("encodings"));
   h5::Group g = root.OpenGroup("scores");
-  const auto mx = g.ReadDoubles("ruoss_max"), mean = g.ReadDoubles("ruoss_mean"),
-             sd = g.ReadDoubles("ruoss_sd");
   const size_t E = encs.size();
+  // [task, encoding], as the two list attributes name them.
+  const std::vector<uint64_t> shape = {tasks.size(), E};
+  const auto mx = g.ReadDoublesShaped("ruoss_max", shape),
+             mean = g.ReadDoublesShaped("ruoss_mean", shape),
+             sd = g.ReadDoublesShaped("ruoss_sd", shape);
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# encoding_index task_index ruoss_max ruoss_mean ruoss_sd (tasks: "
       << root.AttrString("tasks") << "; encodings: " << root.AttrString("encodings") << ")\n";
@@ -405,7 +427,7 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
     dat << "\n\n";
   }
   dat.close();
-  LEXP_CHECK(!with.empty(), "no run in '" + run_dir + "' has a depth axis");
+  LEXP_INPUT_CHECK(!with.empty(), "no run in '" + run_dir + "' has a depth axis");
   const RunData& f = *with[0];
   std::string xt, yt;
   const size_t step = std::max<size_t>(1, f.length.size() / 8);
@@ -441,9 +463,13 @@ std::string DrawTheory(const std::string& file) {
   const double T = root.AttrDouble("train_length");
   h5::Group ex = root.OpenGroup("expectation"), dec = root.OpenGroup("decay"),
             crit = root.OpenGroup("critical");
-  const auto rope = ex.ReadDoubles("rope"), xpos = ex.ReadDoubles("xpos");
+  // The curves share the distance axis of `rope`, which bounds the rows drawn.
+  std::vector<uint64_t> got;
+  const auto rope = ex.ReadDoublesShaped("rope", {kAny}, &got);
+  const uint64_t M = got[0];
+  const auto xpos = ex.ReadDoublesShaped("xpos", {M});
   const bool scaled = ex.Has("rope_scaled");
-  const auto sc = scaled ? ex.ReadDoubles("rope_scaled") : std::vector<double>{};
+  const auto sc = scaled ? ex.ReadDoublesShaped("rope_scaled", {M}) : std::vector<double>{};
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# block 0: distance n, s(n)/sqrt(d) for RoPE, xPos" << (scaled ? ", RoPE scaled" : "")
       << " (log-spaced rows of the file's curves)\n";
@@ -458,10 +484,11 @@ std::string DrawTheory(const std::string& file) {
     dat << "\n";
   }
   dat << "\n\n# block 1: distance r, RoFormer decay bound D(r)\n";
-  const auto rd = dec.ReadDoubles("distance"), bd = dec.ReadDoubles("bound");
+  const auto rd = dec.ReadDoublesShaped("distance", {kAny}, &got);
+  const auto bd = dec.ReadDoublesShaped("bound", {got[0]});
   for (size_t i = 1; i < rd.size(); ++i) dat << rd[i] << " " << bd[i] << "\n";
   dat << "\n\n# block 2: pair k, period (tokens)\n";
-  const auto per = crit.ReadDoubles("pair_period");
+  const auto per = crit.ReadDoublesShaped("pair_period", {kAny});
   for (size_t k = 0; k < per.size(); ++k) dat << k << " " << per[k] << "\n";
   const bool mc = ex.Has("monte_carlo");
   std::string mc_title;
@@ -469,10 +496,14 @@ std::string DrawTheory(const std::string& file) {
     const h5::Group g = ex.OpenGroup("monte_carlo");
     dat << "\n\n# block 3: distance n, Monte-Carlo mean, standard error, closed form for RoPE, "
            "then xPos; all / sqrt(d)\n";
-    const auto n = g.ReadDoubles("distance");
-    const auto rm = g.ReadDoubles("rope_mean"), rs = g.ReadDoubles("rope_standard_error"),
-               rc = g.ReadDoubles("rope_closed_form"), xm = g.ReadDoubles("xpos_mean"),
-               xs = g.ReadDoubles("xpos_standard_error"), xc = g.ReadDoubles("xpos_closed_form");
+    const auto n = g.ReadDoublesShaped("distance", {kAny}, &got);
+    const std::vector<uint64_t> shape = {got[0]};
+    const auto rm = g.ReadDoublesShaped("rope_mean", shape),
+               rs = g.ReadDoublesShaped("rope_standard_error", shape),
+               rc = g.ReadDoublesShaped("rope_closed_form", shape),
+               xm = g.ReadDoublesShaped("xpos_mean", shape),
+               xs = g.ReadDoublesShaped("xpos_standard_error", shape),
+               xc = g.ReadDoublesShaped("xpos_closed_form", shape);
     for (size_t i = 0; i < n.size(); ++i)
       dat << n[i] << " " << rm[i] / sd << " " << rs[i] / sd << " " << rc[i] / sd << " "
           << xm[i] / sd << " " << xs[i] / sd << " " << xc[i] / sd << "\n";
@@ -572,11 +603,12 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     std::sort(lengths.begin(), lengths.end());
     for (const auto& [n, child] : lengths) {
       const h5::Group pg = geo.OpenGroup(child);
-      const auto res = pg.ReadDoubles("resolution");
+      std::vector<uint64_t> lh;  // [layer, head]
+      const auto res = pg.ReadDoublesShaped("resolution", {kAny, kAny}, &lh);
       c.probe_length.push_back(static_cast<double>(n));
       c.resolution.push_back(MeanOverHeads(res, res.size(), 1)[0]);
       if (pg.Has("js_vs_reference")) {
-        const auto js = pg.ReadDoubles("js_vs_reference");
+        const auto js = pg.ReadDoublesShaped("js_vs_reference", lh);
         c.js.push_back(MeanOverHeads(js, js.size(), 1)[0]);
       } else {
         c.js.push_back(std::numeric_limits<double>::quiet_NaN());
@@ -585,9 +617,10 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     const h5::Group an = root.OpenGroup("analysis");
     if (an.Has("expectation")) {
       const h5::Group ex = an.OpenGroup("expectation");
-      std::vector<uint64_t> rd;
-      const auto res = ex.ReadDoubles("resolution", &rd);
-      for (auto v : ex.ReadInts("length")) c.eval_length.push_back(static_cast<double>(v));
+      std::vector<uint64_t> rd;  // [length, layer, head]
+      const auto res = ex.ReadDoublesShaped("resolution", {kAny, kAny, kAny}, &rd);
+      for (auto v : ex.ReadIntsShaped("length", {rd[0]}))
+        c.eval_length.push_back(static_cast<double>(v));
       c.eval_resolution.assign(rd[0], 0.0);
       for (uint64_t x = 0; x < rd[0]; ++x) {
         const std::vector<double> row(res.begin() + x * rd[1] * rd[2],
@@ -597,13 +630,13 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     }
     const h5::Group g = geo.OpenGroup(best);
     c.length = static_cast<int>(g.AttrInt("length"));
-    std::vector<uint64_t> dims;
-    const auto run = g.ReadDoubles("logit_running_max", &dims);
-    const auto ent = g.ReadDoubles("entropy_by_query");
-    const auto dist = g.ReadDoubles("attended_distance_mean");
-    c.visible = g.ReadDoubles("visible_keys");
+    std::vector<uint64_t> dims;  // [layer, head, query or distance]
+    const auto run = g.ReadDoublesShaped("logit_running_max", {kAny, kAny, kAny}, &dims);
+    const auto ent = g.ReadDoublesShaped("entropy_by_query", dims);
+    const auto dist = g.ReadDoublesShaped("attended_distance_mean", dims);
+    c.visible = g.ReadDoublesShaped("visible_keys", {dims[2]});
     const uint64_t LH = dims[0] * dims[1], T = dims[2];
-    c.expectation = MeanOverHeads(g.ReadDoubles("logit_mean_by_distance"), LH, T);
+    c.expectation = MeanOverHeads(g.ReadDoublesShaped("logit_mean_by_distance", dims), LH, T);
     c.running_max.assign(T, 0.0);
     c.entropy.assign(T, 0.0);
     c.distance.assign(T, 0.0);
@@ -741,7 +774,7 @@ std::string DrawPerplexityVsLength(const std::string& run_dir) {
     ++block;
   }
   dat.close();
-  LEXP_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation losses");
+  LEXP_INPUT_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation losses");
   std::string s = "# Perplexity vs evaluation length against the source entropy rate; data in " +
                   name + ".dat\n";
   s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",

@@ -18,6 +18,8 @@ namespace lexp {
 namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925286766559;
+// A shape entry that matches any extent: the anchor dataset of a group fixes the others' shapes.
+constexpr uint64_t kAny = h5::Group::kAnySize;
 
 }  // namespace
 
@@ -40,11 +42,11 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
     for (const char* v : {"plain", "log_n", "yarn", "lambda"}) {
       if (!g.Has(v)) continue;
       const h5::Group vg = g.OpenGroup(v);
-      std::vector<uint64_t> dims;
-      const auto e = vg.ReadDoubles("entropy_by_query", &dims);
+      std::vector<uint64_t> dims;  // [layer, head, query]
+      const auto e = vg.ReadDoublesShaped("entropy_by_query", {kAny, kAny, kAny}, &dims);
       p.names.push_back(v);
       p.entropy.push_back(MeanOverHeads(e, dims[0] * dims[1], dims[2]));
-      p.visible.push_back(vg.ReadDoubles("visible_keys"));
+      p.visible.push_back(vg.ReadDoublesShaped("visible_keys", {dims[2]}));
     }
     if (!p.names.empty()) panels.push_back(std::move(p));
   }
@@ -117,13 +119,17 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
     rp.measured_remove = static_cast<int>(g.AttrInt("measured_boundary_remove"));
     rp.train_tokens = static_cast<int>(g.AttrInt("train_length"));
     const int N = static_cast<int>(g.AttrInt("train_max_length"));
-    const auto train = g.ReadDoubles("train_angle");
-    std::vector<uint64_t> edims, cdims, adims;
-    const auto eval = g.ReadDoubles("eval_angle", &edims);
-    const auto near = g.ReadDoubles("contribution_near", &cdims);
-    const auto far = g.ReadDoubles("contribution_far");
-    const auto abl = g.ReadDoubles("ablation_loss", &adims);
-    const auto lengths = g.ReadInts("eval_length");
+    // Shapes as rotary_pairs.cc writes them: P pairs from train_angle, E lengths from eval_angle.
+    std::vector<uint64_t> tdims, edims, cdims;
+    const auto train = g.ReadDoublesShaped("train_angle", {kAny}, &tdims);
+    const auto eval = g.ReadDoublesShaped("eval_angle", {kAny, tdims[0]}, &edims);
+    const auto near = g.ReadDoublesShaped("contribution_near", {kAny, kAny, tdims[0]}, &cdims);
+    const auto far = g.ReadDoublesShaped("contribution_far", cdims);
+    const auto abl = g.ReadDoublesShaped("ablation_loss", {2, tdims[0] + 1, edims[0]});
+    const auto lengths = g.ReadIntsShaped("eval_length", {edims[0]});
+    // The evaluation periods are those of the longest (last) length.
+    LEXP_INPUT_CHECK(edims[0] > 0,
+                     "file '" + path + "': /analysis/rotary has no evaluation length");
     rp.P = static_cast<int>(train.size());
     const uint64_t E = edims[0], P = rp.P;
     for (uint64_t k = 0; k < P; ++k) {
@@ -216,13 +222,16 @@ std::string DrawBaseLaw(const std::string& file) {
   const auto& root = r.root();
   LEXP_INPUT_CHECK(root.Has("measured_limit"),
                    "'" + file + "' is not a base_law.h5 file (lexp base-law)");
-  const auto base = root.ReadDoubles("base");
-  const auto pred = root.ReadDoubles("predicted_limit");
-  const auto own = root.ReadDoubles("predicted_limit_own");
-  const auto meas = root.ReadDoubles("measured_limit");
-  const auto cens = root.ReadInts("censored");
-  const auto learnt =
-      root.Has("learnt") ? root.ReadInts("learnt") : std::vector<int64_t>(base.size(), 1);
+  // One entry per run, as many as `base` has.
+  std::vector<uint64_t> got;
+  const auto base = root.ReadDoublesShaped("base", {kAny}, &got);
+  LEXP_INPUT_CHECK(!base.empty(), "file '" + file + "': dataset 'base' lists no run");
+  const auto pred = root.ReadDoublesShaped("predicted_limit", got);
+  const auto own = root.ReadDoublesShaped("predicted_limit_own", got);
+  const auto meas = root.ReadDoublesShaped("measured_limit", got);
+  const auto cens = root.ReadIntsShaped("censored", got);
+  const auto learnt = root.Has("learnt") ? root.ReadIntsShaped("learnt", got)
+                                         : std::vector<int64_t>(base.size(), 1);
   int not_learnt = 0;
   for (auto x : learnt) not_learnt += x == 0;
   const fs::path dir = FigureDirNextTo(file);

@@ -15,6 +15,7 @@ class AssociativeRecallTask final : public Task {
  public:
   explicit AssociativeRecallTask(int vocab) : vocab_(vocab > 0 ? vocab : 128) {}
   std::string Name() const override { return "associative_recall"; }
+  bool HasAnswer() const override { return false; }
   int InputAlphabet() const override { return vocab_; }
   int OutputAlphabet() const override { return vocab_; }
   bool SharedAlphabet() const override { return true; }

@@ -28,6 +28,7 @@ std::vector<int> Concat(std::vector<int> a, int sep, const std::vector<int>& b) 
 
 class CopyVariant final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   CopyVariant(std::string name, int vocab) : name_(std::move(name)), v_(vocab > 0 ? vocab : 100) {}
   std::string Name() const override { return name_; }
   int InputAlphabet() const override { return v_ + 1; }  // + NEXT (output only)
@@ -63,6 +64,7 @@ class CopyVariant final : public Task {
 
 class Addition final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   std::string Name() const override { return "addition"; }
   int InputAlphabet() const override { return 11; }
   int OutputAlphabet() const override { return 10; }
@@ -88,6 +90,7 @@ class Addition final : public Task {
 
 class Summation final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   std::string Name() const override { return "summation"; }
   int InputAlphabet() const override { return 11; }
   int OutputAlphabet() const override { return 10; }
@@ -106,6 +109,7 @@ class Summation final : public Task {
 
 class Parity final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   std::string Name() const override { return "parity"; }
   int InputAlphabet() const override { return 2; }
   int OutputAlphabet() const override { return 2; }
@@ -118,6 +122,7 @@ class Parity final : public Task {
 
 class Sort final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   explicit Sort(int vocab) : v_(vocab > 0 ? vocab : 50) {}
   std::string Name() const override { return "sort"; }
   int InputAlphabet() const override { return v_; }
@@ -135,6 +140,7 @@ class Sort final : public Task {
 
 class Lego final : public Task {
  public:
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   static constexpr int kVars = 26, kPlus = 26, kMinus = 27, kOne = 28, kQuery = 29;
   std::string Name() const override { return "lego"; }
   int InputAlphabet() const override { return 30; }

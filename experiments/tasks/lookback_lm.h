@@ -22,6 +22,7 @@ class LookbackLmTask final : public Task {
   static constexpr double kRepeat = 0.8;
   explicit LookbackLmTask(int vocab);
   std::string Name() const override { return "lookback_lm"; }
+  bool HasAnswer() const override { return false; }
   int InputAlphabet() const override { return V_; }
   int OutputAlphabet() const override { return V_; }
   bool SharedAlphabet() const override { return true; }

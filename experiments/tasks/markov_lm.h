@@ -22,6 +22,7 @@ class MarkovLmTask final : public Task {
   static constexpr int kChains = 4, kSuccessors = 4;
   explicit MarkovLmTask(int vocab);
   std::string Name() const override { return "markov_lm"; }
+  bool HasAnswer() const override { return false; }
   int InputAlphabet() const override { return V_; }
   int OutputAlphabet() const override { return V_; }
   bool SharedAlphabet() const override { return true; }

@@ -18,6 +18,7 @@ class MultiQueryRecallTask final : public Task {
   static constexpr double kPowerA = 0.01;
   explicit MultiQueryRecallTask(int vocab) : vocab_(vocab > 0 ? vocab : 256) {}
   std::string Name() const override { return "mqar"; }
+  bool HasAnswer() const override { return false; }
   int InputAlphabet() const override { return vocab_; }
   int OutputAlphabet() const override { return vocab_; }
   bool SharedAlphabet() const override { return true; }

@@ -15,6 +15,8 @@ class PasskeyTask final : public Task {
  public:
   static constexpr int kFiller = 10, kDigits = 5, kKey = 20, kQuery = 21;
   std::string Name() const override { return "passkey"; }
+  // Mohtashami & Jaggi generate the continuation and compare the key it holds.
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }
   int InputAlphabet() const override { return 22; }
   int OutputAlphabet() const override { return 10; }
   bool HasDepth() const override { return true; }

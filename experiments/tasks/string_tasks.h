@@ -13,6 +13,7 @@ class CopyTask final : public Task {
  public:
   explicit CopyTask(int vocab) : vocab_(vocab > 0 ? vocab : 100) {}
   std::string Name() const override { return "copy"; }
+  Decoding SourceDecoding() const override { return Decoding::kGreedy; }  // Kazemnejad et al.
   int InputAlphabet() const override { return vocab_; }
   int OutputAlphabet() const override { return vocab_; }
   bool SharedAlphabet() const override { return true; }

@@ -21,6 +21,14 @@ struct Example {
       output_scored;  // 1 where the output symbol is a target (same size as output)
 };
 
+// How an evaluation reads the model's answer. Teacher forcing scores the prediction of each answer
+// token given the true ones before it (the length of the answer is known from the layout); greedy
+// decoding lets the model write its answer from the separator, each token its own argmax, until it
+// writes the end token or reaches a cap, so stopping at the right length is part of the task
+// (Newman et al. 2020, "The EOS decision and length extrapolation", arXiv:2010.07174).
+enum class Decoding { kTeacherForced, kGreedy };
+const char* DecodingName(Decoding d);  // "teacher_forced" | "greedy"
+
 struct TaskOptions {
   int vocab = 0;  // task-specific alphabet size; 0 = the task's default
 };
@@ -45,6 +53,13 @@ class Task {
   virtual Example SampleAtDepth(int n, double /*depth*/, Rng& rng) const { return Sample(n, rng); }
   // Language-modelling sources: the source's entropy rate in nats per token (NaN: not a source).
   virtual double EntropyRate() const { return std::numeric_limits<double>::quiet_NaN(); }
+  // True when the output is an answer the model writes token by token: every output symbol is
+  // scored and none is given. The decoder layout then ends it with an end token, and greedy
+  // decoding applies. False for language-modelling sources, query streams (MQAR, associative
+  // recall) and outputs padded past their own end symbol (the Chomsky termination masks).
+  virtual bool HasAnswer() const { return true; }
+  // The decoding the task's source evaluated it with (the default of eval.decoding = "task").
+  virtual Decoding SourceDecoding() const { return Decoding::kTeacherForced; }
 };
 
 struct TaskInfo {

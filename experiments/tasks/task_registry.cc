@@ -14,6 +14,10 @@
 
 namespace lexp {
 
+const char* DecodingName(Decoding d) {
+  return d == Decoding::kGreedy ? "greedy" : "teacher_forced";
+}
+
 const std::vector<TaskInfo>& ListTasks() {
   static const std::vector<TaskInfo> kList = {
       {"copy", "copy n random tokens from a pool of `vocab` (default 100)",

@@ -237,6 +237,46 @@ std::vector<int64_t> Group::ReadInts(const std::string& name, std::vector<uint64
   return ReadRaw<int64_t>(id(), name, H5T_NATIVE_INT64, dims);
 }
 
+namespace {
+std::string DimsText(const std::vector<uint64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i)
+    s += (i ? ", " : "") + (d[i] == Group::kAnySize ? std::string("any") : std::to_string(d[i]));
+  return s + "]";
+}
+void CheckShape(const Group& g, const std::string& name, const std::vector<uint64_t>& got,
+                const std::vector<uint64_t>& want) {
+  bool ok = got.size() == want.size();
+  for (size_t i = 0; ok && i < got.size(); ++i)
+    ok = want[i] == Group::kAnySize || want[i] == got[i];
+  if (!ok)
+    FailInput("file '" + g.FileName() + "': dataset '" + name + "' has shape " + DimsText(got) +
+              ", expected " + DimsText(want) + " (the file is damaged or was not written by lexp)");
+}
+}  // namespace
+
+std::vector<double> Group::ReadDoublesShaped(const std::string& name,
+                                             const std::vector<uint64_t>& dims,
+                                             std::vector<uint64_t>* got) const {
+  std::vector<uint64_t> d;
+  auto v = ReadDoubles(name, &d);
+  CheckShape(*this, name, d, dims);
+  if (got) *got = d;
+  return v;
+}
+
+std::vector<int64_t> Group::ReadIntsShaped(const std::string& name,
+                                           const std::vector<uint64_t>& dims,
+                                           std::vector<uint64_t>* got) const {
+  std::vector<uint64_t> d;
+  auto v = ReadInts(name, &d);
+  CheckShape(*this, name, d, dims);
+  if (got) *got = d;
+  return v;
+}
+
+std::string Group::FileName() const { return FileOf(id()); }
+
 std::string Group::ReadString(const std::string& name) const {
   Handle ds = CheckRead(H5Dopen2(id(), name.c_str(), H5P_DEFAULT), H5Dclose, id(),
                         "no dataset '" + name + "'");

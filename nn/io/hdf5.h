@@ -77,7 +77,17 @@ class Group {
 
   std::vector<double> ReadDoubles(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
   std::vector<int64_t> ReadInts(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
+  // Datasets that must have exactly `dims` (kAnySize matches any extent; *got receives the actual
+  // dims); otherwise an input error naming the file, the dataset and both shapes. Every reader of a
+  // file it did not just write checks shapes this way.
+  static constexpr uint64_t kAnySize = ~uint64_t{0};
+  std::vector<double> ReadDoublesShaped(const std::string& name, const std::vector<uint64_t>& dims,
+                                        std::vector<uint64_t>* got = nullptr) const;
+  std::vector<int64_t> ReadIntsShaped(const std::string& name, const std::vector<uint64_t>& dims,
+                                      std::vector<uint64_t>* got = nullptr) const;
   std::string ReadString(const std::string& name) const;
+  // The file holding this group, for messages.
+  std::string FileName() const;
 
   void SetAttr(const std::string& name, const std::string& value) const;
   void SetAttr(const std::string& name, const char* value) const { SetAttr(name, std::string(value)); }

@@ -52,13 +52,15 @@ CheckpointExtras LoadCheckpoint(const std::string& path, const std::vector<Param
   opt.set_step_count(adam.AttrInt("adam_step"));
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
-    LEXP_CHECK(params_g.Has(p.name), "checkpoint '" + path + "' has no parameter " + p.name);
-    std::vector<double> vals = params_g.ReadDoubles(p.name);
-    LEXP_CHECK(static_cast<long>(vals.size()) == p.size,
-               "checkpoint '" + path + "': parameter " + p.name + " has another shape");
+    // A checkpoint of another model (or a damaged one) is the user's input, not a lexp bug.
+    LEXP_INPUT_CHECK(params_g.Has(p.name),
+                     "file '" + path + "': the checkpoint has no parameter " + p.name);
+    // The optimizer steps every moment element-wise against the parameter, so both must match it.
+    const std::vector<uint64_t> shape = {static_cast<uint64_t>(p.size)};
+    std::vector<double> vals = params_g.ReadDoublesShaped(p.name, shape);
     for (long j = 0; j < p.size; ++j) p.value[j] = static_cast<S>(vals[j]);
-    opt.first_moments()[i] = m.ReadDoubles(p.name);
-    opt.second_moments()[i] = v.ReadDoubles(p.name);
+    opt.first_moments()[i] = m.ReadDoublesShaped(p.name, shape);
+    opt.second_moments()[i] = v.ReadDoublesShaped(p.name, shape);
   }
   CheckpointExtras extra;
   h5::Group ex = r.root().OpenGroup("extra");

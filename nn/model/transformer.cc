@@ -141,14 +141,16 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
 }
 
 template <typename S>
-void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool backward) {
-  const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
+void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride,
+                                      const std::vector<double>& pos, bool is_query,
+                                      bool backward) {
+  const int H = cfg_.n_heads, D = cfg_.HeadDim();
   const long C = cfg_.d_model;
-  ParallelFor(static_cast<long>(B_) * H, [&](long task) {
+  ParallelFor(static_cast<long>(B) * H, [&](long task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     AttentionContext ctx{
-        l, h, H, D, T, pos_.data(), &ActivePattern(), ActivePattern().PlainDistance()};
-    S* x = m.data() + static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+        l, h, H, D, T, pos.data(), &ActivePattern(), ActivePattern().PlainDistance()};
+    S* x = m.data() + static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
     if (backward)
       enc_->TransformQKBackward(ctx, is_query, x, C);
     else
@@ -175,8 +177,8 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
   c.k = c.qkv.middleCols(C, C);
   c.v = c.qkv.rightCols(C);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(l, c.q, true, false);
-    ApplyQKTransform(l, c.k, false, false);
+    ApplyQKTransform(l, c.q, B_, T_, T_, pos_, true, false);
+    ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
   }
   AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l,
                    training || c.attn.capture_logits, c.attn, c.att);
@@ -263,8 +265,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_, d_k_,
                     d_v_);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(l, d_q_, true, true);
-    ApplyQKTransform(l, d_k_, false, true);
+    ApplyQKTransform(l, d_q_, B_, T_, T_, pos_, true, true);
+    ApplyQKTransform(l, d_k_, B_, T_, T_, pos_, false, true);
   }
   Resize(d_qkv_, N, 3 * C);
   d_qkv_.leftCols(C) = d_q_;
@@ -290,6 +292,99 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
   for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);
   if (enc_->Uses(kSiteEmbedding)) enc_->EmbeddingBackward(pos_, tokens, B_, d_x_);
   EmbeddingBackward(tokens, d_x_, g_.tok_emb);
+}
+
+template <typename S>
+void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>& pos) {
+  LEXP_CHECK(B > 0 && capacity > 0 && static_cast<int>(pos.size()) == capacity,
+             "decode: position ids must cover the capacity");
+  const long C = cfg_.d_model, rows = static_cast<long>(B) * capacity;
+  dec_B_ = B;
+  dec_cap_ = capacity;
+  dec_T_ = 0;
+  dec_pos_all_ = pos;
+  dec_k_.resize(cfg_.n_layers);
+  dec_v_.resize(cfg_.n_layers);
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    ResizeZero(dec_k_[l], rows, C);
+    ResizeZero(dec_v_[l], rows, C);
+  }
+  ResizeZero(dec_q_, rows, C);
+  ResizeZero(dec_kt_, rows, C);
+  ResizeZero(dec_att_, rows, C);
+}
+
+// One block over the n new rows x [B*n, C] (positions t0..t0+n of each sequence), in place: the
+// forward of BlockForward, with keys and values of rows < t0 taken from the decode cache.
+template <typename S>
+void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
+  auto& p = p_.blocks[l];
+  auto& c = dec_c_;
+  const int B = dec_B_, T = t0 + n, H = cfg_.n_heads, D = cfg_.HeadDim();
+  const long C = cfg_.d_model, cap = dec_cap_;
+  const Mat<S>* a_in = &x;
+  if (cfg_.pre_ln) {
+    LayerNormForward(x, p.ln1, c.a_in, c.ln1);
+    a_in = &c.a_in;
+  }
+  LinearForward(*a_in, p.qkv, c.qkv);  // [B*n, 3C]
+  for (int b = 0; b < B; ++b)
+    for (int r = 0; r < n; ++r) {
+      const long src = static_cast<long>(b) * n + r, dst = b * cap + t0 + r;
+      dec_q_.row(dst) = c.qkv.row(src).head(C);
+      dec_k_[l].row(dst) = c.qkv.row(src).segment(C, C);
+      dec_v_[l].row(dst) = c.qkv.row(src).tail(C);
+    }
+  for (int b = 0; b < B; ++b) dec_kt_.middleRows(b * cap, T) = dec_k_[l].middleRows(b * cap, T);
+  if (enc_->Uses(kSiteQKTransform)) {
+    ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false);
+    ApplyQKTransform(l, dec_kt_, B, T, cap, dec_pos_, false, false);
+  }
+  AttentionShape sh{B, T, H, D, t0, dec_cap_};
+  AttentionForward(dec_q_, dec_kt_, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
+                   c.attn, dec_att_);
+  Resize(c.att, static_cast<long>(B) * n, C);
+  for (int b = 0; b < B; ++b) c.att.middleRows(static_cast<long>(b) * n, n) =
+      dec_att_.middleRows(b * cap + t0, n);
+  LinearForward(c.att, p.proj, c.tmp);
+  Resize(c.x_mid, x.rows(), C);
+  if (cfg_.pre_ln) {
+    c.x_mid = x + c.tmp;
+    LayerNormForward(c.x_mid, p.ln2, c.m_in, c.ln2);
+  } else {
+    c.tmp += x;
+    LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
+    c.m_in = c.x_mid;
+  }
+  LinearForward(c.m_in, p.fc1, c.f1);
+  GeluForward(c.f1, c.g);
+  LinearForward(c.g, p.fc2, c.tmp);
+  if (cfg_.pre_ln) {
+    x = c.x_mid + c.tmp;
+  } else {
+    c.tmp += c.x_mid;
+    c.a_in = c.tmp;
+    LayerNormForward(c.a_in, p.ln2, x, c.ln2);
+  }
+}
+
+template <typename S>
+void Transformer<S>::DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits) {
+  const int B = dec_B_, t0 = dec_T_;
+  LEXP_CHECK(B > 0 && n > 0 && t0 + n <= dec_cap_, "decode: beyond the capacity of DecodeStart");
+  LEXP_CHECK(static_cast<long>(tokens.size()) == static_cast<long>(B) * n,
+             "decode: tokens size is not B*n");
+  dec_T_ = t0 + n;
+  dec_pos_.assign(dec_pos_all_.begin(), dec_pos_all_.begin() + dec_T_);
+  enc_->Prepare(dec_pos_, ActivePattern().MaxDistance(PositionSpan(dec_pos_)));
+  EmbeddingForward(tokens, p_.tok_emb, dec_x_);
+  if (enc_->Uses(kSiteEmbedding)) {
+    const std::vector<double> pos_new(dec_pos_.begin() + t0, dec_pos_.end());
+    enc_->AddEmbedding(pos_new, tokens, B, dec_x_);
+  }
+  for (int l = 0; l < cfg_.n_layers; ++l) DecodeBlock(l, dec_x_, t0, n);
+  LayerNormForward(dec_x_, p_.ln_f, dec_y_, dec_lnf_);
+  LinearForward(dec_y_, p_.head, logits);
 }
 
 template class Transformer<float>;

@@ -87,6 +87,18 @@ class Transformer {
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
 
+  // Incremental decoding, for greedy generation: B sequences grow together, up to `capacity`
+  // tokens, with position ids pos [capacity] fixed in advance. DecodeAppend adds n tokens to every
+  // sequence (tokens [B*n], sequence-major) and writes the logits of the added positions
+  // ([B*n, V]). Keys and values of earlier positions are kept per layer, so a step costs its new
+  // tokens only; sites 1-3 are redone over the whole prefix at every step (Prepare and the q/k
+  // transform see pos[0..T) as a forward pass of length T would), so encodings whose tables depend
+  // on the length (dynamic scaling rules, xPos's centring) stay consistent. The logits of a row
+  // equal those of a forward pass over the same prefix, up to float rounding.
+  void DecodeStart(int B, int capacity, const std::vector<double>& pos);
+  void DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits);
+  int DecodedLength() const { return dec_T_; }
+
 
  private:
   const AttentionPattern& ActivePattern() const {
@@ -94,7 +106,10 @@ class Transformer {
   }
   void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
-  void ApplyQKTransform(int l, Mat<S>& m, bool is_query, bool backward);
+  // Site 3 on rows [0, T) of every (sequence, head) of m, sequences `stride` rows apart.
+  void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,
+                        bool is_query, bool backward);
+  void DecodeBlock(int l, Mat<S>& x, int t0, int n);
 
   ModelConfig cfg_;
   PositionEncoding<S>* enc_;
@@ -110,6 +125,16 @@ class Transformer {
   Mat<S> hf_;               // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
+
+  // Incremental decoding: per layer the keys (before site 3) and values of every position so far,
+  // [B*capacity, C] with sequence b at rows b*capacity...; queries, transformed keys and attention
+  // outputs in the same layout; the new rows' activations compactly [B*n, C].
+  int dec_B_ = 0, dec_cap_ = 0, dec_T_ = 0;
+  std::vector<double> dec_pos_all_, dec_pos_;
+  std::vector<Mat<S>> dec_k_, dec_v_;
+  Mat<S> dec_q_, dec_kt_, dec_att_, dec_x_, dec_y_;
+  BlockCache<S> dec_c_;
+  LayerNormCache<S> dec_lnf_;
 };
 
 extern template class Transformer<float>;

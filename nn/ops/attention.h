@@ -29,6 +29,12 @@ inline constexpr int kKeyBlock = 256;
 
 struct AttentionShape {
   int B = 1, T = 1, H = 1, D = 1;
+  // Incremental decoding (forward only, streaming): only queries [first_query, T) are computed
+  // (the rows of `out` before them are left alone), and sequence b starts at row b * row_stride
+  // (0 = T) of q, k, v and out, so a decoder keeps room for the tokens still to come.
+  int first_query = 0;
+  int row_stride = 0;
+  long Stride() const { return row_stride > 0 ? row_stride : T; }
   long C() const { return static_cast<long>(H) * D; }
   long Tasks() const { return static_cast<long>(B) * H; }
 };
@@ -129,9 +135,12 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
                       AttentionCache<S>& cache, Mat<S>& out) {
   using namespace attention_detail;
   const int T = sh.T, D = sh.D;
-  const long C = sh.C();
+  const long C = sh.C(), stride = sh.Stride();
   LEXP_CHECK(static_cast<int>(pos.size()) == T, "attention: position ids do not match T");
-  Resize(out, static_cast<long>(sh.B) * T, C);
+  LEXP_CHECK(stride >= T && sh.first_query >= 0 && sh.first_query <= T, "attention: bad rows");
+  LEXP_CHECK(!materialize || (sh.first_query == 0 && stride == T),
+             "attention: incremental decoding streams (no materialised maps)");
+  Resize(out, static_cast<long>(sh.B) * stride, C);
   cache.materialized = materialize;
   if (materialize) {
     Resize(cache.probs, sh.Tasks() * T, T);
@@ -143,13 +152,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
     const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
-    const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    const long base = static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
     const S* qh = q.data() + base;
     const S* kh = k.data() + base;
     ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
     Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
     AttentionScratch<S>& sc = cache.scratch.local();
-    for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
+    for (int i0 = sh.first_query; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
       int jb, je;
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);

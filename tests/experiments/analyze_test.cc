@@ -32,11 +32,12 @@ TEST(Analyze, TrainingRunsCarryTheGeometryAndAReferenceAddsJs) {
     const h5::Group p = g.OpenGroup("length_9");
     std::vector<uint64_t> dims;
     const auto run = p.ReadDoubles("logit_running_max", &dims);
-    ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 18}));  // layer, head, distance (T = 2 * 9)
+    // layer, head, distance (T = 2 * 9 + the end token)
+    ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 19}));
     for (uint64_t lh = 0; lh < 4; ++lh)
-      for (uint64_t n = 1; n < 18; ++n) EXPECT_GE(run[lh * 18 + n], run[lh * 18 + n - 1]);
+      for (uint64_t n = 1; n < 19; ++n) EXPECT_GE(run[lh * 19 + n], run[lh * 19 + n - 1]);
     const auto visible = p.ReadDoubles("visible_keys");
-    for (int i = 0; i < 18; ++i) EXPECT_EQ(visible[i], i + 1) << "causal: query i sees i + 1 keys";
+    for (int i = 0; i < 19; ++i) EXPECT_EQ(visible[i], i + 1) << "causal: query i sees i + 1 keys";
     EXPECT_FALSE(p.Has("js_vs_reference"));
     const h5::Group rot = r.root().OpenGroup("analysis").OpenGroup("rotary");
     const auto period = rot.ReadDoubles("pair_period");

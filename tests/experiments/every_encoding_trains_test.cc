@@ -41,7 +41,7 @@ TEST_P(EveryEncoding, TrainsWithAFallingFiniteLoss) {
                                    "model.layout=" + tc.layout,
                                    "model.n_layers=1",
                                    "model.d_model=32",
-                                   "train.steps=120",
+                                   "train.steps=200",
                                    "train.batch_size=16",
                                    "train.lr=3e-3",
                                    "eval.lengths=5,9",
@@ -56,7 +56,7 @@ TEST_P(EveryEncoding, TrainsWithAFallingFiniteLoss) {
   ASSERT_EQ(s.state, "completed") << s.message;
   h5::Reader r(s.path);
   const std::vector<double> loss = r.root().OpenGroup("train").ReadDoubles("loss");
-  ASSERT_EQ(loss.size(), 120u);
+  ASSERT_EQ(loss.size(), 200u);
   for (double l : loss) ASSERT_TRUE(std::isfinite(l));
   const double first = std::accumulate(loss.begin(), loss.begin() + 20, 0.0) / 20;
   const double last = std::accumulate(loss.end() - 20, loss.end(), 0.0) / 20;

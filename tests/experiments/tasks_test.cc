@@ -94,20 +94,38 @@ TEST(Tasks, AssociativeRecallAnswersEveryKeyWithItsValue) {
   EXPECT_THROW(CreateTask("associative_recall", {64})->Sample(33, rng), Error);
 }
 
-TEST(SequenceLayout, DecoderMasksCoverExactlyTheAnswer) {
+TEST(SequenceLayout, DecoderMasksCoverExactlyTheAnswerAndItsEndToken) {
   auto task = CreateTask("reverse_string", {});
   SequenceLayout layout(*task, Layout::kDecoder);
+  ASSERT_TRUE(layout.EndsWithEndToken());
   Rng rng(5);
   const Batch b = layout.MakeBatch(4, 3, rng);
-  ASSERT_EQ(b.T, 8);
+  ASSERT_EQ(b.T, 9);  // 4 input, SEP, 4 answer tokens (the last one predicts END)
+  EXPECT_EQ(b.prompt, 5);
   for (int s = 0; s < 3; ++s) {
-    const int* tok = b.tokens.data() + s * 8;
+    const int* tok = b.tokens.data() + s * 9;
     EXPECT_EQ(tok[4], layout.Sep());
-    for (int t = 0; t < 8; ++t) EXPECT_EQ(b.mask[s * 8 + t], t >= 4 ? 1 : 0) << t;
+    for (int t = 0; t < 9; ++t) EXPECT_EQ(b.mask[s * 9 + t], t >= 4 ? 1 : 0) << t;
     // Teacher forcing: the target of position t is the token at t+1, and the answer reverses.
-    for (int t = 4; t < 7; ++t) EXPECT_EQ(b.targets[s * 8 + t], tok[t + 1]);
-    for (int k = 0; k < 4; ++k) EXPECT_EQ(b.targets[s * 8 + 4 + k], tok[3 - k]);
+    for (int t = 4; t < 8; ++t) EXPECT_EQ(b.targets[s * 9 + t], tok[t + 1]);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(b.targets[s * 9 + 4 + k], tok[3 - k]);
+    EXPECT_EQ(b.targets[s * 9 + 8], layout.End()) << "the answer ends with the end token";
   }
+}
+
+TEST(SequenceLayout, SourcesAndQueryStreamsHaveNoEndToken) {
+  for (const char* name : {"markov_lm", "lookback_lm", "mqar", "associative_recall",
+                           "stack_manipulation", "binary_addition"}) {
+    auto task = CreateTask(name, {});
+    SequenceLayout layout(*task, Layout::kDecoder);
+    EXPECT_FALSE(layout.EndsWithEndToken()) << name;
+    Rng rng(2);
+    const Batch b = layout.MakeBatch(6, 2, rng);
+    for (int target : b.targets) EXPECT_NE(target, layout.End()) << name;
+  }
+  auto copy = CreateTask("copy", {});
+  EXPECT_FALSE(SequenceLayout(*copy, Layout::kEncoder).EndsWithEndToken())
+      << "output slots have no end token";
 }
 
 TEST(SequenceLayout, EncoderAppendsBlankOutputSlots) {

@@ -1,0 +1,211 @@
+// Greedy decoding with the end token (issue 10, Newman et al. 2020): incremental decoding computes
+// what a full forward pass computes, for every encoding; a hand-set model that answers right but
+// never stops is invisible to teacher forcing and scores no exact match when it writes its answer;
+// a trained copy model writes what teacher forcing predicts for as long as it writes the target.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "experiments/assembled_model.h"
+#include "experiments/evaluation.h"
+#include "experiments/recipe.h"
+#include "experiments/trainer.h"
+#include "nn/model/transformer.h"
+#include "pe/patterns.h"
+#include "pe/registry.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+// Logits of incremental decoding (a prompt of P tokens, then one token per step) against a full
+// forward pass over the same tokens and positions, in double: equal to rounding for every encoding
+// whose site 1-3 tables do not depend on the sequence length (the dynamic RoPE rules do, and
+// S2-Attn's group size does; neither is decoded).
+class DecodeEqualsForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeEqualsForward, ForEveryEncoding) {
+  const std::string name = GetParam();
+  constexpr int B = 2, T = 13, P = 5, C = 16, H = 2, L = 2, V = 11;
+  std::map<std::string, std::string> options;
+  if (name == "rope_partial") options["fraction"] = "0.5";
+  auto enc = CreateEncoding<double>(name, options, EncodingShape{C, H, L, true, 64, 8, V});
+  ModelConfig mc;
+  mc.vocab = V;
+  mc.d_model = C;
+  mc.n_heads = H;
+  mc.n_layers = L;
+  Transformer<double> model(mc, enc.get());
+  Rng rng(3);
+  model.Init(rng);
+  std::vector<int> tokens(B * T);
+  for (int& t : tokens) t = static_cast<int>(rng.UniformInt(0, V - 1));
+  std::vector<double> pos(T);
+  for (int t = 0; t < T; ++t) pos[t] = t;
+
+  for (const char* pattern : {"full", "sliding_window", "lambda"}) {
+    if (std::string(pattern) == "lambda" && !FindEncoding(name).cannot_remap.empty()) continue;
+    PatternConfig pc;
+    pc.name = pattern;
+    pc.window = 4;
+    pc.global = 2;
+    pc.limit = 6;
+    const auto pat = CreatePattern(pc);
+    model.set_pattern(pat.get());
+    MatD full;
+    model.Forward(tokens, B, T, pos, false, false, full);  // [B*T, V]
+    model.DecodeStart(B, T, pos);
+    std::vector<int> prompt(B * P);
+    for (int s = 0; s < B; ++s)
+      std::copy(tokens.begin() + s * T, tokens.begin() + s * T + P, prompt.begin() + s * P);
+    MatD step;
+    model.DecodeAppend(prompt, P, step);
+    for (int s = 0; s < B; ++s)
+      for (int r = 0; r < P; ++r)
+        for (int v = 0; v < V; ++v)
+          ASSERT_NEAR(step(s * P + r, v), full(s * T + r, v), 1e-10)
+              << pattern << " seq " << s << " row " << r;
+    for (int t = P; t < T; ++t) {
+      std::vector<int> next(B);
+      for (int s = 0; s < B; ++s) next[s] = tokens[s * T + t];
+      model.DecodeAppend(next, 1, step);
+      for (int s = 0; s < B; ++s)
+        for (int v = 0; v < V; ++v)
+          ASSERT_NEAR(step(s, v), full(s * T + t, v), 1e-10) << pattern << " seq " << s << " t " << t;
+    }
+    EXPECT_EQ(model.DecodedLength(), T);
+  }
+}
+
+std::vector<std::string> CausalEncodings() {
+  std::vector<std::string> out;
+  for (const auto& e : ListEncodings()) out.push_back(e.name);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, DecodeEqualsForward, ::testing::ValuesIn(CausalEncodings()),
+                         [](const auto& info) { return info.param; });
+
+// A model that answers copy_rsc (one token repeated, copied) by attending uniformly to everything
+// before it and naming the majority token: every answer token is right, and it never writes the
+// end token. Embeddings are small one-hot rows (so the residual is the attention's average),
+// values and the output projection are the identity, the MLP is zero, and the head reads the
+// symbols only (SEP, BLANK and END get logit 0).
+void MakeMajorityModel(AssembledModel& m, int symbols) {
+  const int C = m.model->config().d_model, V = m.model->config().vocab;
+  for (auto& p : m.model->Parameters()) {
+    std::fill(p.value, p.value + p.size, 0.0f);
+    const auto ends_with = [&](const std::string& tail) {
+      return p.name.size() >= tail.size() &&
+             p.name.compare(p.name.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    if (p.name == "tok_emb") {  // [V, C]
+      for (int v = 0; v < V; ++v) p.value[static_cast<long>(v) * C + v] = 0.01f;
+    } else if (ends_with(".g")) {  // LayerNorm gains
+      std::fill(p.value, p.value + p.size, 1.0f);
+    } else if (p.name == "layer0.attn.qkv.w") {  // [C, 3C]: q = k = 0, v = identity
+      for (int c = 0; c < C; ++c) p.value[static_cast<long>(c) * 3 * C + 2 * C + c] = 1.0f;
+    } else if (p.name == "layer0.attn.proj.w") {  // [C, C]
+      for (int c = 0; c < C; ++c) p.value[static_cast<long>(c) * C + c] = 1.0f;
+    } else if (p.name == "head.w") {  // [C, V]: symbols only
+      for (int v = 0; v < symbols; ++v) p.value[static_cast<long>(v) * V + v] = 1.0f;
+    }
+  }
+}
+
+TEST(Greedy, AModelThatNeverEndsIsInvisibleToTeacherForcingAndScoresNoExactMatch) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.name=copy_rsc", "task.vocab=4", "model.d_model=8", "model.n_heads=1",
+       "model.n_layers=1", "model.d_ff=4", "model.encodings=nope", "eval.lengths=3,6"});
+  AssembledModel m = AssembleModel(c, "nope");
+  const int symbols = m.layout->Sep();  // 4 pool tokens + NEXT
+  ASSERT_EQ(m.model->config().vocab, 8);
+  MakeMajorityModel(m, symbols);
+  for (int n : {3, 6}) {
+    LengthStreams st = EvalStreams(1, n);
+    LengthStreams st2 = st;
+    EvalBuffers buf;
+    const EvalRow tf = EvaluateLength(m, n, 16, 8, -1, st.data, st.positions, buf);
+    const EvalRow gr = EvaluateLength(m, n, 16, 8, -1, st2.data, st2.positions, buf,
+                                      Decoding::kGreedy);
+    // Teacher forcing: the n answer tokens are right, only the end token is missed (the old
+    // layout, without it, scored this model 1.0).
+    EXPECT_NEAR(tf.token_accuracy * (n + 1), n, 1e-9) << n;
+    EXPECT_EQ(tf.exact_match, 0.0);
+    // Greedy: it writes the answer, then the same token again up to the cap.
+    EXPECT_EQ(gr.exact_match, 0.0) << n;
+    EXPECT_EQ(gr.ended, 0.0) << n;
+    EXPECT_EQ(gr.written_length, 2.0 * (n + 1)) << n;
+    EXPECT_NEAR(gr.token_accuracy * (n + 1), n, 1e-9) << n;
+    EXPECT_EQ(gr.teacher_forced_accuracy, tf.token_accuracy);
+    EXPECT_EQ(gr.loss, tf.loss) << "the loss stays teacher forced";
+  }
+}
+
+TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
+  RecipeConfig c = testing::TinyCopyRecipe({"model.encodings=alibi", "train.steps=1000", "model.d_model=32",
+                                            "eval.lengths=4,9", "probe.replay=0"});
+  const auto dir = testing::FreshTempDir("greedy_copy");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "completed");
+  AssembledModel m = AssembleModel(c, "alibi");
+  LoadModelWeights(RunFilePath(dir.string(), "alibi"), m.model->Parameters());
+  int compared = 0, wrong_written = 0;
+  for (int n : {4, 9}) {
+    LengthStreams st = EvalStreams(c.seed, n);
+    const Batch b = m.layout->MakeBatch(n, 16, st.data);
+    EvalBuffers buf;
+    m.encoding->PositionIds(b.T, false, st.positions, buf.pos);
+    MatF logits;
+    m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, logits);
+    WrittenAnswers w;
+    GreedyWrite(m, b, st.positions, buf, w);
+    const int P = b.prompt, A = b.T - P + 1;
+    for (int s = 0; s < b.B; ++s) {
+      // Up to and including the first token written off target, both saw the same prefix.
+      for (int k = 0; k < std::min(A, w.length[s]); ++k) {
+        Eigen::Index arg = 0;
+        logits.row(static_cast<long>(s) * b.T + P - 1 + k).maxCoeff(&arg);
+        const int written = w.tokens[s * w.cap + k];
+        EXPECT_EQ(written, static_cast<int>(arg)) << "n " << n << " seq " << s << " k " << k;
+        ++compared;
+        if (written != b.targets[s * b.T + P - 1 + k]) {
+          ++wrong_written;
+          break;
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 80);
+  EXPECT_GT(wrong_written, 0) << "the comparison should reach written mistakes too";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Greedy, RefusedWhereThereIsNoAnswerToWrite) {
+  auto error_of = [](const std::vector<std::string>& sets) {
+    try {
+      testing::TinyCopyRecipe(sets);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of({"eval.decoding=greedy", "model.layout=encoder"}).find("eval.decoding"),
+            std::string::npos);
+  EXPECT_NE(error_of({"eval.decoding=greedy", "task.name=markov_lm"}).find("eval.decoding"),
+            std::string::npos);
+  EXPECT_EQ(error_of({"eval.decoding=greedy"}), "");
+  // "task": Kazemnejad et al.'s copy is greedy, the Chomsky reverse_string teacher forced.
+  auto copy = CreateTask("copy", {});
+  auto reverse = CreateTask("reverse_string", {});
+  RecipeConfig c = testing::TinyCopyRecipe();
+  EXPECT_EQ(c.DecodingFor(*copy), Decoding::kGreedy);
+  EXPECT_EQ(c.DecodingFor(*reverse), Decoding::kTeacherForced);
+  c.layout = "encoder";
+  EXPECT_EQ(c.DecodingFor(*copy), Decoding::kTeacherForced);
+}
+
+}  // namespace
+}  // namespace lexp
