@@ -376,6 +376,14 @@ class Runner {
       config.SetAttr("encoding_option." + o.name, v);
     }
 
+    // Encoding values the options do not show: defaults resolved against this run, and values
+    // derived from the learned parameters.
+    h5::Group described = root.CreateGroup("encoding");
+    described.SetAttr("name", encoding_);
+    for (const auto& [key, values] : enc_->Describe())
+      described.WriteDoubles(key, values, {values.size()}, "module",
+                             "as the encoding defines it (lexp list encodings)");
+
     h5::Group train = root.CreateGroup("train");
     const uint64_t S = hist_.step.size();
     train.WriteInts("step", hist_.step, {S}, "step");

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,10 @@ class PositionEncoding {
   // Called after every optimizer step: projections that keep parameters in their domain
   // (KERPLE clamps its parameters to >= 0.01 as the reference code does).
   virtual void AfterOptimizerStep() {}
+  // What a run file should record that the options do not show: defaults resolved against the
+  // run (FIRE's threshold, xPos's scale base) and values derived from learned parameters (FIRE's
+  // threshold after training), by name.
+  virtual std::map<std::string, std::vector<double>> Describe() const { return {}; }
 };
 
 }  // namespace lexp

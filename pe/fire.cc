@@ -1,5 +1,6 @@
 #include "pe/fire.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace lexp {
@@ -14,7 +15,17 @@ Fire<S>::Fire(const EncodingShape& shape, const EncodingOptions& opt)
       per_layer_(opt.Bool("per_layer")),
       init_L_(opt.Double("init_L")),
       eps_(opt.Double("eps")) {
-  LEXP_INPUT_CHECK(init_L_ > 0, "encoding 'fire': init_L must be positive");
+  LEXP_INPUT_CHECK(shape.causal,
+                   "encoding 'fire' is defined for causal attention (model.layout = \"decoder\"): "
+                   "in the encoder layout a query's keys ahead lie beyond its normaliser psi(max(L, "
+                   "i)), outside the [0, 1] its MLP learns");
+  LEXP_INPUT_CHECK(init_L_ >= 0, "encoding 'fire': init_L must be >= 0 (0 = a quarter of the "
+                                 "longest training sequence), got " + opt.Text("init_L"));
+  if (init_L_ == 0) {
+    LEXP_INPUT_CHECK(shape.train_length > 0,
+                     "encoding 'fire': init_L = 0 needs the training length; give init_L");
+    init_L_ = std::max(1.0, shape.train_length / 4.0);
+  }
   LEXP_INPUT_CHECK(eps_ > 0, "encoding 'fire': eps must be positive, got " + opt.Text("eps"));
   LEXP_INPUT_CHECK(opt.Double("init_c") > 0,
                    "encoding 'fire': init_c must be positive, got " + opt.Text("init_c"));
@@ -142,6 +153,17 @@ std::vector<ParamRef<S>> Fire<S>::Parameters() {
   };
   return {ref("w1", w1_, dw1_), ref("b1", b1_, db1_), ref("w2", w2_, dw2_),
           ref("b2", b2_, db2_), ref("c", c_, dc_),    ref("L_multiplier", m_, dm_)};
+}
+
+template <typename S>
+std::map<std::string, std::vector<double>> Fire<S>::Describe() const {
+  std::map<std::string, std::vector<double>> out;
+  out["init_L"] = {init_L_};
+  for (long r = 0; r < m_.rows(); ++r) {
+    out["L"].push_back(std::abs(static_cast<double>(m_(r, 0)) * init_L_));
+    out["c"].push_back(static_cast<double>(c_(r, 0)));
+  }
+  return out;
 }
 
 template class Fire<float>;

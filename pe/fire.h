@@ -3,9 +3,15 @@
 // psi(x) = ln(|c x| + 1), d the (effective) distance, p_i the query position (Li et al. 2023,
 // arXiv:2310.04418; formulas.md 2.7 and vectors 8.10). As the public replications: MLP
 // Linear(1, 32) -> ReLU -> Linear(32, H), c learnable (init 0.1), L = |m * init_L| with a learnable
-// multiplier m (init 1) and init_L = 512 fixed, eps = 1e-6; the threshold uses max(L, p_i), never
-// min (pitfall 19): that is the progressive interpolation. One module per layer (per_layer = true,
-// the default) or one shared by all layers.
+// multiplier m (init 1) and init_L fixed, eps = 1e-6; the threshold uses max(L, p_i), never min
+// (pitfall 19): that is the progressive interpolation. The replications' init_L = 512 is a quarter
+// of the 2048-token training sequences of the paper's language models (recalled): queries past L
+// see normalised distances already in training. At lexp's 16-64 training tokens L = 512 would
+// normalise every query by psi(512), a fixed scale, and switch the mechanism off, so init_L = 0
+// (the default) keeps the ratio: a quarter of the run's longest training sequence. Defined for
+// causal attention: in the encoder layout an early query's keys ahead lie farther than its
+// normaliser, outside the [0, 1] the MLP learns. One module per layer (per_layer = true, the
+// default) or one shared by all layers.
 #pragma once
 
 #include <vector>
@@ -34,6 +40,8 @@ class Fire final : public PositionEncoding<S> {
                          int task) override;
   void EndBackward() override;
   std::vector<ParamRef<S>> Parameters() override;
+  // init_L as resolved, and per module the learned threshold L = |m init_L| and c.
+  std::map<std::string, std::vector<double>> Describe() const override;
 
  private:
   static constexpr int kWidth = 32;

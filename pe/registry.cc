@@ -52,7 +52,10 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "Sun et al. 2022, arXiv:2212.10554",
        {{"base", "10000", "rotary base"},
         {"gamma", "0.4", "zeta_k = (2k + gamma D) / ((1 + gamma) D)"},
-        {"scale_base", "512", "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B)"},
+        {"scale_base", "0",
+         "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B); 0 = half the "
+         "longest training sequence, the reference's 512 to its 1024 training tokens (decoder "
+         "layout only)"},
         {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}},
        "its positions scale and rotate q and k before the logits, and its decay cannot be "
        "recomputed per key"},
@@ -62,13 +65,18 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "relative bias",
        "logit term",
        "Chi et al. 2023, arXiv:2212.10356",
-       {{"base", "10000", "frequency base of the sinusoids"}}},
+       {{"base", "10000", "frequency base of the sinusoids"},
+        {"dim", "128",
+         "D', the sinusoids' dimension: the paper's 128 (recalled); 0 = the head width (NeMo)"}}},
       {"fire",
        "relative bias",
        "logit term",
        "Li et al. 2023, arXiv:2310.04418",
        {{"init_c", "0.1", "initial c of psi(x) = ln(|c x| + 1)"},
-        {"init_L", "512", "fixed threshold scale; L = |multiplier * init_L|, multiplier learnable"},
+        {"init_L", "0",
+         "fixed threshold scale; L = |multiplier * init_L|, multiplier learnable; 0 = a quarter "
+         "of the longest training sequence, the replications' 512 to the paper's 2048 training "
+         "tokens (decoder layout only)"},
         {"eps", "1e-6", "added to the normaliser"},
         {"per_layer", "true", "one FIRE module per layer (false: shared by all layers)"}}},
       {"t5",

@@ -36,7 +36,9 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
       {"window", "0", "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)"},
       {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
-      {"log_n", "false", "multiply the logits of the query at p by max(1, ln(p+1)/ln L)"},
+      {"log_n", "auto",
+       "multiply the logits of the query at p by max(1, ln(p+1)/ln L): true | false | auto (on "
+       "with rerope and leaky_rerope, whose reference always applies it; off otherwise)"},
       {"ablate_from", "-1",
        "analysis: pairs k >= this are ablated at every position (-1 = none; lexp analyze sweeps "
        "it)"},
@@ -98,7 +100,9 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
     LEXP_INPUT_CHECK(scaling_.leaky_factor >= 1,
                      "encoding '" + name_ + "': leaky_factor must be >= 1");
   }
-  log_n_ = opt.Bool("log_n");
+  // ReRoPE's reference always scales queries by log n; auto follows it.
+  const std::string log_n = opt.String("log_n", {"auto", "true", "false"});
+  log_n_ = log_n == "true" || (log_n == "auto" && IsReropeRule(scaling_.rule));
   LEXP_INPUT_CHECK(!log_n_ || scaling_.original_length > 1,
                    "encoding '" + name_ + "': log_n needs the training length (original_length)");
   ablate_from_ = static_cast<int>(opt.Int("ablate_from"));

@@ -1,7 +1,11 @@
 // Sandwich: a parameter-free bias from the inner product of sinusoidal embeddings,
-// b_h(d) = (sum_{k=1}^{D/2} cos(d 10000^(-2k/D)) - D/2) / (8h/H), h = 1..H (Chi, Fan, Rudnicky &
+// b_h(d) = (sum_{k=1}^{D'/2} cos(d 10000^(-2k/D')) - D'/2) / (8h/H), h = 1..H (Chi, Fan, Rudnicky &
 // Ramadge 2023, arXiv:2212.10356; the NeMo reference form of formulas.md 2.6, not the older copy
-// without the cosine, pitfall 21). D is the head dimension. b_h(0) = 0 and b_h <= 0 everywhere.
+// without the cosine, pitfall 21). b_h(0) = 0 and b_h <= 0 everywhere. D' (option dim) is the
+// sinusoid's dimension, a hyperparameter of the paper, which uses D' = 128 (recalled); NeMo takes
+// the head width. The two differ most where lexp lives: at head width 16 the bias of head 1 of 4
+// at distance 16 is -0.9 with D' = 16 and -11 with D' = 128, so the default is the paper's 128
+// (dim = 0: the head width, as NeMo).
 #pragma once
 
 #include "pe/distance_bias.h"
@@ -15,6 +19,9 @@ class Sandwich final : public DistanceBias<S> {
   Sandwich(const EncodingShape& shape, const EncodingOptions& opt);
   std::string Name() const override { return "sandwich"; }
   double Bias(int h, double d) const override;
+  std::map<std::string, std::vector<double>> Describe() const override {
+    return {{"dim", {static_cast<double>(D_)}}};
+  }
 
  private:
   int D_;

@@ -21,7 +21,17 @@ XPos<S>::XPos(const EncodingShape& shape, const EncodingOptions& opt)
   const double base = opt.Double("base"), gamma = opt.Double("gamma");
   LEXP_INPUT_CHECK(base > 1, "encoding 'xpos': base must be > 1");
   LEXP_INPUT_CHECK(gamma > 0, "encoding 'xpos': gamma must be positive");
-  LEXP_INPUT_CHECK(scale_base_ > 0, "encoding 'xpos': scale_base must be positive");
+  LEXP_INPUT_CHECK(shape.causal,
+                   "encoding 'xpos' is defined for causal attention (model.layout = \"decoder\"): "
+                   "in the encoder layout keys ahead of the query would be amplified by "
+                   "zeta^(-(n-m)/B) > 1");
+  LEXP_INPUT_CHECK(scale_base_ >= 0, "encoding 'xpos': scale_base must be >= 0 (0 = half the "
+                                     "longest training sequence), got " + opt.Text("scale_base"));
+  if (scale_base_ == 0) {
+    LEXP_INPUT_CHECK(shape.train_length > 0,
+                     "encoding 'xpos': scale_base = 0 needs the training length; give scale_base");
+    scale_base_ = shape.train_length / 2.0;
+  }
   LEXP_INPUT_CHECK(D_ % 2 == 0, "encoding 'xpos': the head dimension must be even");
   inv_freq_ = RopeInverseFrequencies(D_, base);
   zeta_ = XposZeta(D_, gamma);

@@ -2,8 +2,13 @@
 // the key at n by zeta_k^(-n/B), so q.k gains zeta_k^((m-n)/B) < 1 for m > n;
 // zeta_k = (2k + gamma D) / ((1 + gamma) D) (Sun et al. 2022, arXiv:2212.10554; formulas.md 3.2,
 // vectors 8.7). As the reference code (microsoft/torchscale) does: interleaved pairs by default,
-// gamma = 0.4, scale_base B = 512, and positions centred before exponentiation (exponent
-// (p - p_centre)/B, which halves the range); the scale is computed in double (pitfall 13).
+// gamma = 0.4, and positions centred before exponentiation (exponent (p - p_centre)/B, which halves
+// the range); the scale is computed in double (pitfall 13). The reference B = 512 goes with the
+// paper's 1024-token training (recalled): the slowest pair decays to zeta_0^2 = 0.08 across a
+// training sequence. At lexp's 16-64 training tokens B = 512 would leave a decay of 0.92-0.96, RoPE
+// in all but name, so scale_base = 0 (the default) keeps the ratio: B = half the run's longest
+// training sequence. Defined for causal attention: in the encoder layout keys ahead of the query
+// would be amplified by zeta^(-(n-m)/B) > 1.
 #pragma once
 
 #include <vector>
@@ -23,6 +28,10 @@ class XPos final : public PositionEncoding<S> {
   std::string Name() const override { return "xpos"; }
   unsigned Sites() const override { return kSiteQKTransform; }
   void Prepare(const std::vector<double>& pos, double max_distance) override;
+  // scale_base B as resolved.
+  std::map<std::string, std::vector<double>> Describe() const override {
+    return {{"scale_base", {scale_base_}}};
+  }
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
                            long ld) const override;

@@ -48,6 +48,11 @@ TEST_P(EveryEncoding, TrainsWithAFallingFiniteLoss) {
                                    "probe.lengths=5",
                                    "probe.samples=1"};
   if (tc.encoding == "rope_partial") sets.push_back("encoding_options.rope_partial.fraction=0.5");
+  // xPos and FIRE would amplify keys ahead of the query under bidirectional attention.
+  if (tc.layout == "encoder" && (tc.encoding == "xpos" || tc.encoding == "fire")) {
+    EXPECT_THROW(testing::TinyCopyRecipe(sets), InputError);
+    return;
+  }
   const RecipeConfig c = testing::TinyCopyRecipe(sets);
   const auto dir = testing::FreshTempDir("every_" + tc.encoding + "_" + tc.layout);
   RunOptions o;

@@ -22,7 +22,8 @@ std::unique_ptr<PositionEncoding<double>> Make(const std::string& name, int d_mo
 }
 
 TEST(Sandwich, MatchesReferenceValuesAndIsZeroAtDistanceZero) {
-  auto enc = Make("sandwich", 64 * 8, 8);  // head dimension 64, 8 heads
+  // The NeMo form: D' = the head dimension (64), 8 heads.
+  auto enc = Make("sandwich", 64 * 8, 8, {{"dim", "0"}});
   const auto& s = dynamic_cast<const Sandwich<double>&>(*enc);
   const std::vector<std::pair<double, std::vector<double>>> rows = {
       {1, {-0.623470649249, -0.155867662312, -0.077933831156}},
@@ -39,6 +40,24 @@ TEST(Sandwich, MatchesReferenceValuesAndIsZeroAtDistanceZero) {
     for (double r = 1; r < 3000; r *= 1.7) EXPECT_LE(s.Bias(h, r), 0.0);
     EXPECT_NEAR(s.Bias(h, 37), s.Bias(0, 37) / (h + 1), 1e-12) << "head h scaled by H/(8h)";
   }
+}
+
+// The paper's D' = 128 is the default: at head width 16 it keeps the bias strong over lexp's
+// distances (head 1 of 4 at distance 16: -11.17, against -0.91 with D' = the head width).
+TEST(Sandwich, DefaultDimensionIsThePapersNotTheHeadWidth) {
+  auto paper = Make("sandwich", 64, 4), nemo = Make("sandwich", 64, 4, {{"dim", "0"}});
+  const auto& p = dynamic_cast<const Sandwich<double>&>(*paper);
+  const auto& n = dynamic_cast<const Sandwich<double>&>(*nemo);
+  double sum128 = 0, sum16 = 0;  // the formula written out at distance 16
+  for (int k = 1; k <= 64; ++k) sum128 += std::cos(16 * std::pow(10000.0, -2.0 * k / 128));
+  for (int k = 1; k <= 8; ++k) sum16 += std::cos(16 * std::pow(10000.0, -2.0 * k / 16));
+  EXPECT_NEAR(p.Bias(0, 16), (sum128 - 64) / 2, 1e-12);
+  EXPECT_NEAR(n.Bias(0, 16), (sum16 - 8) / 2, 1e-12);
+  EXPECT_NEAR(p.Bias(0, 16), -11.17, 0.01);
+  EXPECT_NEAR(n.Bias(0, 16), -0.914, 0.001);
+  EXPECT_EQ(paper->Describe().at("dim"), std::vector<double>{128});
+  EXPECT_EQ(nemo->Describe().at("dim"), std::vector<double>{16});
+  EXPECT_THROW(Make("sandwich", 64, 4, {{"dim", "7"}}), InputError);
 }
 
 TEST(Kerple, MatchesReferenceValues) {
@@ -124,6 +143,49 @@ TEST(Fire, NormalizedDistanceMatchesReferenceAndProperties) {
     EXPECT_NEAR(u(i, 0), 1.0, 1e-5) << "u(i, 0) ~ 1 for i >= L";
   // Below L the normaliser is constant (psi(L)): u depends on the distance only.
   EXPECT_EQ(u(50, 20), u(300, 270));
+}
+
+// The replications' init_L = 512 against the paper's 2048 training tokens: the default keeps that
+// ratio at the run's scale, so queries past L/4 see normalised distances in training (with
+// init_L = 512 every query of a 64-token run would be divided by the same psi(512)).
+TEST(Fire, DefaultThresholdIsAQuarterOfTheTrainingLengthAndRecorded) {
+  auto fire = CreateEncoding<double>("fire", {}, EncodingShape{8, 2, 3, true, 256, 64});
+  const auto d = fire->Describe();
+  EXPECT_EQ(d.at("init_L"), std::vector<double>{16});
+  EXPECT_EQ(d.at("L"), (std::vector<double>{16, 16, 16})) << "one module per layer, m = 1";
+  EXPECT_EQ(d.at("c"), (std::vector<double>{0.1, 0.1, 0.1}));
+  auto given = CreateEncoding<double>("fire", {{"init_L", "512"}}, EncodingShape{8, 2, 1, true, 256, 64});
+  EXPECT_EQ(given->Describe().at("init_L"), std::vector<double>{512});
+  // With L = 16, the 40th query of a 64-token sequence is normalised by psi(40), the 10th by
+  // psi(16); with L = 512 both by psi(512).
+  EXPECT_LT(FireNormalizedDistance(10, 40, 0.1, 16, 1e-6), FireNormalizedDistance(10, 10, 0.1, 16, 1e-6));
+  EXPECT_EQ(FireNormalizedDistance(10, 40, 0.1, 512, 1e-6), FireNormalizedDistance(10, 10, 0.1, 512, 1e-6));
+}
+
+// Both amplify keys ahead of the query under bidirectional attention: refused with the reason.
+TEST(XPosAndFire, AreRefusedInTheEncoderLayout) {
+  for (const char* name : {"xpos", "fire"}) {
+    try {
+      CreateEncoding<double>(name, {}, EncodingShape{8, 2, 1, false, 64, 16});
+      ADD_FAILURE() << name << " accepted bidirectional attention";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("decoder"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The reference B = 512 goes with 1024 training tokens: zeta_0^(L/B) = zeta_0^2 = 0.082 at the end
+// of a training sequence. The default B = L/2 keeps that decay at the run's L; B = 512 at L = 33
+// would leave 0.92.
+TEST(XPos, DefaultScaleBaseIsHalfTheTrainingLengthAndRecorded) {
+  auto x = CreateEncoding<double>("xpos", {}, EncodingShape{8, 1, 1, true, 256, 33});
+  const double B = x->Describe().at("scale_base").at(0);
+  EXPECT_EQ(B, 16.5);
+  const double zeta0 = XposZeta(8, 0.4)[0];
+  EXPECT_NEAR(std::pow(zeta0, 33 / B), std::pow(zeta0, 1024.0 / 512), 1e-15);
+  EXPECT_GT(std::pow(zeta0, 33 / 512.0), 0.92);
+  auto given = CreateEncoding<double>("xpos", {{"scale_base", "512"}}, EncodingShape{8, 1, 1, true, 256, 33});
+  EXPECT_EQ(given->Describe().at("scale_base").at(0), 512);
 }
 
 TEST(XPos, ZetaMatchesReference) {

@@ -173,9 +173,28 @@ struct RotaryRun {
   }
 };
 
+// Su's ReRoPE patches always multiply queries by the log-n factor; log_n = auto follows them, and
+// stays off for plain rope.
+TEST(Rerope, AppliesTheLogNFactorByDefaultAsItsReference) {
+  for (const std::string rule : {"rerope", "leaky_rerope"}) {
+    RotaryRun run({{"scaling", rule}});
+    ASSERT_TRUE(run.enc->Uses(kSiteLogitScale)) << rule;
+    AttentionContext ctx{0, 0, RotaryRun::kH, RotaryRun::kD, RotaryRun::kT, run.pos.data(),
+                         &run.pat, true};
+    for (int i : {0, 19, 20, 45, 69})
+      EXPECT_DOUBLE_EQ(run.enc->LogitScale(ctx, i), LogNFactor(i, 20)) << rule << " " << i;
+    EXPECT_GT(run.enc->LogitScale(ctx, 69), 1.0);
+    RotaryRun off({{"scaling", rule}, {"log_n", "false"}});
+    EXPECT_FALSE(off.enc->Uses(kSiteLogitScale)) << rule;
+  }
+  RotaryRun plain({});
+  EXPECT_FALSE(plain.enc->Uses(kSiteLogitScale));
+}
+
 TEST(Rerope, FarLogitsSeeTheMappedDistanceAndNearOnesArePlainRope) {
   for (const std::string rule : {"rerope", "leaky_rerope"}) {
-    RotaryRun run({{"scaling", rule}, {"window", "6"}, {"leaky_factor", "4"}});
+    // Without the log-n query factor their reference adds (tested below): the distance map alone.
+    RotaryRun run({{"scaling", rule}, {"window", "6"}, {"leaky_factor", "4"}, {"log_n", "false"}});
     EXPECT_TRUE(run.enc->Uses(kSiteLogitTerm));
     const int T = RotaryRun::kT, D = RotaryRun::kD;
     Rng rng(12);
