@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -42,8 +43,9 @@ inline void ExpectSameGroup(const h5::Group& a, const h5::Group& b, const std::s
     if (numeric) {
       ASSERT_EQ(va.size(), vb.size()) << p;
       for (size_t i = 0; i < va.size(); ++i) {
-        // Bit-identical: compare representations so that NaN == NaN and -0 != 0 are caught.
-        if (!(va[i] == vb[i] || (va[i] != va[i] && vb[i] != vb[i]))) {
+        // Bit-identical: compare the representations, so that a NaN equals the same NaN and -0 and
+        // +0 differ (values are read as doubles; float and integer datasets convert exactly).
+        if (std::memcmp(&va[i], &vb[i], sizeof(double)) != 0) {
           ADD_FAILURE() << p << "[" << i << "]: " << va[i] << " vs " << vb[i];
           break;
         }
