@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """Writes tests/golden/tiny_<pos>.h5: a tiny lexp-shaped transformer in PyTorch (float64), its weights,
-inputs, logits, loss and every gradient, for the C++ golden test (tests/nn/golden_test.cc).
+inputs, logits, loss and every gradient, for the C++ golden test (tests/nn/golden_test.cc); and
+tests/golden/adamw_trajectory.h5: twelve steps of training it with AdamW, clipping and the warm-up /
+cosine schedule, every parameter and the loss after each step.
 
 Run only to regenerate, with Debian's python3-torch and python3-h5py:
     /usr/bin/python3 tests/golden/make_golden.py
@@ -90,6 +92,66 @@ def forward(p, tokens, pos):
     return x @ p["head.w"] + p["head.b"]
 
 
+# The training loop of experiments/trainer.cc in its own words: AdamW (torch.optim.AdamW, one
+# parameter group, decoupled weight decay), global gradient-norm clipping (clip_grad_norm_), and the
+# learning rate of step s (0-based): lr (s+1)/warmup during the warm-up, then a cosine from lr to
+# min_ratio lr over the remaining steps.
+ADAM = dict(lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+CLIP, WARMUP, TOTAL, MIN_RATIO, STEPS = 0.5, 4, 12, 0.1, 12
+
+
+def scheduled_lr_factor(s):
+    if s < WARMUP:
+        return (s + 1) / WARMUP
+    t = min(1.0, (s - WARMUP) / max(1, TOTAL - WARMUP))
+    return MIN_RATIO + (1 - MIN_RATIO) * 0.5 * (1 + math.cos(math.pi * t))
+
+
+def write_trajectory(here):
+    """tests/golden/adamw_trajectory.h5: 12 steps of training the rope model in float64, the loss,
+    learning rate and gradient norm before clipping of every step, and every parameter after it."""
+    p = make_params()
+    start = {k: v.detach().clone() for k, v in p.items()}
+    opt = torch.optim.AdamW(list(p.values()), **ADAM)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, scheduled_lr_factor)
+    batches, losses, lrs, norms, after = [], [], [], [], []
+    for step in range(STEPS):
+        tokens = torch.randint(0, V, (B, T))
+        targets = torch.randint(0, V, (B, T))
+        mask = (torch.rand(B, T) < 0.7).long()
+        mask[:, -1] = 1
+        batches.append((tokens, targets, mask))
+        opt.zero_grad()
+        logits = forward(p, tokens, "rope")
+        per_token = torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1), reduction="none")
+        loss = (per_token * mask.reshape(-1)).sum() / mask.sum()
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(list(p.values()), CLIP)))
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+        losses.append(float(loss))
+        after.append({k: v.detach().clone() for k, v in p.items()})
+    with h5py.File(os.path.join(here, "adamw_trajectory.h5"), "w") as f:
+        f.attrs["generator"] = "tests/golden/make_golden.py"
+        f.attrs["torch_version"] = str(torch.__version__)
+        for k, v in dict(vocab=V, d_model=C, n_heads=H, n_layers=L, d_ff=F, batch=B, seq=T,
+                         steps=STEPS, warmup_steps=WARMUP, total_steps=TOTAL).items():
+            f.attrs[k] = v
+        for k, v in dict(lr=ADAM["lr"], beta1=ADAM["betas"][0], beta2=ADAM["betas"][1], eps=ADAM["eps"],
+                         weight_decay=ADAM["weight_decay"], clip_norm=CLIP, min_lr_ratio=MIN_RATIO).items():
+            f.attrs[k] = v
+        f["tokens"] = torch.stack([b[0].reshape(-1) for b in batches]).numpy().astype("int64")
+        f["targets"] = torch.stack([b[1].reshape(-1) for b in batches]).numpy().astype("int64")
+        f["mask"] = torch.stack([b[2].reshape(-1) for b in batches]).numpy().astype("int64")
+        f["loss"] = torch.tensor(losses, dtype=torch.float64).numpy()
+        f["lr"] = torch.tensor(lrs, dtype=torch.float64).numpy()
+        f["grad_norm"] = torch.tensor(norms, dtype=torch.float64).numpy()
+        for k, v in start.items():
+            f[f"params/{k}"] = v.reshape(-1).numpy()
+            f[f"after/{k}"] = torch.stack([a[k].reshape(-1) for a in after]).numpy()
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     tokens = torch.randint(0, V, (B, T))
@@ -116,6 +178,7 @@ def main():
             for k, v in p.items():
                 f[f"params/{k}"] = v.detach().reshape(-1).numpy()
                 f[f"grads/{k}"] = v.grad.reshape(-1).numpy()
+    write_trajectory(here)  # after the single-step files, whose random draws it must not shift
 
 
 if __name__ == "__main__":
