@@ -76,7 +76,8 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::string encoding, label;
   {
     h5::Reader r(path);
-    LEXP_INPUT_CHECK(r.root().Has("status"), "'" + path + "' is not a lexp run file");
+    LEXP_INPUT_CHECK(r.root().Has("status"),
+                     "'" + path + "' is not a finished lexp run file (no /status)");
     const std::string state = r.root().OpenGroup("status").AttrString("state");
     LEXP_INPUT_CHECK(HasFinalWeights(state), "'" + path + "' did not complete (" + state +
                                                  "); there is nothing to analyze");

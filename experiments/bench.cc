@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "experiments/build_info.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -144,7 +145,7 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
       opt.reference_script.empty()
           ? std::string(LEXP_SOURCE_DIR_FOR_BENCH) + "/experiments/bench/reference_torch.py"
           : opt.reference_script;
-  LEXP_CHECK(std::filesystem::exists(script), "reference script not found: " + script);
+  LEXP_INPUT_CHECK(std::filesystem::exists(script), "reference script not found: " + script);
   const std::string tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
   const std::string preload =
       std::filesystem::exists(tcmalloc) ? "LD_PRELOAD=" + tcmalloc + " " : std::string();
@@ -158,10 +159,10 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   char buf[4096];
   while (fgets(buf, sizeof buf, p)) out += buf;
   const int rc = pclose(p);
-  LEXP_CHECK(rc == 0,
-             "PyTorch reference failed (is python3-torch installed? apt-get install "
-             "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" +
-                 out);
+  LEXP_INPUT_CHECK(rc == 0,
+                   "PyTorch reference failed (is python3-torch installed? apt-get install "
+                   "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" +
+                       out);
   std::string line;
   std::istringstream ss(out);
   std::string last;
@@ -200,8 +201,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   };
   print(
       fmt::format("lexp bench: {} threads; FLOPs = matmuls only: train 6*N_mm*B*T + 12*L*B*T^2*C, "
-                  "eval a third (../shared/bench/README.md)",
+                  "eval a third",
                   threads));
+  print(fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {})", CpuModel(),
+                    CpuInstructionSets(), kBuildFlavour, kCompileFlags,
+                    Eigen::SimdInstructionSetsInUse()));
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));
@@ -221,11 +225,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   for (const std::string& name : opt.configs) {
     auto it = std::find_if(Configs().begin(), Configs().end(),
                            [&](const BenchConfig& c) { return c.name == name; });
-    LEXP_CHECK(it != Configs().end(),
-               "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048");
+    LEXP_INPUT_CHECK(it != Configs().end(),
+                     "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048");
     for (const std::string& pos : opt.positions) {
-      LEXP_CHECK(pos == "rope" || pos == "alibi",
-                 "lexp bench: --pos takes rope or alibi, got " + pos);
+      LEXP_INPUT_CHECK(pos == "rope" || pos == "alibi",
+                       "lexp bench: --pos takes rope or alibi, got " + pos);
       const int steps = opt.steps > 0 ? opt.steps : it->default_steps;
       std::vector<BenchResult> mine, theirs;
       const int rounds = opt.compare ? std::max(1, opt.rounds) : 1;

@@ -1,5 +1,5 @@
 // `lexp bench`: times full training steps (forward, backward, AdamW) and evaluation forward passes
-// of the reference configurations in ../shared/bench/README.md (T, S, E512, E2048) with RoPE and
+// of four reference configurations (T, S: training; E512, E2048: evaluation; sizes in bench.cc) with RoPE and
 // ALiBi, and optionally runs the project's PyTorch reference (experiments/bench/reference_torch.py)
 // in the same invocation, alternating with lexp, to print the speed ratio.
 //

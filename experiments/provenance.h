@@ -1,5 +1,7 @@
 // Provenance attributes written at the root of every run file: versions of lexp and of every
-// library, the compiler and build, the git commit, and UTC times.
+// library, the compiler, build type, compile flags and build flavour (native: results depend on the
+// CPU; portable: they do not), the SIMD instruction sets compiled in, the CPU model and the
+// instruction sets it offers, the git commit, and UTC times.
 #pragma once
 
 #include <string>
@@ -10,5 +12,8 @@ namespace lexp {
 
 std::string UtcNow();  // ISO 8601, seconds
 void WriteProvenance(const h5::Group& root, int threads);
+std::string CpuModel();            // /proc/cpuinfo "model name"
+std::string CpuInstructionSets();  // "x86-64-v4 (sse4.2 avx avx2 fma avx512f)"
+
 
 }  // namespace lexp

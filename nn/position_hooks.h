@@ -1,5 +1,5 @@
 // The interface through which a positional encoding touches the transformer, and nothing else does.
-// Six named sites (../shared/STYLE.md, "Encodings plug into attention at named sites"):
+// Seven named sites:
 //   1. position ids     token index -> position used (may differ between training and evaluation)
 //   2. input embedding  vector added to the token embedding (or a transform of it that may read the
 //                       token ids, as complex word-order embeddings do)

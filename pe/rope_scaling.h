@@ -1,7 +1,7 @@
 // RoPE frequency-scaling rules: given the head dimension D, the base b and the training length L,
 // each rule returns the per-pair inverse frequencies theta'_k (and, for YaRN, the attention
-// temperature). Formulas and test vectors: ../shared/reference/formulas.md
-// sections 3.3-3.9, 8.5-8.9.
+// temperature). Each rule's formula is written out below with its paper; the tests check the
+// papers' and reference implementations' published vectors.
 //   pi            Chen et al. 2023, arXiv:2306.15595: theta_k / s
 //   ntk           bloc97 2023 (YaRN eq. 14-16): base b s^(D/(D-2))
 //   dynamic_ntk   emozilla 2023 (HF rule): base b (s l/L - (s-1))^(D/(D-2)), l = max(length, L)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""lexp's PyTorch reference for `lexp bench --compare` (written for lexp from ../shared/bench/README.md).
+"""lexp's PyTorch reference for `lexp bench --compare` (written for lexp, configurations as in bench.cc).
 
 The same decoder-only model as lexp's benchmark: token embedding (vocab 32, no absolute positions),
 pre-LayerNorm blocks (fused qkv Linear, explicit causal softmax attention with RoPE (half-split pairs,

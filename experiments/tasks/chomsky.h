@@ -1,6 +1,6 @@
 // The Chomsky-hierarchy tasks of Deletang et al. 2023 (arXiv:2207.02098) as used by Ruoss et al.
-// 2023 (arXiv:2305.16843), exactly as ../shared/reference/tasks.md section 2.2 reads them from the
-// randomized_positional_encodings code (commit e8c6474). parity_check, reverse_string and
+// 2023 (arXiv:2305.16843), exactly as their randomized_positional_encodings code (commit e8c6474)
+// defines them. parity_check, reverse_string and
 // duplicate_string live in string_tasks.h. Each Sample* function returns one example for requested
 // length n; symbol ids are listed per task. Token accuracy is scored on the output positions marked
 // in output_scored (the termination masks of stack_manipulation and the binary arithmetic tasks).

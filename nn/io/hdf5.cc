@@ -365,16 +365,20 @@ Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".
   // removing it removes the link, not its target), goes; the new one is created exclusively.
   fs::remove(tmp_, ec);
   LEXP_INPUT_CHECK(!ec, "cannot remove '" + tmp_ + "': " + ec.message());
+  // Closing the file closes every object still open in it (groups a caller still holds), so the
+  // file is complete on disk when Commit() renames it.
+  Handle fapl = Check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "file access properties");
+  H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG);
   if (mode == Mode::kUpdate) {
     LEXP_INPUT_CHECK(fs::is_regular_file(path), "no such file to update: '" + path + "'");
     fs::copy_file(path, tmp_, fs::copy_options::none, ec);  // O_EXCL
     LEXP_INPUT_CHECK(!ec, "cannot copy '" + path + "' to '" + tmp_ + "': " + ec.message());
-    const hid_t f = H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t f = H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, fapl.id());
     if (f < 0) fs::remove(tmp_, ec);
     LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 for update (damaged?)");
     file_ = Handle(f, H5Fclose);
   } else {
-    const hid_t f = H5Fcreate(tmp_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t f = H5Fcreate(tmp_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id());
     LEXP_INPUT_CHECK(f >= 0, "cannot create '" + tmp_ + "' (is the directory writable?)");
     file_ = Handle(f, H5Fclose);
   }

@@ -37,9 +37,44 @@ TEST(AttentionStats, BoundedLogitsGiveEntropyWithinLnNMinus2B) {
       EXPECT_GE(H, std::log(n) - 2 * B - 1e-12);
     }
   }
-  // The bound's numbers (formulas.md 7.4).
-  EXPECT_NEAR(std::log(4096.0) - 2, 6.31776617, 1e-8);
-  EXPECT_NEAR(std::log(65536.0) - 4, 7.09035489, 1e-8);
+}
+
+// The bound's published numbers (formulas.md 7.4): n = 4096, B = 1 gives [6.31776617, 8.31776617];
+// n = 65536, B = 2 gives [7.09035489, 11.09035489]. RowStats must reach the upper end on a uniform
+// row and stay above the lower end on the most peaked rows the bound allows: k logits at +B and
+// n - k at -B, whose weights are e^{2B}/Z and 1/Z with Z = k e^{2B} + n - k, so that
+//   H = -k (e^{2B}/Z) ln(e^{2B}/Z) - (n - k) (1/Z) ln(1/Z) = ln Z - 2B k e^{2B} / Z.
+// Its minimum over k (k = 842 for n = 4096, k = 3759 for n = 65536, found by scanning every k
+// with python3) is 7.843291530451193 and 9.420505259312387: inside the bound, and a wrong entropy
+// (another log base, a missing -sum p z term, masked keys counted) misses these values.
+TEST(AttentionStats, EntropyOfExtremeBoundedRowsMatchesTheClosedFormAboveLnNMinus2B) {
+  struct Case {
+    int n;
+    double B, lower, upper;
+    int k_min;
+    double h_min;
+  };
+  for (const Case& c : {Case{4096, 1.0, 6.31776617, 8.31776617, 842, 7.843291530451193},
+                        Case{65536, 2.0, 7.09035489, 11.09035489, 3759, 9.420505259312387}}) {
+    std::vector<double> z(c.n + 3, -kInf);  // three masked keys that must not count
+    for (int j = 0; j < c.n; ++j) z[j] = c.B / 2;
+    EXPECT_NEAR(RowStats(z.data(), c.n + 3).entropy, c.upper, 1e-8) << "uniform row, n " << c.n;
+    for (int k : {1, c.k_min, c.n / 2, c.n - 1}) {
+      // The +B keys spread through the row (every stride-th key), the masked keys at the end.
+      const int stride = c.n / k;
+      for (int j = 0; j < c.n; ++j) z[j] = (j % stride == 0 && j / stride < k) ? c.B : -c.B;
+      const double Z = k * std::exp(2 * c.B) + (c.n - k);
+      const double closed = std::log(Z) - 2 * c.B * k * std::exp(2 * c.B) / Z;
+      const AttentionRowStats r = RowStats(z.data(), c.n + 3);
+      EXPECT_EQ(r.visible, c.n);
+      EXPECT_NEAR(r.entropy, closed, 1e-9) << "n " << c.n << " k " << k;
+      EXPECT_GT(r.entropy, c.lower) << "n " << c.n << " k " << k;
+      EXPECT_LT(r.entropy, c.upper) << "n " << c.n << " k " << k;
+      if (k == c.k_min) {
+        EXPECT_NEAR(r.entropy, c.h_min, 1e-9) << "n " << c.n;
+      }
+    }
+  }
 }
 
 TEST(AttentionStats, OneHotAttentionHasZeroEntropy) {

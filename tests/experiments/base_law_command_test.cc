@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
-#include "analysis/rope_theory.h"
 #include "experiments/sweep.h"
+#include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
@@ -18,41 +20,73 @@
 namespace lexp {
 namespace {
 
+// Head width d = 8 (d_model 16, 2 heads, every dimension rotates) and training sequences of T = 64
+// tokens (markov_lm in the decoder layout: n tokens, no separator or end token). The critical
+// dimension d_extra = 2 ceil((d/2) log_b(T / 2 pi)) (formulas.md 7.5) and T_extra =
+// 2 pi b^(d_extra/d), computed by hand (python3, double precision):
+//   T / 2 pi = 10.18591636;  (d/2) log_b(T / 2 pi) = 4 ln(10.18591636) / ln b
+//   b = 100:  2.01600021 -> d_extra 6, 2 pi 100^(6/8) = 198.691765315922
+//   b = 1e4:  1.00800011 -> d_extra 4, 2 pi 1e4^(4/8) = 628.3185307179587
+//   b = 1e5:  0.80640008 -> d_extra 2, 2 pi 1e5^(2/8) = 111.73259061216542
+// The law's prediction takes d_extra of base 1e4 (4) at every base >= 1e4:
+//   b = 1e4: 628.3185307179587;  b = 1e5: 2 pi 1e5^(4/8) = 1986.9176531592204.
+// Every pair completes a period in training for b <= (T / 2 pi)^(d / (d - 2)) = 22.08005449037645.
 TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   const RecipeConfig c = testing::TinyCopyRecipe(
       {"task.name=markov_lm", "task.vocab=0", "model.encodings=rope", "model.n_layers=1",
        "run.sweep=encoding_options.rope.base", "run.sweep_values=100,10000,100000",
-       "train.steps=20", "eval.lengths=2,5,10,20"});
+       "train.steps=20", "train.max_length=64", "eval.lengths=16,64,128,256"});
   ValidateRecipe(c);
   const auto dir = testing::FreshTempDir("base_law");
   SweepOptions so;
   so.out_dir = dir.string();
   so.figures = false;
   ASSERT_EQ(RunRecipe(c, so).size(), 3u);
-  const std::string table = WriteBaseLaw(dir.string(), 0.1);
+  const double tolerance = 0.1;
+  const std::string table = WriteBaseLaw(dir.string(), tolerance);
   EXPECT_NE(table.find("rope-base100 "), std::string::npos) << table;
   EXPECT_NE(table.find("(b < 1e4)"), std::string::npos) << table;
   h5::Reader r((dir / "base_law.h5").string());
+  const std::vector<std::string> runs = {"rope-base100", "rope-base10000", "rope-base100000"};
   EXPECT_EQ(r.root().AttrString("runs"), "rope-base100,rope-base10000,rope-base100000");
+  EXPECT_EQ(r.root().AttrInt("rotary_dims"), 8);
+  EXPECT_EQ(r.root().AttrInt("train_tokens"), 64);
+  EXPECT_EQ(r.root().AttrInt("d_extra"), 4);
   const auto pred = r.root().ReadDoubles("predicted_limit");
-  const auto meas = r.root().ReadDoubles("measured_limit");
   ASSERT_EQ(pred.size(), 3u);
-  EXPECT_TRUE(std::isnan(pred[0]));
-  // Head width 8 (d_model 16, 2 heads), training sequences of 5 tokens (decoder, markov_lm).
-  const int d_extra = theory::CriticalDim(8, 5, 1e4).d_extra;
-  EXPECT_NEAR(pred[1], theory::ExtrapolationLimit(1e4, d_extra, 8), 1e-9);
-  EXPECT_NEAR(pred[2], theory::ExtrapolationLimit(1e5, d_extra, 8), 1e-9);
-  for (double m : meas) EXPECT_TRUE(m == 0 || m == 2 || m == 5 || m == 10 || m == 20) << m;
-  // The run's own critical dimension: T = 5 tokens, d = 8. Base 100: ratio 4 ln(5/2pi)/ln 100 < 0,
-  // so no pair completes a period (d_extra 0) and the first pair (period 2 pi) is the limit.
+  EXPECT_TRUE(std::isnan(pred[0])) << "the law is stated for bases >= 1e4";
+  EXPECT_NEAR(pred[1], 628.3185307179587, 1e-9);
+  EXPECT_NEAR(pred[2], 1986.9176531592204, 1e-9);
+  EXPECT_EQ(r.root().ReadDoubles("d_extra_own"), (std::vector<double>{6, 4, 2}));
   const auto own = r.root().ReadDoubles("predicted_limit_own");
+  ASSERT_EQ(own.size(), 3u);
+  EXPECT_NEAR(own[0], 198.691765315922, 1e-9);
+  EXPECT_NEAR(own[1], 628.3185307179587, 1e-9);
+  EXPECT_NEAR(own[2], 111.73259061216542, 1e-9);
+  EXPECT_NEAR(r.root().AttrDouble("full_period_base"), 22.08005449037645, 1e-11);
+  // The measured limit, from each run's evaluation losses by its definition (analysis/base_law.h):
+  // the reference is the loss at the longest evaluated length within training (64); the limit is
+  // the longest evaluated sequence up to which every longer one stays within (1 + tolerance) times
+  // it, or the reference length itself when the first longer one already fails. Censored: the
+  // limit is the longest evaluated sequence. Learnt: the reference loss is below 0.95 times the
+  // loss at the shortest length.
+  const auto meas = r.root().ReadDoubles("measured_limit");
+  const auto censored = r.root().ReadInts("censored");
+  const auto learnt = r.root().ReadInts("learnt");
+  ASSERT_EQ(meas.size(), 3u);
+  ASSERT_EQ(censored.size(), 3u);
+  ASSERT_EQ(learnt.size(), 3u);
   for (int i = 0; i < 3; ++i) {
-    const double b = i == 0 ? 100 : i == 1 ? 1e4 : 1e5;
-    EXPECT_NEAR(own[i], theory::ExtrapolationLimit(b, theory::CriticalDim(8, 5, b).d_extra, 8),
-                1e-9);
+    h5::Reader run(RunFilePath(dir.string(), runs[i]));
+    const auto tokens = run.root().OpenGroup("eval").ReadInts("sequence_length");
+    const auto loss = run.root().OpenGroup("eval").ReadDoubles("loss");
+    ASSERT_EQ(tokens, (std::vector<int64_t>{16, 64, 128, 256})) << runs[i];
+    double limit = 64;
+    for (int e = 2; e < 4 && loss[e] <= (1 + tolerance) * loss[1]; ++e) limit = tokens[e];
+    EXPECT_EQ(meas[i], limit) << runs[i];
+    EXPECT_EQ(censored[i], limit == 256 ? 1 : 0) << runs[i];
+    EXPECT_EQ(learnt[i], loss[1] < 0.95 * loss[0] ? 1 : 0) << runs[i];
   }
-  EXPECT_NEAR(r.root().AttrDouble("full_period_base"), theory::FullPeriodBase(5, 8), 1e-12);
-  EXPECT_EQ(r.root().ReadInts("learnt").size(), 3u);
   const auto png = DrawBaseLaw((dir / "base_law.h5").string());
   EXPECT_TRUE(std::filesystem::exists(png));
   EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "base_law.dat"));

@@ -4,12 +4,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
+#include <memory>
+#include <vector>
 
+#include "experiments/model_replay.h"
 #include "experiments/recipe.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "pe/forwarding_encoding.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -26,6 +31,17 @@ TEST(EvalCommand, ParsesScaleSpecs) {
   EXPECT_THROW(ParseScaleSpec("yarm:factor=4"), InputError);
   EXPECT_THROW(ParseScaleSpec("yarn:factor"), InputError);
 }
+
+// Position ids divided by 4, the definition of PI's factor 4 written outside pe/rope_scaling.cc.
+class QuarterPositions final : public ForwardingEncoding<float> {
+ public:
+  explicit QuarterPositions(std::unique_ptr<PositionEncoding<float>> inner)
+      : ForwardingEncoding<float>(std::move(inner)) {}
+  void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override {
+    ForwardingEncoding<float>::PositionIds(T, training, rng, pos);
+    for (double& p : pos) p /= 4;
+  }
+};
 
 class EvalCommandRun : public ::testing::Test {
  protected:
@@ -80,10 +96,21 @@ TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
   EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.scaling"), "pi");
   EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.factor"), "4");
   EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss").size(), 2u);
-  h5::Reader a(o.run_file);
-  EXPECT_NE(a.root().OpenGroup("eval").ReadDoubles("loss")[1],
-            b.root().OpenGroup("eval").ReadDoubles("loss")[0])
-      << "positions divided by 4 change the logits";
+  // PI with factor 4 is RoPE at positions p / 4 (formulas.md 3.3): the expected losses come from
+  // the run's own weights replayed with every position id divided by 4 and no scaling rule, on the
+  // same evaluation streams. They must also differ from the unscaled losses at the same lengths.
+  const auto scaled = b.root().OpenGroup("eval").ReadDoubles("loss");
+  ModelReplay plain(o.run_file);
+  ModelReplay quartered(o.run_file, {}, [](std::unique_ptr<PositionEncoding<float>> inner) {
+    return std::make_unique<QuarterPositions>(std::move(inner));
+  });
+  const int lengths[2] = {5, 20};
+  for (int e = 0; e < 2; ++e) {
+    EXPECT_NEAR(scaled[e], quartered.EvalLoss(lengths[e]), 1e-5 * scaled[e])
+        << "n = " << lengths[e];
+    EXPECT_GT(std::abs(scaled[e] - plain.EvalLoss(lengths[e])), 1e-4)
+        << "positions divided by 4 change the logits at n = " << lengths[e];
+  }
   EXPECT_TRUE(b.root().OpenGroup("train").ReadDoubles("loss").empty()) << "nothing was trained";
 }
 

@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "experiments/analyze.h"
 #include "experiments/empirical_expectation.h"
@@ -14,6 +17,7 @@
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
+#include "pe/forwarding_encoding.h"
 #include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -113,13 +117,124 @@ TEST_F(ReplayAnalyses, ExpectationAtEveryEvaluationLengthMatchesTheStoredProbe) 
   for (uint64_t lh = 0; lh < LH; ++lh)
     for (uint64_t n = 0; n < T; ++n)
       EXPECT_NEAR(e.mean[(2 * LH + lh) * M + n], stored[lh * T + n], 1e-4) << lh << " " << n;
-  // Shorter lengths leave the distances they never reach as NaN; spreads are >= 0.
+  // Shorter lengths leave the distances they never reach as NaN.
   const uint64_t T0 = e.sequence_lengths[0];
   EXPECT_TRUE(std::isnan(e.mean[(0 * LH + 0) * M + T0]));
   EXPECT_FALSE(std::isnan(e.mean[(0 * LH + 0) * M + T0 - 1]));
-  for (double s : e.sd)
-    if (!std::isnan(s)) EXPECT_GE(s, 0.0);
+  // The spread at distance n is the standard deviation of the logits z_{i, i-n} over the probe's
+  // sequences and queries: recomputed here, in two passes, from the stored probe logits of length 9
+  // ([sample, layer, head, query, key], -inf where masked).
+  std::vector<uint64_t> dims;
+  const auto z = r.root().OpenGroup("probe").OpenGroup("length_9").ReadDoubles("logits", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{2, e.layers, e.heads, T, T}));
+  for (uint64_t lh = 0; lh < LH; ++lh)
+    for (uint64_t n = 0; n < T; ++n) {
+      std::vector<double> at_n;
+      for (uint64_t s = 0; s < 2; ++s)
+        for (uint64_t i = n; i < T; ++i) {
+          const double x = z[((s * LH + lh) * T + i) * T + (i - n)];
+          if (std::isfinite(x)) at_n.push_back(x);
+        }
+      ASSERT_EQ(at_n.size(), 2 * (T - n)) << "causal: every key at or before the query is seen";
+      double mean = 0, var = 0;
+      for (double x : at_n) mean += x / at_n.size();
+      for (double x : at_n) var += (x - mean) * (x - mean) / at_n.size();
+      const double sd = std::sqrt(var);
+      EXPECT_NEAR(e.sd[(2 * LH + lh) * M + n], sd, 1e-4 * (1 + sd)) << lh << " " << n;
+    }
   for (size_t i = 0; i < e.resolution.size(); ++i) EXPECT_LT(e.resolution_b[i], e.resolution[i]);
+}
+
+// Keeps a copy of the rotated queries and keys each (layer, head) hands the logit-term site, for
+// the pair contributions to be recomputed outside analysis/rotary_pair_probe.cc. A forward pass of
+// one sequence runs each head of a layer as one task, so the slots are written by one thread each.
+class QkRecorder final : public ForwardingEncoding<float> {
+ public:
+  QkRecorder(std::unique_ptr<PositionEncoding<float>> inner, int layers, int heads)
+      : ForwardingEncoding<float>(std::move(inner)), heads_(heads), q_(layers * heads),
+        k_(layers * heads) {}
+  unsigned Sites() const override { return inner().Sites() | kSiteLogitTerm; }
+  void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
+                    const HeadQK<float>& qk, float* scores, long lds) const override {
+    const int slot = ctx.layer * heads_ + ctx.head, D = ctx.head_dim;
+    q_[slot].resize(static_cast<size_t>(ctx.T) * D);
+    k_[slot].resize(static_cast<size_t>(ctx.T) * D);
+    for (int i = i0; i < i1; ++i)
+      for (int c = 0; c < D; ++c) q_[slot][i * D + c] = qk.q[i * qk.ld + c];
+    for (int j = j0; j < j1; ++j)
+      for (int c = 0; c < D; ++c) k_[slot][j * D + c] = qk.k[j * qk.ld + c];
+    inner().AddLogitTerm(ctx, i0, i1, j0, j1, qk, scores, lds);
+  }
+  const std::vector<float>& q(int slot) const { return q_[slot]; }
+  const std::vector<float>& k(int slot) const { return k_[slot]; }
+
+ private:
+  int heads_;
+  mutable std::vector<std::vector<float>> q_, k_;
+};
+
+// Pair k's contribution to the logit of (query i, key j) is c_k = (q_a k_a + q_b k_b) / sqrt(D)
+// with q, k after rotation and the run's "half" pairing (a, b) = (k, k + D/2) (pe/rope.h); near
+// pairs are those with i - j below the training sequence (11 tokens: 5 copied, 5 written, the end
+// token; identity positions, causal attention), and near_abs / far_abs are the mean |c_k| over
+// them on the longest probe (9: 19 tokens). Recomputed here from the replayed queries and keys,
+// whose contributions must also add up to the logits the run stored for the same probe.
+void ExpectPairContributionsFromTheirDefinition(const std::string& run, const RotaryPairStats& c) {
+  const int L = c.layers, H = c.heads, P = c.pairs, D = 2 * P, split = 11;
+  std::vector<uint64_t> dims;
+  std::vector<double> stored;
+  {
+    h5::Reader r(run);
+    stored = r.root().OpenGroup("probe").OpenGroup("length_9").ReadDoubles("logits", &dims);
+  }
+  ASSERT_EQ(dims.size(), 5u);
+  const int T = static_cast<int>(dims[3]);
+  ASSERT_EQ(T, 19);
+  QkRecorder* rec = nullptr;
+  ModelReplay replay(run, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
+    auto r = std::make_unique<QkRecorder>(std::move(inner), L, H);
+    rec = r.get();
+    return r;
+  });
+  std::vector<double> near(L * H * P, 0.0), far(L * H * P, 0.0), near_n(L * H, 0.0),
+      far_n(L * H, 0.0);
+  const double inv_sqrt_d = 1 / std::sqrt(static_cast<double>(D));
+  int sequences = 0;
+  replay.ForEachProbeSequence(9, [&](int s, int T_seq) {
+    ASSERT_EQ(T_seq, T);
+    ++sequences;
+    for (int lh = 0; lh < L * H; ++lh) {
+      const std::vector<float>& q = rec->q(lh);
+      const std::vector<float>& k = rec->k(lh);
+      ASSERT_EQ(q.size(), static_cast<size_t>(T) * D);
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j <= i; ++j) {
+          double logit = 0;
+          for (int m = 0; m < P; ++m) {
+            const double ck = (static_cast<double>(q[i * D + m]) * k[j * D + m] +
+                               static_cast<double>(q[i * D + m + P]) * k[j * D + m + P]) *
+                              inv_sqrt_d;
+            logit += ck;
+            (i - j < split ? near : far)[lh * P + m] += std::abs(ck);
+          }
+          (i - j < split ? near_n : far_n)[lh] += 1;
+          const double z = stored[((static_cast<size_t>(s) * L * H + lh) * T + i) * T + j];
+          EXPECT_NEAR(logit, z, 1e-4 * (1 + std::abs(z))) << "sample " << s << " " << i << "," << j;
+        }
+    }
+  });
+  EXPECT_EQ(sequences, 2);
+  ASSERT_EQ(c.near_abs.size(), near.size());
+  ASSERT_EQ(c.far_abs.size(), far.size());
+  for (int lh = 0; lh < L * H; ++lh) {
+    EXPECT_EQ(c.near_count[lh], near_n[lh]);
+    EXPECT_EQ(c.far_count[lh], far_n[lh]);
+    for (int m = 0; m < P; ++m) {
+      const double n_abs = near[lh * P + m] / near_n[lh], f_abs = far[lh * P + m] / far_n[lh];
+      EXPECT_NEAR(c.near_abs[lh * P + m], n_abs, 1e-6 * n_abs) << "near " << lh << " pair " << m;
+      EXPECT_NEAR(c.far_abs[lh * P + m], f_abs, 1e-6 * f_abs) << "far " << lh << " pair " << m;
+    }
+  }
 }
 
 TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
@@ -147,7 +262,7 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
   const auto& c = a.contributions;
   for (size_t lh = 0; lh < c.supremum.size(); ++lh)
     EXPECT_GE(c.supremum[lh], c.observed[lh] - 1e-5);
-  for (double x : c.near_abs) EXPECT_GE(x, 0.0);
+  ExpectPairContributionsFromTheirDefinition(Run("rope"), c);
   // The written file: report and datasets; NoPE has no rotary group.
   const std::string report = AnalyzeRunFile(Run("rope"));
   EXPECT_NE(report.find("post-critical ablation"), std::string::npos) << report;

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
-#include "analysis/rope_theory.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/rope.h"
@@ -31,7 +33,25 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
   h5::Group ex = r.root().OpenGroup("expectation");
   const auto rope = ex.ReadDoubles("rope"), scaled = ex.ReadDoubles("rope_scaled");
   ASSERT_EQ(rope.size(), 5001u);
-  EXPECT_EQ(rope, theory::ExpectationProxy(128, 1e4, 5000));
+  // The all-ones proxy s(n) = 2 sum_k cos(n theta_k), theta_k = 1e4^(-2k/128), k = 0..63
+  // (formulas.md 7.2), written out here; and its published values (formulas.md 8.13).
+  std::vector<double> theta(64);
+  for (int k = 0; k < 64; ++k) theta[k] = std::pow(1e4, -2.0 * k / 128);
+  for (long n = 0; n <= 5000; ++n) {
+    double s = 0;
+    for (double t : theta) s += 2 * std::cos(n * t);
+    EXPECT_NEAR(rope[n], s, 1e-9) << n;
+  }
+  const std::vector<std::pair<long, double>> published = {
+      {0, 128.0},
+      {1, 124.18736761153528},
+      {10, 85.6400457969942},
+      {100, 61.086909402981284},
+      {512, 28.08631968769336},
+      {1000, 20.355456264421086},
+      {2048, 15.268341464439054},
+      {4096, -6.765227848964551}};
+  for (const auto& [n, value] : published) EXPECT_NEAR(rope[n], value, 1e-9) << n;
   // PI with factor 2 halves every frequency: s_pi(2n) = s(n).
   for (long n : {1L, 7L, 100L, 2500L}) EXPECT_NEAR(scaled[2 * n], rope[n], 1e-9) << n;
   std::vector<uint64_t> dims;

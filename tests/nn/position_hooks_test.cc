@@ -4,7 +4,10 @@
 // and ReRoPE will), and position ids that differ between training and evaluation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "nn/ops/attention.h"
 #include "tests/testing/gradcheck.h"
@@ -165,29 +168,53 @@ TEST(PositionHooks, ContentTermScaleAndPatternHaveCorrectGradients) {
   EXPECT_EQ(res.checked, 60 * 3 + 8);
 }
 
+// The attention op hands the logit and value terms the distance the pattern defines, computed from
+// the position ids it is given: with q_i = (10, 0), k_j = 0 and w = (1, 0), ContentProbe's term is
+// b(i, j) = 10 d(i, j) / 10 = d(i, j) and the q.k product is 0, so the captured logit of every
+// visible (i, j) is the distance the term saw: min(p_i - p_j, 4) under GappedWindow, i.e.
+// min(2 (i - j), 4) for the training ids p_t = 2t and min(i - j, 4) for the evaluation ids p_t = t.
+// With v = 0 the output is the value term alone, o_i = (sum_j p_ij d(i, j) / 10) w, on both the
+// materialised and the streaming path.
 TEST(PositionHooks, EffectiveDistanceAndPositionIdsReachTheLogitTerm) {
-  ContentProbe enc(1, 2);
-  GappedWindow pat;
-  Rng rng(1);
-  std::vector<double> train_pos, eval_pos;
-  enc.PositionIds(6, true, rng, train_pos);
-  enc.PositionIds(6, false, rng, eval_pos);
-  EXPECT_EQ(train_pos[5], 10.0);
-  EXPECT_EQ(eval_pos[5], 5.0);
-  // With q = (10, 0) and w = (1, 0): b(i, j) = d(i, j), capped at 4 by the pattern.
+  const AttentionShape sh{1, 12, 1, 2};
+  ContentProbe enc(sh.H, sh.D);
   auto params = enc.Parameters();
   params[0].value[0] = 1;
   params[0].value[1] = 0;
-  std::vector<double> q(6 * 2, 0.0), k(6 * 2, 0.0);  // [T, D]; only query 5 is read
-  q[5 * 2] = 10;
-  for (const auto* pos : {&train_pos, &eval_pos}) {
-    AttentionContext ctx{0, 0, 1, 2, 6, pos->data(), &pat, pat.PlainDistance()};
-    double s = 0;
-    enc.AddLogitTerm(ctx, 5, 6, 0, 1, HeadQK<double>{q.data(), k.data(), 2}, &s, 1);
-    EXPECT_DOUBLE_EQ(s, 4.0);
-    s = 0;
-    enc.AddLogitTerm(ctx, 5, 6, 4, 5, HeadQK<double>{q.data(), k.data(), 2}, &s, 1);
-    EXPECT_DOUBLE_EQ(s, (*pos)[5] - (*pos)[4]);
+  GappedWindow pat;
+  Rng rng(1);
+  MatD q = MatD::Zero(sh.T, sh.D), k = MatD::Zero(sh.T, sh.D), v = MatD::Zero(sh.T, sh.D);
+  q.col(0).setConstant(10);
+  const double inf = std::numeric_limits<double>::infinity();
+  // Query 5 written out (keys 0..5): key 0 and key 3 are at offsets 5 and 2 (= 2 mod 3, skipped).
+  const std::vector<double> train_row5 = {-inf, 4, 4, -inf, 2, 0};  // 2(i - j) = 8, 6 capped at 4
+  const std::vector<double> eval_row5 = {-inf, 4, 3, -inf, 1, 0};
+  for (const bool training : {true, false}) {
+    std::vector<double> pos;
+    enc.PositionIds(sh.T, training, rng, pos);
+    const double step = training ? 2 : 1;  // p_i - p_j = step (i - j)
+    AttentionCache<double> cache;
+    cache.capture_logits = true;
+    MatD out, streamed;
+    AttentionForward(q, k, v, sh, pos, pat, enc, 0, true, cache, out);
+    for (int j = 0; j <= 5; ++j)
+      EXPECT_EQ(cache.logits(5, j), (training ? train_row5 : eval_row5)[j]) << training << " " << j;
+    for (int i = 0; i < sh.T; ++i) {
+      double z = 0, zd = 0;  // softmax of the expected logits, and its mean distance
+      for (int j = 0; j < sh.T; ++j) {
+        const int r = i - j;
+        if (r < 0 || r > 8 || r % 3 == 2) continue;
+        const double d = std::min(step * r, 4.0);
+        EXPECT_DOUBLE_EQ(cache.logits(i, j), d) << "training " << training << " " << i << "," << j;
+        z += std::exp(d);
+        zd += std::exp(d) * d;
+      }
+      EXPECT_NEAR(out(i, 0), zd / z / 10, 1e-12) << "value term, query " << i;
+      EXPECT_EQ(out(i, 1), 0.0);
+    }
+    AttentionCache<double> stream_cache;
+    AttentionForward(q, k, v, sh, pos, pat, enc, 0, false, stream_cache, streamed);
+    EXPECT_LT((streamed - out).cwiseAbs().maxCoeff(), 1e-12) << "the streaming path sees them too";
   }
 }
 

@@ -1,5 +1,5 @@
-// Property tests and published numbers (../shared/reference/formulas.md, sections
-// 1-2, 3.1, 8.1-8.4) for the encodings of the skeleton: nope, sinusoidal, learned, alibi, rope, t5.
+// Property tests and published numbers (the papers' and reference implementations' vectors) for
+// the encodings of the skeleton: nope, sinusoidal, learned, alibi, rope, t5.
 #include <gtest/gtest.h>
 
 #include <cmath>

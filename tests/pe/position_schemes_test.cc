@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "experiments/recipe.h"
 #include "experiments/trainer.h"
@@ -54,10 +58,56 @@ TEST(Pose, GivesTwoContiguousChunksInsideTheTargetLength) {
       }
     }
     EXPECT_LE(jumps, 1) << "at most two contiguous runs";
-    EXPECT_GE(l0, 1);
     if (jumps == 1) {
       EXPECT_LE(l0, (T + 1) / 2) << "first chunk l0 in 1..ceil(T/2)";
     }
+  }
+}
+
+// PoSE with N = 2 (formulas.md 4.2): the first chunk length l0 is uniform on 1..ceil(T/2) and the
+// skip u uniform on 0..Lt - T, so over many draws every l0 and both ends of u occur, with the
+// frequencies of a uniform law, and the last position reaches Lt - 1 but never passes it. A draw
+// with u = 0 has no jump and does not show l0; otherwise l0 is where the jump is and u its size.
+TEST(Pose, ChunkLengthAndSkipAreUniformOverTheirRanges) {
+  Rng rng(5);
+  const int T = 33, Lt = 400, draws = 20000;
+  const int l0_max = (T + 1) / 2, u_max = Lt - T;  // 17 and 367
+  std::vector<int> l0_count(T + 1, 0), u_count(u_max + 1, 0);
+  double last_max = 0;
+  for (int d = 0; d < draws; ++d) {
+    const auto p = PosePositions(T, Lt, rng);
+    ASSERT_EQ(static_cast<int>(p.size()), T);
+    ASSERT_LE(p.back(), Lt - 1);
+    last_max = std::max(last_max, p.back());
+    int l0 = 0;
+    for (int t = 1; t < T && l0 == 0; ++t)
+      if (p[t] != p[t - 1] + 1) l0 = t;
+    const double u = l0 ? p[l0] - l0 : 0.0;
+    ASSERT_GE(u, 0);
+    ASSERT_LE(u, u_max);
+    ++u_count[static_cast<int>(u)];
+    if (l0) ++l0_count[l0];
+  }
+  EXPECT_EQ(last_max, Lt - 1) << "the largest skip puts the last token at Lt - 1";
+  EXPECT_GT(u_count[0], 0) << "u = 0: one contiguous chunk";
+  EXPECT_GT(u_count[u_max], 0);
+  // Counts of a uniform law, within 5 binomial standard deviations.
+  const auto expect_uniform = [](int count, double n, double p, const std::string& what) {
+    EXPECT_NEAR(count, n * p, 5 * std::sqrt(n * p * (1 - p))) << what;
+  };
+  const int shown = draws - u_count[0];
+  for (int l = 1; l <= T; ++l) {
+    if (l <= l0_max)
+      expect_uniform(l0_count[l], shown, 1.0 / l0_max, "l0 = " + std::to_string(l));
+    else
+      EXPECT_EQ(l0_count[l], 0) << "l0 = " << l << " is longer than ceil(T/2)";
+  }
+  const int bins = 8, width = (u_max + 1) / bins;  // 368 skips in 8 bins of 46
+  for (int b = 0; b < bins; ++b) {
+    int c = 0;
+    for (int u = b * width; u < (b + 1) * width; ++u) c += u_count[u];
+    const double share = static_cast<double>(width) / (u_max + 1);
+    expect_uniform(c, draws, share, "u bin " + std::to_string(b));
   }
 }
 

@@ -1,0 +1,428 @@
+// The `lexp` binary fuzzed with bad input, as a user meets it (issue 10): a table of bad recipes,
+// overrides, paths and corrupted files, each with the exit code and a fragment of the message it
+// must print; every documented exit code (0, 1, 2, 3); and runs killed at many points while they
+// write, after which no file looks complete that is not and --resume finishes the run into the
+// files an uninterrupted run writes.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nn/io/hdf5.h"
+#include "tests/testing/run_files.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kLexp = std::string(LEXP_BINARY_DIR) + "/lexp";
+
+// A recipe that trains in well under a second: every bad-input case starts from it.
+const char* kTinyRecipe = R"(
+[task]
+name = "copy"
+vocab = 12
+[model]
+d_model = 16
+n_heads = 2
+n_layers = 1
+encodings = ["rope"]
+[train]
+max_length = 4
+steps = 30
+batch_size = 8
+warmup_steps = 3
+log_every = 10
+checkpoint_every = 10
+[eval]
+lengths = [2, 4, 6]
+samples = 8
+batch_size = 8
+[probe]
+lengths = [4]
+samples = 2
+stored_samples = 1
+)";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string Quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs lexp in `cwd` with `args` (and `env` assignments before it), capturing both streams.
+Result Lexp(const fs::path& cwd, const std::vector<std::string>& args, const std::string& env = "") {
+  std::string cmd = "cd " + Quote(cwd.string()) + " && " + env + " " + Quote(kLexp);
+  for (const auto& a : args) cmd += " " + Quote(a);
+  const fs::path out = fs::temp_directory_path() / ("lexp_cli_out_" + std::to_string(getpid()));
+  const fs::path err = fs::temp_directory_path() / ("lexp_cli_err_" + std::to_string(getpid()));
+  cmd += " > " + Quote(out.string()) + " 2> " + Quote(err.string());
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+// Every file under `dir`, relative to it.
+std::vector<std::string> Files(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::exists(dir)) return out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out.push_back(fs::relative(e.path(), dir).string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A user's error names their input, never lexp's source.
+const std::regex kSourceLocation(R"([A-Za-z_]+\.(cc|h):[0-9]+)");
+
+struct BadInput {
+  std::string what;
+  std::vector<std::string> args;  // after `lexp`; RECIPE is the tiny recipe's path
+  int code;
+  std::string fragment;
+};
+
+class CliFuzz : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = testing::FreshTempDir("cli_fuzz");
+    std::ofstream(root_ / "tiny.toml") << kTinyRecipe;
+    fs::create_directories(root_ / "somedir");
+    // One completed run to corrupt in the file cases.
+    const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "good", "--no-figures"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    good_ = root_ / "good" / "rope.h5";
+    ASSERT_TRUE(fs::exists(good_));
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A copy of the good run file, changed by `edit` through the HDF5 C API.
+  static std::string Corrupt(const std::string& name, const std::function<void(hid_t)>& edit) {
+    const fs::path dir = root_ / "corrupt";
+    fs::create_directories(dir);
+    const fs::path p = dir / (name + ".h5");
+    fs::copy_file(good_, p, fs::copy_options::overwrite_existing);
+    const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    edit(f);
+    H5Fclose(f);
+    return p.string();
+  }
+
+  static fs::path root_, good_;
+};
+fs::path CliFuzz::root_, CliFuzz::good_;
+
+void ReplaceDoubles(hid_t file, const char* name, const std::vector<double>& values) {
+  H5Ldelete(file, name, H5P_DEFAULT);
+  const hsize_t n = values.size();
+  const hid_t space = H5Screate_simple(1, &n, nullptr);
+  const hid_t ds = H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                              H5P_DEFAULT);
+  H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Dclose(ds);
+  H5Sclose(space);
+}
+
+// A variable-length UTF-8 string attribute, as h5py writes Python strings by default.
+void SetVariableLengthString(hid_t obj, const char* name, const char* value) {
+  H5Adelete(obj, name);
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, H5T_VARIABLE);
+  H5Tset_cset(type, H5T_CSET_UTF8);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(a, type, &value);
+  H5Aclose(a);
+  H5Sclose(space);
+  H5Tclose(type);
+}
+
+TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
+  const std::vector<BadInput> table = {
+      {"unknown key", {"run", "RECIPE", "--set", "train.stepz=3"}, 2, "train.stepz"},
+      {"wrong type", {"run", "RECIPE", "--set", "train.steps=many"}, 2, "train.steps"},
+      {"out of range", {"run", "RECIPE", "--set", "train.steps=0"}, 2, "train.steps"},
+      {"NaN learning rate", {"run", "RECIPE", "--set", "train.lr=nan"}, 2, "train.lr"},
+      {"infinite learning rate", {"run", "RECIPE", "--set", "train.lr=inf"}, 2, "train.lr"},
+      {"unknown encoding", {"run", "RECIPE", "--set", "model.encodings=ropey"}, 2, "ropey"},
+      {"unknown option", {"run", "RECIPE", "--set", "encoding_options.rope.bse=3"}, 2, "bse"},
+      {"probe length beyond the task",
+       {"run", "RECIPE", "--set", "probe.lengths=50000000"}, 2, "probe.lengths"},
+      {"memory the machine does not have",
+       {"run", "RECIPE", "--set", "probe.lengths=1048576"}, 2, "needs about"},
+      {"lambda cap beyond every sequence",
+       {"run", "RECIPE", "--set", "model.encodings=transformer_xl", "--set", "model.pattern=lambda",
+        "--set", "model.pattern_limit=1000000"},
+       2, "model.pattern_limit"},
+      {"lambda with sinusoidal",
+       {"run", "RECIPE", "--set", "model.encodings=sinusoidal", "--set", "model.pattern=lambda"},
+       2, "cannot do"},
+      {"sinks with learned",
+       {"run", "RECIPE", "--set", "model.encodings=learned", "--set", "model.pattern=sinks"},
+       2, "cannot do"},
+      {"negative rerope window",
+       {"run", "RECIPE", "--set", "encoding_options.rope.scaling=rerope", "--set",
+        "encoding_options.rope.window=-2"},
+       2, "window"},
+      {"negative init_std",
+       {"run", "RECIPE", "--set", "model.encodings=learned", "--set",
+        "encoding_options.learned.init_std=-1"},
+       2, "init_std"},
+      {"infinite rope base", {"run", "RECIPE", "--set", "encoding_options.rope.base=inf"}, 2,
+       "finite"},
+      {"negative attn_factor",
+       {"run", "RECIPE", "--set", "encoding_options.rope.scaling=yarn", "--set",
+        "encoding_options.rope.attn_factor=-1"},
+       2, "attn_factor"},
+      {"negative original_length",
+       {"run", "RECIPE", "--set", "encoding_options.rope.scaling=yarn", "--set",
+        "encoding_options.rope.original_length=-8"},
+       2, "original_length must be >= 0"},
+      {"PoSE target shorter than training",
+       {"run", "RECIPE", "--set", "model.positions=pose", "--set", "model.positions_max=2"}, 2,
+       "positions_max"},
+      {"more stored probe sequences than probed",
+       {"run", "RECIPE", "--set", "probe.stored_samples=5"}, 2, "probe.stored_samples"},
+      {"xpos in the encoder layout",
+       {"run", "RECIPE", "--set", "model.encodings=xpos", "--set", "model.layout=encoder"}, 2,
+       "decoder"},
+      {"greedy decoding of a language-modelling source",
+       {"run", "RECIPE", "--set", "task.name=markov_lm", "--set", "eval.decoding=greedy"}, 2,
+       "eval.decoding"},
+      {"absolute run name", {"run", "RECIPE", "--set", "run.name=/abs"}, 2, "run.name"},
+      {"run name going up", {"run", "RECIPE", "--set", "run.name=../../x"}, 2, "run.name"},
+      {"run name ..", {"run", "RECIPE", "--set", "run.name=.."}, 2, "run.name"},
+      {"run name .", {"run", "RECIPE", "--set", "run.name=."}, 2, "run.name"},
+      {"empty run name", {"run", "RECIPE", "--set", "run.name="}, 2, "run.name"},
+      {"fine-tuning from a path that goes up",
+       {"run", "RECIPE", "--out", "sweep", "--set", "run.sweep=train.init_from", "--set",
+        "run.sweep_values=../../evil.h5"},
+       2, "init_from"},
+      {"a directory as the recipe", {"run", "somedir"}, 2, "not a file"},
+      {"an empty recipe path", {"run", ""}, 2, "empty"},
+      {"a missing recipe", {"run", "missing.toml"}, 2, "does not exist"},
+      {"output below a regular file", {"run", "RECIPE", "--out", "tiny.toml/x"}, 2,
+       "cannot create"},
+      {"output under /proc", {"run", "RECIPE", "--out", "/proc/lexp_fuzz"}, 2, "cannot create"},
+      {"unknown command", {"runn"}, 2, "unknown command"},
+      {"unknown list topic", {"list", "colours"}, 2, "topics"},
+      {"--resume with --overwrite", {"run", "RECIPE", "--resume", "--overwrite"}, 2, "excludes"},
+      {"figures on a missing path", {"figures", "nowhere"}, 2, "does not exist"},
+      {"figures on a file", {"figures", "tiny.toml"}, 2, "is a file"},
+      {"bench with an unknown config", {"bench", "--config", "XL"}, 2, "unknown config"},
+  };
+  for (const auto& bad : table) {
+    const fs::path cwd = testing::FreshTempDir("cli_case");
+    std::ofstream(cwd / "tiny.toml") << kTinyRecipe;
+    fs::create_directories(cwd / "somedir");
+    const auto before = Files(cwd);
+    std::vector<std::string> args = bad.args;
+    for (auto& a : args)
+      if (a == "RECIPE") a = "tiny.toml";
+    const Result r = Lexp(cwd, args);
+    EXPECT_EQ(r.code, bad.code) << bad.what << "\n" << r.err;
+    EXPECT_NE(r.err.find(bad.fragment), std::string::npos)
+        << bad.what << ": '" << bad.fragment << "' not in: " << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, kSourceLocation))
+        << bad.what << ": a user's error carries a source location: " << r.err;
+    EXPECT_EQ(Files(cwd), before) << bad.what << ": wrote files";
+    EXPECT_FALSE(fs::exists("/proc/lexp_fuzz"));
+    fs::remove_all(cwd);
+  }
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path().parent_path() / "evil.h5"));
+}
+
+TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
+  const std::string nan_weights = Corrupt("nan_weights", [](hid_t f) {
+    ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, std::nan("")));
+  });
+  const std::string ragged_eval = Corrupt("ragged_eval", [](hid_t f) {
+    ReplaceDoubles(f, "/eval/token_accuracy", {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
+  });
+  const std::string no_status = Corrupt("no_status", [](hid_t f) {
+    H5Ldelete(f, "/status", H5P_DEFAULT);
+  });
+  const std::string h5py_strings = Corrupt("h5py_strings", [](hid_t f) {
+    const hid_t g = H5Gopen2(f, "/status", H5P_DEFAULT);
+    SetVariableLengthString(g, "state", "failed");
+    H5Gclose(g);
+  });
+  const std::string probe_rank = Corrupt("probe_rank", [](hid_t f) {
+    ReplaceDoubles(f, "/probe/length_4/logits", {1, 2, 3});
+  });
+  const fs::path dir = root_ / "corrupt";
+  std::ofstream(dir / "text.h5") << "not an HDF5 file\n";
+  {
+    std::ifstream in(good_, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), {});
+    std::ofstream(dir / "truncated.h5", std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  }
+  const std::string ragged_loss = Corrupt("ragged_loss", [](hid_t f) {
+    ReplaceDoubles(f, "/eval/loss", {1.0, 2.0});
+  });
+  fs::create_directories(dir / "ragged_dir");
+  fs::copy_file(ragged_eval, dir / "ragged_dir" / "rope.h5");
+  fs::create_directories(dir / "ragged_loss_dir");
+  fs::copy_file(ragged_loss, dir / "ragged_loss_dir" / "rope.h5");
+  const std::vector<BadInput> table = {
+      {"evaluating NaN weights", {"eval", nan_weights, "--no-figures"}, 2, "not finite"},
+      {"figures of mismatched /eval arrays", {"figures", (dir / "ragged_dir").string()}, 2,
+       "has shape"},
+      {"analysis of a file without /status", {"analyze", no_status}, 2, "no /status"},
+      {"h5py's variable-length strings read as text", {"analyze", h5py_strings}, 2,
+       "did not complete (failed)"},
+      {"stored probe of the wrong rank", {"analyze", probe_rank}, 2, "logits"},
+      {"a text file as a run file", {"analyze", (dir / "text.h5").string()}, 2, "as HDF5"},
+      {"a truncated run file", {"eval", (dir / "truncated.h5").string()}, 2, "truncated.h5"},
+      {"a directory as a run file", {"analyze", dir.string()}, 2, ""},
+      {"base-law on a run whose losses miss lengths",
+       {"base-law", (dir / "ragged_loss_dir").string()}, 2, "ragged_loss_dir"},
+  };
+  for (const auto& bad : table) {
+    const Result r = Lexp(root_, bad.args);
+    EXPECT_EQ(r.code, bad.code) << bad.what << "\n" << r.err;
+    EXPECT_NE(r.err.find(bad.fragment), std::string::npos)
+        << bad.what << ": '" << bad.fragment << "' not in: " << r.err;
+    EXPECT_FALSE(std::regex_search(r.err, kSourceLocation))
+        << bad.what << ": a user's error carries a source location: " << r.err;
+  }
+  // Nothing was written beside the corrupted files but their own evaluation outputs' absence.
+  for (const auto& f : Files(dir))
+    EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary left behind: " << f;
+}
+
+TEST_F(CliFuzz, EveryDocumentedExitCode) {
+  EXPECT_EQ(Lexp(root_, {"list", "encodings"}).code, 0);
+  // 1: a model of the sweep diverged; its file says so, with the history up to the step.
+  const Result diverged = Lexp(root_, {"run", "tiny.toml", "--out", "diverged", "--no-figures",
+                                       "--set", "train.lr=10", "--set", "train.weight_decay=10",
+                                       "--set", "train.warmup_steps=1", "--set",
+                                       "model.encodings=rope,alibi"});
+  EXPECT_EQ(diverged.code, 1) << diverged.err;
+  {
+    h5::Reader r((root_ / "diverged" / "rope.h5").string());
+    EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "diverged");
+    const auto steps = r.root().OpenGroup("status").AttrInt("steps_completed");
+    EXPECT_GT(steps, 0);
+    EXPECT_EQ(static_cast<int64_t>(r.root().OpenGroup("train").ReadDoubles("loss").size()), steps);
+  }
+  EXPECT_TRUE(fs::exists(root_ / "diverged" / "alibi.h5")) << "the sweep went on";
+  // 2: bad input, without a source location.
+  const Result bad = Lexp(root_, {"run", "tiny.toml", "--set", "train.steps=-1"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_FALSE(std::regex_search(bad.err, kSourceLocation)) << bad.err;
+  // 3: an internal error, with its location.
+  const Result internal = Lexp(root_, {"internal-error-for-tests"});
+  EXPECT_EQ(internal.code, 3);
+  EXPECT_TRUE(std::regex_search(internal.err, kSourceLocation)) << internal.err;
+  EXPECT_NE(internal.err.find("internal error"), std::string::npos);
+}
+
+TEST_F(CliFuzz, RefusesToReplaceFinishedRunsAndNeverFollowsALinkedTemporary) {
+  const fs::path out = root_ / "twice";
+  ASSERT_EQ(Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures"}).code, 0);
+  const auto written = fs::last_write_time(out / "rope.h5");
+  const Result again = Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures"});
+  EXPECT_EQ(again.code, 2);
+  EXPECT_NE(again.err.find("already holds"), std::string::npos) << again.err;
+  EXPECT_EQ(fs::last_write_time(out / "rope.h5"), written);
+  // A link planted where the temporary goes: the link is replaced, its target left alone.
+  std::ofstream(root_ / "precious") << "keep me";
+  fs::create_symlink(root_ / "precious", out / "rope.h5.tmp");
+  const Result over = Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures",
+                                   "--overwrite"});
+  EXPECT_EQ(over.code, 0) << over.err;
+  EXPECT_EQ(Slurp(root_ / "precious"), "keep me");
+  EXPECT_FALSE(fs::exists(out / "rope.h5.tmp"));
+}
+
+// Killed (SIGKILL) at many points of a run: every .h5 left is readable or a temporary, none says
+// "completed" without its evaluation and analysis, and --resume finishes into the files of an
+// uninterrupted run.
+TEST_F(CliFuzz, KilledAtAnyPointResumeFinishesTheFilesOfAnUninterruptedRun) {
+  const std::vector<std::string> run = {"run", "tiny.toml", "--no-figures", "--set",
+                                        "model.encodings=rope,alibi", "--set", "train.steps=60"};
+  auto with_out = [&](const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = run;
+    a.insert(a.end(), {"--out", out});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(Lexp(root_, with_out("reference")).code, 0);
+  const double full = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int killed_with_files = 0;
+  for (int k = 1; k <= 12; ++k) {
+    const std::string out = "killed" + std::to_string(k);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (chdir(root_.c_str()) != 0) _exit(127);
+      std::vector<std::string> args = with_out(out);
+      std::vector<char*> argv = {const_cast<char*>(kLexp.c_str())};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      freopen("/dev/null", "w", stdout);
+      freopen("/dev/null", "w", stderr);
+      execv(kLexp.c_str(), argv.data());
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(full * k / 13.0));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    for (const auto& f : Files(root_ / out)) {
+      if (f.size() < 3 || f.substr(f.size() - 3) != ".h5") continue;
+      ++killed_with_files;
+      h5::Reader r((root_ / out / f).string());  // readable: files appear only when complete
+      if (f.find(".ckpt.") != std::string::npos) continue;
+      const std::string state = r.root().OpenGroup("status").AttrString("state");
+      EXPECT_TRUE(state == "completed" || state == "analyzing") << f << ": " << state;
+      if (state == "completed") {
+        EXPECT_TRUE(r.root().OpenGroup("analysis").Has("geometry")) << f;
+        EXPECT_TRUE(r.root().OpenGroup("analysis").Has("expectation")) << f;
+      }
+    }
+    const Result resumed = Lexp(root_, with_out(out, {"--resume"}));
+    ASSERT_EQ(resumed.code, 0) << resumed.err;
+    for (const auto& f : Files(root_ / out))
+      EXPECT_TRUE(f == "rope.h5" || f == "alibi.h5") << out << " left " << f;
+    for (const char* name : {"rope.h5", "alibi.h5"})
+      testing::ExpectSameRunFiles((root_ / "reference" / name).string(),
+                                  (root_ / out / name).string());
+  }
+  EXPECT_GT(killed_with_files, 0) << "no kill landed after a file was written";
+}
+
+}  // namespace
+}  // namespace lexp
