@@ -15,8 +15,9 @@ SequenceLayout::SequenceLayout(const Task& task, Layout layout)
   const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
   sep_ = symbols;
   blank_ = symbols + 1;
-  end_ = symbols + 2;
-  vocab_ = symbols + 3;
+  // The end token exists only where answers end with it, so other layouts keep their vocabulary.
+  end_ = ends_ ? symbols + 2 : -1;
+  vocab_ = symbols + 2 + (ends_ ? 1 : 0);
 }
 
 int SequenceLayout::SequenceLength(const Example& e) const {

@@ -1,5 +1,6 @@
 // Turns task examples into model batches. Token ids: input symbols [0, Vin), output symbols
-// [Vin, Vin+Vout) (or the input ids when the task shares its alphabet), then SEP, BLANK and END.
+// [Vin, Vin+Vout) (or the input ids when the task shares its alphabet), then SEP, BLANK and (where
+// answers end with it) END.
 //  * decoder: input SEP output[0..m) END for tasks with an answer (Task::HasAnswer): the target at
 //    position ni+k is output[k] and at ni+m the end token, scored like the answer, so a model is
 //    also trained and judged on where its answer stops (Newman et al. 2020); tasks without an
@@ -37,7 +38,7 @@ class SequenceLayout {
   int Vocab() const { return vocab_; }
   int Sep() const { return sep_; }
   int Blank() const { return blank_; }
-  int End() const { return end_; }
+  int End() const { return end_; }  // -1 when sequences have no end token
   // True when sequences end with the end token (decoder layout, a task with an answer).
   bool EndsWithEndToken() const { return ends_; }
   // Model sequence length for requested length n (the same for every example of that n).

@@ -75,12 +75,14 @@ TEST_P(EveryTask, TrainsFromARecipeLearnsAndEvaluatesEveryLength) {
   for (double l : r.root().OpenGroup("train").ReadDoubles("loss")) ASSERT_TRUE(std::isfinite(l));
   ASSERT_EQ(r.root().OpenGroup("eval").ReadDoubles("token_accuracy").size(), 4u);
   // Chance from the task's alphabet: the model's vocabulary is the task's symbols (input and
-  // output, once when shared) plus the separator, blank and end tokens (experiments/
-  // sequence_layout.h); the output head has one row per token.
+  // output, once when shared) plus the separator and blank tokens, and the end token where the
+  // decoder ends an answer with it (experiments/sequence_layout.h); the output head has one row per
+  // token.
   const auto task = CreateTask(tc.task, TaskOptions{vocab});
   const int symbols = task->SharedAlphabet() ? task->InputAlphabet()
                                              : task->InputAlphabet() + task->OutputAlphabet();
-  const int V = symbols + 3;
+  const bool end_token = tc.layout == "decoder" && task->HasAnswer();
+  const int V = symbols + 2 + (end_token ? 1 : 0);
   EXPECT_EQ(r.root().OpenGroup("model").ReadDoubles("head.b").size(), static_cast<size_t>(V));
   // At every evaluated length within training (1, 2, 5 <= train.max_length 5), the loss is at
   // least 0.1 nats below ln V: the targets get over 10% more probability than a uniform guess.

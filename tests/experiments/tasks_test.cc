@@ -119,9 +119,11 @@ TEST(SequenceLayout, SourcesAndQueryStreamsHaveNoEndToken) {
     auto task = CreateTask(name, {});
     SequenceLayout layout(*task, Layout::kDecoder);
     EXPECT_FALSE(layout.EndsWithEndToken()) << name;
+    EXPECT_EQ(layout.End(), -1) << name;
+    EXPECT_EQ(layout.Vocab(), layout.Blank() + 1) << name << ": no end token in the vocabulary";
     Rng rng(2);
     const Batch b = layout.MakeBatch(6, 2, rng);
-    for (int target : b.targets) EXPECT_NE(target, layout.End()) << name;
+    for (int target : b.targets) EXPECT_LT(target, layout.Sep()) << name << ": symbols only";
   }
   auto copy = CreateTask("copy", {});
   EXPECT_FALSE(SequenceLayout(*copy, Layout::kEncoder).EndsWithEndToken())

@@ -229,8 +229,17 @@ TEST(Training, RunFileIsSelfDescribing) {
   h5::Reader r(RunFilePath(dir.string(), "t5"));
   const auto& root = r.root();
   for (const char* a : {"lexp_version", "git_commit", "compiler", "eigen_version", "tbb_version",
-                        "hdf5_version", "start_time", "end_time", "encoding", "task"})
+                        "hdf5_version", "start_time", "end_time", "encoding", "task",
+                        "compile_flags", "build_flavour", "simd_compiled", "cpu_model",
+                        "cpu_instruction_sets"})
     EXPECT_TRUE(root.HasAttr(a)) << a;
+  // The machine and build that made the numbers: native builds depend on the CPU.
+  const std::string flavour = root.AttrString("build_flavour");
+  EXPECT_TRUE(flavour == "native" || flavour == "portable" || flavour == "default") << flavour;
+  EXPECT_EQ(root.AttrString("compile_flags").find("-march=native") != std::string::npos,
+            flavour == "native");
+  EXPECT_NE(root.AttrString("cpu_instruction_sets").find("x86-64"), std::string::npos);
+  EXPECT_FALSE(root.AttrString("simd_compiled").empty());
   for (const char* g : {"config", "train", "eval", "probe", "analysis", "status"})
     EXPECT_TRUE(root.Has(g)) << g;
   EXPECT_EQ(root.OpenGroup("config").AttrString("train.steps"), "60");
