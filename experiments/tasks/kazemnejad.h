@@ -22,6 +22,10 @@
 //    the sign of x_q (0 = -1, 1 = +1). Input 3n + 2 tokens. Clauses are not permuted.
 //  * parity: n random bits; answer 1 ("Yes") when the number of ones is even, else 0 (the Chomsky
 //    parity_check answers the count mod 2, the opposite label).
+// Protocol of the paper: the model writes its answer by greedy decoding until its end token (T5's
+// </s>), and a test example counts when the whole answer is exact; train lengths up to N, test
+// lengths N+1..2N. These tasks (and `copy`) therefore default to eval.decoding = greedy, and the
+// decoder layout ends every answer with the end token.
 #pragma once
 
 #include <memory>

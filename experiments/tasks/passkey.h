@@ -1,10 +1,13 @@
-// Passkey retrieval (Mohtashami & Jaggi 2023, landmark-attention run_test.py; tasks.md 4.1) in
+// Passkey retrieval (Mohtashami & Jaggi 2023, arXiv:2305.16300, landmark-attention run_test.py) in
 // token form: n filler tokens that cycle 0, 1, ..., 9 (the repeated "The grass is green..." text,
 // cut from its start for both parts), with "KEY d1 d2 d3 d4 d5" inserted after round(depth n) of
 // them, then QUERY; the answer is the five digits of K ~ U{1..50000} (zero-padded), all scored.
 // Symbols: filler 0-9, key digits 10-19, KEY 20, QUERY 21; answer digits 0-9. Input n + 7 tokens.
 // Training draws the insertion point uniformly in 0..n; evaluation also sweeps depth (eval.depths),
-// and exact match is the passkey accuracy of each (length, depth) cell.
+// and exact match is the passkey accuracy of each (length, depth) cell. Protocol: the original
+// generates ten tokens greedily and compares the first integer in them with K; lexp decodes greedily
+// too (eval.decoding = task), and its exact match also asks the model to stop after the five digits
+// (the end token), a stricter reading.
 #pragma once
 
 #include "experiments/tasks/task.h"

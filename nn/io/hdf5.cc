@@ -261,7 +261,7 @@ std::vector<double> Group::ReadDoublesShaped(const std::string& name,
   std::vector<uint64_t> d;
   auto v = ReadDoubles(name, &d);
   CheckShape(*this, name, d, dims);
-  if (got) *got = d;
+  if (got) *got = std::move(d);
   return v;
 }
 
@@ -271,7 +271,7 @@ std::vector<int64_t> Group::ReadIntsShaped(const std::string& name,
   std::vector<uint64_t> d;
   auto v = ReadInts(name, &d);
   CheckShape(*this, name, d, dims);
-  if (got) *got = d;
+  if (got) *got = std::move(d);
   return v;
 }
 

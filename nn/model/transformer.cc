@@ -158,30 +158,26 @@ void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, int B, int T, long strid
   });
 }
 
+// The block before attention: a_in = LN1(x) (pre-LN) or x, and the fused projection c.qkv.
 template <typename S>
-void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
+void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c) {
   auto& p = p_.blocks[l];
-  auto& c = cache_[l];
-  const long N = x_in.rows(), C = cfg_.d_model;
-  AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   const Mat<S>* a_in = &x_in;
   if (cfg_.pre_ln) {
     LayerNormForward(x_in, p.ln1, c.a_in, c.ln1);
     a_in = &c.a_in;
   }
   LinearForward(*a_in, p.qkv, c.qkv);
-  Resize(c.q, N, C);
-  Resize(c.k, N, C);
-  Resize(c.v, N, C);
-  c.q = c.qkv.leftCols(C);
-  c.k = c.qkv.middleCols(C, C);
-  c.v = c.qkv.rightCols(C);
-  if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(l, c.q, B_, T_, T_, pos_, true, false);
-    ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
-  }
-  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l,
-                   training || c.attn.capture_logits, c.attn, c.att);
+}
+
+// The block after attention, from its output c.att: projection, residual, MLP, residual (pre-LN:
+// x_mid = x + proj, x_out = x_mid + MLP(LN2(x_mid)); post-LN: x_mid = LN1(x + proj),
+// x_out = LN2(x_mid + MLP(x_mid))). x_out may be x_in itself.
+template <typename S>
+void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c,
+                                         Mat<S>& x_out) {
+  auto& p = p_.blocks[l];
+  const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);
   Resize(c.x_mid, N, C);
   if (cfg_.pre_ln) {
@@ -204,6 +200,27 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
     c.a_in = c.tmp;
     LayerNormForward(c.a_in, p.ln2, x_out, c.ln2);
   }
+}
+
+template <typename S>
+void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
+  auto& c = cache_[l];
+  const long N = x_in.rows(), C = cfg_.d_model;
+  BlockQkv(l, x_in, c);
+  Resize(c.q, N, C);
+  Resize(c.k, N, C);
+  Resize(c.v, N, C);
+  c.q = c.qkv.leftCols(C);
+  c.k = c.qkv.middleCols(C, C);
+  c.v = c.qkv.rightCols(C);
+  if (enc_->Uses(kSiteQKTransform)) {
+    ApplyQKTransform(l, c.q, B_, T_, T_, pos_, true, false);
+    ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
+  }
+  AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l,
+                   training || c.attn.capture_logits, c.attn, c.att);
+  BlockAfterAttention(l, x_in, c, x_out);
 }
 
 template <typename S>
@@ -318,16 +335,10 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
 // forward of BlockForward, with keys and values of rows < t0 taken from the decode cache.
 template <typename S>
 void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
-  auto& p = p_.blocks[l];
   auto& c = dec_c_;
   const int B = dec_B_, T = t0 + n, H = cfg_.n_heads, D = cfg_.HeadDim();
   const long C = cfg_.d_model, cap = dec_cap_;
-  const Mat<S>* a_in = &x;
-  if (cfg_.pre_ln) {
-    LayerNormForward(x, p.ln1, c.a_in, c.ln1);
-    a_in = &c.a_in;
-  }
-  LinearForward(*a_in, p.qkv, c.qkv);  // [B*n, 3C]
+  BlockQkv(l, x, c);  // [B*n, 3C]
   for (int b = 0; b < B; ++b)
     for (int r = 0; r < n; ++r) {
       const long src = static_cast<long>(b) * n + r, dst = b * cap + t0 + r;
@@ -344,28 +355,9 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
   AttentionForward(dec_q_, dec_kt_, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
                    c.attn, dec_att_);
   Resize(c.att, static_cast<long>(B) * n, C);
-  for (int b = 0; b < B; ++b) c.att.middleRows(static_cast<long>(b) * n, n) =
-      dec_att_.middleRows(b * cap + t0, n);
-  LinearForward(c.att, p.proj, c.tmp);
-  Resize(c.x_mid, x.rows(), C);
-  if (cfg_.pre_ln) {
-    c.x_mid = x + c.tmp;
-    LayerNormForward(c.x_mid, p.ln2, c.m_in, c.ln2);
-  } else {
-    c.tmp += x;
-    LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
-    c.m_in = c.x_mid;
-  }
-  LinearForward(c.m_in, p.fc1, c.f1);
-  GeluForward(c.f1, c.g);
-  LinearForward(c.g, p.fc2, c.tmp);
-  if (cfg_.pre_ln) {
-    x = c.x_mid + c.tmp;
-  } else {
-    c.tmp += c.x_mid;
-    c.a_in = c.tmp;
-    LayerNormForward(c.a_in, p.ln2, x, c.ln2);
-  }
+  for (int b = 0; b < B; ++b)
+    c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);
+  BlockAfterAttention(l, x, c, x);
 }
 
 template <typename S>

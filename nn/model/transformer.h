@@ -105,6 +105,8 @@ class Transformer {
     return pattern_override_ ? *pattern_override_ : pattern_;
   }
   void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
+  void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c);
+  void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // Site 3 on rows [0, T) of every (sequence, head) of m, sequences `stride` rows apart.
   void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,

@@ -112,6 +112,15 @@ struct BadInput {
   std::string fragment;
 };
 
+// The exit code and message fragment the table expects, and no lexp source location.
+void ExpectRefused(const BadInput& bad, const Result& r) {
+  EXPECT_EQ(r.code, bad.code) << bad.what << "\n" << r.err;
+  EXPECT_NE(r.err.find(bad.fragment), std::string::npos)
+      << bad.what << ": '" << bad.fragment << "' not in: " << r.err;
+  EXPECT_FALSE(std::regex_search(r.err, kSourceLocation))
+      << bad.what << ": a user's error carries a source location: " << r.err;
+}
+
 class CliFuzz : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -249,12 +258,7 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
     std::vector<std::string> args = bad.args;
     for (auto& a : args)
       if (a == "RECIPE") a = "tiny.toml";
-    const Result r = Lexp(cwd, args);
-    EXPECT_EQ(r.code, bad.code) << bad.what << "\n" << r.err;
-    EXPECT_NE(r.err.find(bad.fragment), std::string::npos)
-        << bad.what << ": '" << bad.fragment << "' not in: " << r.err;
-    EXPECT_FALSE(std::regex_search(r.err, kSourceLocation))
-        << bad.what << ": a user's error carries a source location: " << r.err;
+    ExpectRefused(bad, Lexp(cwd, args));
     EXPECT_EQ(Files(cwd), before) << bad.what << ": wrote files";
     EXPECT_FALSE(fs::exists("/proc/lexp_fuzz"));
     fs::remove_all(cwd);
@@ -308,15 +312,8 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()}, 2, "ragged_loss_dir"},
   };
-  for (const auto& bad : table) {
-    const Result r = Lexp(root_, bad.args);
-    EXPECT_EQ(r.code, bad.code) << bad.what << "\n" << r.err;
-    EXPECT_NE(r.err.find(bad.fragment), std::string::npos)
-        << bad.what << ": '" << bad.fragment << "' not in: " << r.err;
-    EXPECT_FALSE(std::regex_search(r.err, kSourceLocation))
-        << bad.what << ": a user's error carries a source location: " << r.err;
-  }
-  // Nothing was written beside the corrupted files but their own evaluation outputs' absence.
+  for (const auto& bad : table) ExpectRefused(bad, Lexp(root_, bad.args));
+  // No temporary left beside the corrupted files.
   for (const auto& f : Files(dir))
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary left behind: " << f;
 }

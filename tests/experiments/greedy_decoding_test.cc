@@ -184,14 +184,7 @@ TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
 }
 
 TEST(Greedy, RefusedWhereThereIsNoAnswerToWrite) {
-  auto error_of = [](const std::vector<std::string>& sets) {
-    try {
-      testing::TinyCopyRecipe(sets);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto error_of = testing::TinyRecipeError;
   EXPECT_NE(error_of({"eval.decoding=greedy", "model.layout=encoder"}).find("eval.decoding"),
             std::string::npos);
   EXPECT_NE(error_of({"eval.decoding=greedy", "task.name=markov_lm"}).find("eval.decoding"),

@@ -88,14 +88,7 @@ TEST(Sweep, AKeySweepTrainsOneModelPerValueUnderItsOwnName) {
 }
 
 TEST(Sweep, KeySweepErrorsNameTheKey) {
-  auto error_of = [](const std::vector<std::string>& sets) {
-    try {
-      ValidateRecipe(testing::TinyCopyRecipe(sets));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto error_of = testing::TinyRecipeError;
   EXPECT_NE(error_of({"run.sweep=model.no_such_key", "run.sweep_values=1"}).find("no_such_key"),
             std::string::npos);
   EXPECT_NE(error_of({"run.sweep=run.seed", "run.sweep_values=1,2"}).find("run.seeds"),

@@ -15,6 +15,27 @@ namespace {
 
 constexpr double kGoldenTol = 1e-10;
 
+// The model a golden file describes (root attributes vocab, d_model, n_heads, n_layers, d_ff).
+ModelConfig ModelConfigOf(const h5::Group& r) {
+  ModelConfig mc;
+  mc.vocab = static_cast<int>(r.AttrInt("vocab"));
+  mc.d_model = static_cast<int>(r.AttrInt("d_model"));
+  mc.n_heads = static_cast<int>(r.AttrInt("n_heads"));
+  mc.n_layers = static_cast<int>(r.AttrInt("n_layers"));
+  mc.d_ff = static_cast<int>(r.AttrInt("d_ff"));
+  return mc;
+}
+
+// Copies the file's /params/<name> into every parameter of the model.
+void LoadParams(const h5::Group& r, const std::vector<ParamRef<double>>& params) {
+  const h5::Group pg = r.OpenGroup("params");
+  for (const auto& p : params) {
+    const auto v = pg.ReadDoubles(p.name);
+    ASSERT_EQ(static_cast<long>(v.size()), p.size) << p.name;
+    std::copy(v.begin(), v.end(), p.value);
+  }
+}
+
 class Golden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
@@ -22,23 +43,14 @@ TEST_P(Golden, MatchesPyTorchLogitsLossAndGradients) {
       std::string(LEXP_SOURCE_DIR) + "/tests/golden/tiny_" + GetParam() + ".h5";
   h5::Reader f(path);
   const auto& r = f.root();
-  ModelConfig mc;
-  mc.vocab = static_cast<int>(r.AttrInt("vocab"));
-  mc.d_model = static_cast<int>(r.AttrInt("d_model"));
-  mc.n_heads = static_cast<int>(r.AttrInt("n_heads"));
-  mc.n_layers = static_cast<int>(r.AttrInt("n_layers"));
-  mc.d_ff = static_cast<int>(r.AttrInt("d_ff"));
+  const ModelConfig mc = ModelConfigOf(r);
   const int B = static_cast<int>(r.AttrInt("batch")), T = static_cast<int>(r.AttrInt("seq"));
   auto enc = CreateEncoding<double>(GetParam(), {},
                                     EncodingShape{mc.d_model, mc.n_heads, mc.n_layers, true, T});
   Transformer<double> model(mc, enc.get());
   auto params = model.Parameters();
-  h5::Group pg = r.OpenGroup("params"), gg = r.OpenGroup("grads");
-  for (auto& p : params) {
-    const auto v = pg.ReadDoubles(p.name);
-    ASSERT_EQ(static_cast<long>(v.size()), p.size) << p.name;
-    std::copy(v.begin(), v.end(), p.value);
-  }
+  LoadParams(r, params);
+  h5::Group gg = r.OpenGroup("grads");
   auto to_int = [](const std::vector<int64_t>& v) { return std::vector<int>(v.begin(), v.end()); };
   const std::vector<int> tokens = to_int(r.ReadInts("tokens")),
                          targets = to_int(r.ReadInts("targets"));
@@ -75,24 +87,15 @@ INSTANTIATE_TEST_SUITE_P(Positions, Golden, ::testing::Values("rope", "alibi"));
 TEST(Golden, AdamWTrajectoryMatchesPyTorchStepByStep) {
   h5::Reader f(std::string(LEXP_SOURCE_DIR) + "/tests/golden/adamw_trajectory.h5");
   const auto& r = f.root();
-  ModelConfig mc;
-  mc.vocab = static_cast<int>(r.AttrInt("vocab"));
-  mc.d_model = static_cast<int>(r.AttrInt("d_model"));
-  mc.n_heads = static_cast<int>(r.AttrInt("n_heads"));
-  mc.n_layers = static_cast<int>(r.AttrInt("n_layers"));
-  mc.d_ff = static_cast<int>(r.AttrInt("d_ff"));
+  const ModelConfig mc = ModelConfigOf(r);
   const int B = static_cast<int>(r.AttrInt("batch")), T = static_cast<int>(r.AttrInt("seq"));
   const int steps = static_cast<int>(r.AttrInt("steps"));
   auto enc = CreateEncoding<double>("rope", {},
                                     EncodingShape{mc.d_model, mc.n_heads, mc.n_layers, true, T});
   Transformer<double> model(mc, enc.get());
   auto params = model.Parameters();
-  h5::Group start = r.OpenGroup("params"), after = r.OpenGroup("after");
-  for (auto& p : params) {
-    const auto v = start.ReadDoubles(p.name);
-    ASSERT_EQ(static_cast<long>(v.size()), p.size) << p.name;
-    std::copy(v.begin(), v.end(), p.value);
-  }
+  LoadParams(r, params);
+  h5::Group after = r.OpenGroup("after");
   AdamWConfig ac;
   ac.lr = r.AttrDouble("lr");
   ac.beta1 = r.AttrDouble("beta1");

@@ -269,14 +269,7 @@ TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
 }
 
 TEST(Patterns, RecipesRefuseWhatCannotWorkAndTrainWhatCan) {
-  auto error_of = [](const std::vector<std::string>& sets) {
-    try {
-      testing::TinyCopyRecipe(sets);
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string();
-  };
+  const auto error_of = testing::TinyRecipeError;
   EXPECT_NE(error_of({"model.encodings=xpos", "model.pattern=lambda"}).find("per key"),
             std::string::npos);
   EXPECT_NE(error_of({"model.encodings=xpos", "model.pattern=sinks"}).find("per key"),

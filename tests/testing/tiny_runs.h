@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/recipe.h"
+#include "nn/check.h"
 
 namespace lexp::testing {
 
@@ -51,6 +52,16 @@ stored_samples = 1
   ApplyOverrides(c, sets);
   ValidateRecipe(c);
   return c;
+}
+
+// The error TinyCopyRecipe(sets) raises (empty when the recipe is accepted).
+inline std::string TinyRecipeError(const std::vector<std::string>& sets) {
+  try {
+    TinyCopyRecipe(sets);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace lexp::testing
