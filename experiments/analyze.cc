@@ -12,7 +12,6 @@
 #include "analysis/rope_theory.h"
 #include "experiments/assembled_model.h"
 #include "experiments/empirical_expectation.h"
-#include "experiments/memory_estimate.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
@@ -107,12 +106,6 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
   const bool rotates = IsRopeEncoding(encoding);
-  if (replay) {
-    std::string name;
-    RecipeConfig cfg = CompletedRunRecipe(path, &name);
-    cfg.probe_replay = 1;
-    CheckMemoryFits(cfg);
-  }
   if (replay && !probes.empty()) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);

@@ -21,7 +21,8 @@ LengthStreams ProbeStreams(int seed, int n) { return StreamsOf(seed, "probe", n)
 void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers& buf,
                  WrittenAnswers& out) {
   const int B = b.B, T = b.T, P = b.prompt, A = T - (P - 1);  // answer + end token
-  const int cap = 2 * A, capacity = P + cap - 1, end = m.layout->End();
+  const int cap = 2 * A, end = m.layout->End();
+  const int capacity = SequenceLayout::GreedyCapacity(P, A);
   Rng greedy_positions = positions.Split("greedy");
   m.encoding->PositionIds(capacity, false, greedy_positions, buf.pos);
   m.model->DecodeStart(B, capacity, buf.pos);

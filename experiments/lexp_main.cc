@@ -1,6 +1,6 @@
 // The `lexp` command: run recipes, redraw figures, list what exists, and benchmark.
-// Exit codes: 0 success; 1 a model of the sweep diverged or failed (run files say which);
-// 2 bad input (recipe, options, files); 3 internal error.
+// Exit codes: 0 success; 1 a model of the sweep diverged (its run file says so); 2 bad input
+// (recipe, options, files, memory), also when found while a model ran; 3 internal error.
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -15,7 +15,9 @@
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"
 #include "experiments/default_recipe.h"
+#include "experiments/assembled_model.h"
 #include "experiments/eval_command.h"
+#include "experiments/memory_estimate.h"
 #include "experiments/pe_table.h"
 #include "experiments/recipe.h"
 #include "experiments/sweep.h"
@@ -360,6 +362,14 @@ int main(int argc, char** argv) {
     }
     if (*analyze) {
       for (const auto& f : analyze_files) {
+        // The replays' memory, checked here rather than inside a training process that holds its
+        // own model already.
+        std::string name;
+        lexp::RecipeConfig cfg = lexp::CompletedRunRecipe(f, &name);
+        cfg.probe_replay = 1;
+        lexp::CheckMemoryFits(cfg);
+      }
+      for (const auto& f : analyze_files) {
         PrintLine("analyzing " + f);
         std::fputs(lexp::AnalyzeRunFile(f, analyze_reference).c_str(), stdout);
       }
@@ -443,9 +453,19 @@ int main(int argc, char** argv) {
       std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
     else
       std::fputs(lexp::SeedSummaryTable(cfg, runs).c_str(), stdout);
-    for (const auto& r : runs)
-      if (r.state == "diverged" || r.state == "failed") return 1;
-    return 0;
+    // A model that failed on bad input or on a bug gives the exit code of that error once the
+    // sweep is done; one that diverged (or failed otherwise) gives 1.
+    int code = 0;
+    for (const auto& r : runs) {
+      if (r.state == "failed")
+        std::fprintf(stderr, "lexp: %s: %s failed: %s\n",
+                     r.failure == lexp::RunSummary::Failure::kInternal ? "internal error" : "error",
+                     (r.label.empty() ? r.encoding : r.label).c_str(), r.message.c_str());
+      if (r.failure == lexp::RunSummary::Failure::kInternal) code = 3;
+      if (r.failure == lexp::RunSummary::Failure::kInput && code != 3) code = 2;
+      if ((r.state == "diverged" || r.state == "failed") && code == 0) code = 1;
+    }
+    return code;
   } catch (const lexp::InputError& e) {
     std::fprintf(stderr, "lexp: error: %s\n", e.what());
     return 2;

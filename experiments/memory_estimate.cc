@@ -46,6 +46,16 @@ double FileNumber(const std::string& file) {
   }
 }
 
+// A "key value" line of a cgroup stat file, in bytes (NaN when absent).
+double StatBytes(const std::string& file, const std::string& key) {
+  std::ifstream f(file);
+  std::string k;
+  double v = 0;
+  while (f >> k >> v)
+    if (k == key) return v;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::string GiB(double bytes) { return fmt::format("{:.2f} GiB", bytes / (1024.0 * 1024 * 1024)); }
 
 }  // namespace
@@ -60,8 +70,13 @@ double AvailableMemoryBytes() {
     avail = std::min(avail, static_cast<double>(lim.rlim_cur) - (used == used ? used : 0));
   }
   const double cg_max = FileNumber("/sys/fs/cgroup/memory.max");
-  if (cg_max < std::numeric_limits<double>::infinity())
-    avail = std::min(avail, cg_max - FileNumber("/sys/fs/cgroup/memory.current"));
+  if (cg_max < std::numeric_limits<double>::infinity()) {
+    // memory.current counts page cache too; its inactive part is given back on demand.
+    double current = FileNumber("/sys/fs/cgroup/memory.current");
+    if (!(current < std::numeric_limits<double>::infinity())) current = 0;
+    const double inactive = StatBytes("/sys/fs/cgroup/memory.stat", "inactive_file");
+    avail = std::min(avail, cg_max - std::max(0.0, current - (inactive == inactive ? inactive : 0)));
+  }
   return avail;
 }
 
@@ -77,10 +92,15 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   auto tokens = [&](int n) { return static_cast<double>(layout.SequenceLengthFor(n)); };
 
   std::vector<MemoryNeed> phases;
+  // Kept from training to the end of the run: parameters and gradients (float), AdamW's moments
+  // (double), the attention probabilities of the last training batch and the backward buffers.
+  const double params = V * C + L * (4 * C * C + 2 * C * F + 9 * C + F) + C * V + 3 * C + V;
+  double kept = params * (2 + 4);  // in floats: value, gradient, two double moments
   {
     const double T = tokens(c.train_max_length), B = c.batch_size, N = B * T;
-    const double floats = N * per_row + L * B * H * T * T + N * (11 * C + 2 * F + V);
-    phases.push_back({floats * kFloat,
+    const double step_buffers = L * B * H * T * T + N * (11 * C + 2 * F + V);
+    kept += step_buffers;
+    phases.push_back({(kept + N * per_row) * kFloat,
                       fmt::format("a training step (train.batch_size = {} sequences of {} tokens)",
                                   c.batch_size, static_cast<long>(T))});
   }
@@ -89,10 +109,11 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   for (int n : c.EvalLengths()) {
     longest = std::max(longest, n);
     const double T = tokens(n), B = std::min(c.eval_batch_size, c.eval_samples);
-    // Greedy decoding keeps every layer's keys and values of sequences up to about 2T long, and
-    // queries, transformed keys and outputs in that layout.
-    const double decode = greedy ? (2 * L + 3) * B * 2 * T * C : 0;
-    phases.push_back({(B * T * per_row + decode) * kFloat,
+    // Greedy decoding keeps every layer's keys and values of its longest sequences, and queries,
+    // transformed keys and outputs in that layout.
+    const double decode =
+        greedy ? (2 * L + 3) * B * static_cast<double>(layout.GreedyCapacityFor(n)) * C : 0;
+    phases.push_back({(kept + B * T * per_row + decode) * kFloat,
                       fmt::format("evaluation at length {} (eval.batch_size = {} sequences of {} "
                                   "tokens)",
                                   n, static_cast<long>(B), static_cast<long>(T))});
@@ -103,7 +124,7 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
     const double T = tokens(n), B = c.probe_samples;
     const double keep = 2 * std::min<double>(c.probe_stored_samples, B) * L * H * T * T;
     stored += keep;
-    const double floats = B * T * per_row + 2 * L * B * H * T * T + stored;
+    const double floats = kept + B * T * per_row + 2 * L * B * H * T * T + stored;
     phases.push_back(
         {floats * kFloat,
          fmt::format("the attention probe at length {} (probe.samples = {} sequences of {} tokens, "
@@ -113,7 +134,7 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   }
   if (c.probe_replay == 1) {
     const double T = tokens(longest);
-    phases.push_back({(T * per_row + 2 * L * H * T * T) * kFloat,
+    phases.push_back({(kept + T * per_row + 2 * L * H * T * T) * kFloat,
                       fmt::format("the end-of-training analyses, which replay one sequence at a "
                                   "time with its attention kept, up to length {} ({} tokens; "
                                   "probe.replay = 0 leaves them to lexp analyze)",

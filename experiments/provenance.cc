@@ -29,8 +29,8 @@ std::string CpuModel() {
   std::string line;
   while (std::getline(f, line))
     if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      return colon == std::string::npos ? line : line.substr(line.find_first_not_of(" \t", colon + 1));
+      const auto start = line.find_first_not_of(" \t", line.find(':') + 1);
+      return start == std::string::npos ? "unknown" : line.substr(start);
     }
   return "unknown";
 }

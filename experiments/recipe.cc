@@ -113,11 +113,19 @@ Decoding RecipeConfig::DecodingFor(const Task& t) const {
 }
 
 int RecipeConfig::MaxSequenceTokens() const {
-  // Output length is at most 2n for every task here, plus one separator.
+  // Teacher forcing: output length at most 2n for every task here, plus a separator and an end
+  // token.
   int M = train_max_length;
   for (int n : EvalLengths()) M = std::max(M, n);
   for (int n : ProbeLengths()) M = std::max(M, n);
-  return 4 * M + 1;
+  int tokens = 4 * M + 1;
+  // Greedy decoding writes up to twice the answer after the prompt: longer sequences.
+  if (layout == "decoder") {
+    const auto t = CreateTask(task, TaskOptions{task_vocab});
+    if (DecodingFor(*t) == Decoding::kGreedy)
+      tokens = std::max(tokens, SequenceLayout(*t, Layout::kDecoder).GreedyCapacityFor(M));
+  }
+  return tokens;
 }
 
 std::vector<Field> Fields(RecipeConfig& c) {
@@ -633,7 +641,10 @@ void ValidateOneTask(const RecipeConfig& c) {
     int longest = c.train_max_length;
     for (int n : c.EvalLengths()) longest = std::max(longest, n);
     for (int n : c.ProbeLengths()) longest = std::max(longest, n);
-    const int longest_tokens = SequenceLayout(*task, layout).SequenceLengthFor(longest);
+    const SequenceLayout longest_layout(*task, layout);
+    const int longest_tokens =
+        c.DecodingFor(*task) == Decoding::kGreedy ? longest_layout.GreedyCapacityFor(longest)
+                                                  : longest_layout.SequenceLengthFor(longest);
     const std::string at = Where(src, "model.positions_max") + " = " +
                            std::to_string(c.positions_max);
     // PoSE's target length must cover the training window it spreads over it.

@@ -48,6 +48,11 @@ class SequenceLayout {
   int SequenceLengthFor(int n) const;
   // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey).
   Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1) const;
+  // Greedy decoding writes at most twice the answer (its end token included) after the prompt
+  // (input and SEP): the longest sequence it forms for a prompt of P tokens and an answer of A.
+  static int GreedyCapacity(int prompt, int answer) { return prompt + 2 * answer - 1; }
+  // The same for requested length n (decoder layout).
+  int GreedyCapacityFor(int n) const;
 
  private:
   int OutputToken(int symbol) const { return task_.SharedAlphabet() ? symbol : vin_ + symbol; }

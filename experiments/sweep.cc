@@ -123,19 +123,23 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     if (std::find(dirs.begin(), dirs.end(), r.dir) == dirs.end()) dirs.push_back(r.dir);
     std::filesystem::create_directories(r.dir);
     RunSummary s;
-    auto fail = [&](const std::string& message) {
+    auto fail = [&](RunSummary::Failure failure, const std::string& message) {
       s.encoding = r.encoding;
       s.state = "failed";
+      s.failure = failure;
       s.message = message;
       s.path = RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
       WriteFailedRunFile(r.recipe, r.encoding, s.path, s.message);
     };
     try {
       s = TrainAndEvaluate(r.recipe, r.encoding, r.options);
+    } catch (const InputError& e) {
+      fail(RunSummary::Failure::kInput, e.what());
     } catch (const Error& e) {
-      fail(e.what());
+      fail(RunSummary::Failure::kInternal, e.what());
     } catch (const std::bad_alloc&) {
-      fail("out of memory (the estimate made before the run did not foresee it)");
+      fail(RunSummary::Failure::kInput,
+           "out of memory (the estimate made before the run did not foresee it)");
     }
     s.task = r.recipe.task;
     s.seed = r.recipe.seed;

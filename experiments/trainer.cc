@@ -39,6 +39,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The end-of-training analysis of a run file in state "analyzing", which turns it "completed".
+// When the analysis fails, the trained and evaluated file is kept as it is ("analyzing": --resume
+// retries the analysis) and the summary says "failed" with the reason; returns false then.
+bool FinishAnalysis(const RecipeConfig& cfg, RunSummary& sum,
+                    const std::function<void(const std::string&)>& say) {
+  try {
+    std::stringstream lines(AnalyzeRunFile(sum.path, "", cfg.probe_replay == 1, true));
+    if (say)
+      for (std::string line; std::getline(lines, line);) say(line);
+    return true;
+  } catch (const Error& e) {
+    sum.state = "failed";
+    sum.failure = dynamic_cast<const InputError*>(&e) ? RunSummary::Failure::kInput
+                                                      : RunSummary::Failure::kInternal;
+    sum.message = std::string("the end-of-training analysis failed; the trained and evaluated run "
+                              "is kept in state \"analyzing\" (lexp run --resume retries the "
+                              "analysis): ") +
+                  e.what();
+    return false;
+  }
+}
+
 struct TrainHistory {
   std::vector<int64_t> step, length;
   std::vector<double> loss, lr, grad_norm, tokens_per_s;
@@ -122,7 +144,10 @@ class Runner {
         sum.state = "interrupted";
         return sum;
       }
-      Analyze(sum.path);
+      if (!FinishAnalysis(cfg_, sum, [&](const std::string& l) { Say("analysis: " + l); })) {
+        std::filesystem::remove(ckpt);
+        return sum;
+      }
     }
     std::filesystem::remove(ckpt);
     sum.state = state_;
@@ -342,11 +367,6 @@ class Runner {
     }
   }
 
-  // The attention-geometry analysis of the stored probe, into the run file (experiments/analyze.h).
-  void Analyze(const std::string& path) {
-    std::stringstream lines(AnalyzeRunFile(path, "", cfg_.probe_replay == 1, true));
-    for (std::string line; std::getline(lines, line);) Say("analysis: " + line);
-  }
 
   void WriteRunFile(const std::string& path) {
     h5::Writer w(path);
@@ -599,7 +619,7 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
     s.path = path;
     if (state == "analyzing") {  // killed during the end-of-training analysis: finish it
       if (opt.progress) opt.progress("[" + opt.label + "] resuming the analysis of " + path);
-      AnalyzeRunFile(path, "", cfg.probe_replay == 1, true);
+      if (!FinishAnalysis(cfg, s, nullptr)) return s;
       state = "completed";
     }
     if (state == "completed" || state == "diverged") {

@@ -45,6 +45,8 @@ struct RunSummary {
   int seed = 0;
   std::string state;  // completed | diverged | failed | interrupted
   std::string message;
+  // Why a failed model failed, for the exit code: bad input (2) or a bug (3).
+  enum class Failure { kNone, kInput, kInternal } failure = Failure::kNone;
   std::string path;
   double final_train_loss = 0;
   std::vector<EvalRow> eval;

@@ -66,6 +66,8 @@ class AttentionPattern {
   // Offset added to the logit of a visible key (HasLogitOffset() = false: none is ever added).
   virtual bool HasLogitOffset() const { return false; }
   virtual double LogitOffset(int /*i*/, int /*j*/, int /*T*/) const { return 0; }
+  // True when the keys a query sees depend on the sequence's length (S2-Attn's groups).
+  virtual bool DependsOnLength() const { return false; }
   // Largest |EffectiveDistance| over every visible (query, key) pair, given the span of the
   // positions (PositionSpan); patterns that show keys at a fixed distance (LM-Infinite's cap) can
   // exceed the span.
@@ -206,6 +208,9 @@ class PositionEncoding {
   // Called after every optimizer step: projections that keep parameters in their domain
   // (KERPLE clamps its parameters to >= 0.01 as the reference code does).
   virtual void AfterOptimizerStep() {}
+  // True when the tables of sites 1-3 at a position depend on the sequence's length (RoPE's
+  // dynamic scaling rules): incremental decoding then recomputes the whole prefix at every step.
+  virtual bool TablesDependOnLength() const { return false; }
   // What a run file should record that the options do not show: defaults resolved against the
   // run (FIRE's threshold, xPos's scale base) and values derived from learned parameters (FIRE's
   // threshold after training), by name.

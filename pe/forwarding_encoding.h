@@ -64,6 +64,7 @@ class ForwardingEncoding : public PositionEncoding<S> {
   std::vector<ParamRef<S>> Parameters() override { return inner_->Parameters(); }
   void Init(Rng& rng) override { inner_->Init(rng); }
   void AfterOptimizerStep() override { inner_->AfterOptimizerStep(); }
+  bool TablesDependOnLength() const override { return inner_->TablesDependOnLength(); }
   std::map<std::string, std::vector<double>> Describe() const override {
     return inner_->Describe();
   }

@@ -142,6 +142,7 @@ class ShiftedGroupPattern final : public AttentionPattern {
   ShiftedGroupPattern(double ratio, bool shifted)
       : AttentionPattern(true), ratio_(ratio), shifted_(shifted) {}
   std::string Name() const override { return "shifted_sparse"; }
+  bool DependsOnLength() const override { return true; }
   int GroupSize(int T) const { return std::max(1, static_cast<int>(std::lround(ratio_ * T))); }
   void KeyBounds(int i, int T, int* b, int* e) const override {
     const int G = GroupSize(T), half = G / 2;
@@ -162,6 +163,7 @@ class ShiftedSparsePattern final : public AttentionPattern {
   explicit ShiftedSparsePattern(double ratio)
       : AttentionPattern(true), plain_(ratio, false), shifted_(ratio, true) {}
   std::string Name() const override { return "shifted_sparse"; }
+  bool DependsOnLength() const override { return true; }
   const AttentionPattern& ForHead(int head, int heads) const override {
     return head < heads / 2 ? static_cast<const AttentionPattern&>(plain_) : shifted_;
   }

@@ -151,6 +151,11 @@ S Rope<S>::LogitScale(const AttentionContext& ctx, int i) const {
 }
 
 template <typename S>
+bool Rope<S>::TablesDependOnLength() const {
+  return IsDynamicRule(scaling_.rule);
+}
+
+template <typename S>
 void Rope<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   if (IsDynamicRule(scaling_.rule)) {
     // Current length as HF counts it: the largest position id + 1.

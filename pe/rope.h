@@ -70,6 +70,7 @@ class Rope final : public PositionEncoding<S> {
   std::string Name() const override { return name_; }
   int rotary_dims() const { return rot_; }
   unsigned Sites() const override;
+  bool TablesDependOnLength() const override;
   void Prepare(const std::vector<double>& pos, double max_distance) override;
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,

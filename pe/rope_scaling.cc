@@ -140,7 +140,11 @@ ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, doub
     ByParts(D, base, c, c.factor, out);
   } else if (r == "yarn" || r == "dynamic_yarn") {
     const double s = r == "yarn" ? c.factor : std::max(1.0, length / L);
-    ByParts(D, base, c, s, out);
+    // Within the training length dynamic YaRN is plain RoPE, exactly (the blend would round).
+    if (s == 1 && r == "dynamic_yarn")
+      out.inv_freq = Theta(D, base);
+    else
+      ByParts(D, base, c, s, out);
     out.mscale = YarnMscale(s, c.attn_factor);
   } else if (r == "truncated_basis") {
     const double T = c.truncate_length > 0 ? c.truncate_length : L;

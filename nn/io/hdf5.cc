@@ -99,6 +99,9 @@ std::string ReadStringAttr(hid_t obj, const std::string& name) {
   Handle a = CheckRead(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, obj,
                        "no attribute '" + name + "'");
   Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
+  Handle space = Check(H5Aget_space(a.id()), H5Sclose, "attribute space");
+  if (H5Sget_simple_extent_npoints(space.id()) != 1)
+    FailInput("file '" + FileOf(obj) + "': attribute '" + name + "' is not a single text");
   return ReadText(type.id(), obj, "attribute '" + name + "'",
                   [&](hid_t mem, void* buf) { return H5Aread(a.id(), mem, buf); });
 }
@@ -117,7 +120,11 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
   std::vector<hsize_t> d(std::max(rank, 0));
   if (rank > 0) H5Sget_simple_extent_dims(space.id(), d.data(), nullptr);
   uint64_t count = 1;
-  for (auto x : d) count *= x;
+  for (auto x : d) {
+    if (x != 0 && count > (uint64_t{1} << 40) / x)
+      FailInput("file '" + FileOf(group) + "': dataset '" + name + "' is implausibly large");
+    count *= x;
+  }
   std::vector<T> out(count);
   if (count > 0 && H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
     FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");

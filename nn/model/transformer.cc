@@ -320,6 +320,11 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_cap_ = capacity;
   dec_T_ = 0;
   dec_pos_all_ = pos;
+  dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength();
+  if (dec_recompute_) {
+    dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);
+    return;
+  }
   dec_k_.resize(cfg_.n_layers);
   dec_v_.resize(cfg_.n_layers);
   for (int l = 0; l < cfg_.n_layers; ++l) {
@@ -368,11 +373,29 @@ void Transformer<S>::DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>&
              "decode: tokens size is not B*n");
   dec_T_ = t0 + n;
   dec_pos_.assign(dec_pos_all_.begin(), dec_pos_all_.begin() + dec_T_);
+  if (dec_recompute_) {
+    const int T = dec_T_, V = cfg_.vocab;
+    dec_prefix_.resize(static_cast<size_t>(B) * T);
+    for (int b = 0; b < B; ++b) {
+      std::copy(tokens.begin() + static_cast<long>(b) * n,
+                tokens.begin() + static_cast<long>(b + 1) * n,
+                dec_tokens_.begin() + static_cast<long>(b) * dec_cap_ + t0);
+      std::copy(dec_tokens_.begin() + static_cast<long>(b) * dec_cap_,
+                dec_tokens_.begin() + static_cast<long>(b) * dec_cap_ + T,
+                dec_prefix_.begin() + static_cast<long>(b) * T);
+    }
+    Forward(dec_prefix_, B, T, dec_pos_, false, false, dec_logits_);
+    Resize(logits, static_cast<long>(B) * n, V);
+    for (int b = 0; b < B; ++b)
+      logits.middleRows(static_cast<long>(b) * n, n) =
+          dec_logits_.middleRows(static_cast<long>(b) * T + t0, n);
+    return;
+  }
   enc_->Prepare(dec_pos_, ActivePattern().MaxDistance(PositionSpan(dec_pos_)));
   EmbeddingForward(tokens, p_.tok_emb, dec_x_);
   if (enc_->Uses(kSiteEmbedding)) {
-    const std::vector<double> pos_new(dec_pos_.begin() + t0, dec_pos_.end());
-    enc_->AddEmbedding(pos_new, tokens, B, dec_x_);
+    dec_pos_new_.assign(dec_pos_.begin() + t0, dec_pos_.end());
+    enc_->AddEmbedding(dec_pos_new_, tokens, B, dec_x_);
   }
   for (int l = 0; l < cfg_.n_layers; ++l) DecodeBlock(l, dec_x_, t0, n);
   LayerNormForward(dec_x_, p_.ln_f, dec_y_, dec_lnf_);

@@ -93,8 +93,10 @@ class Transformer {
   // ([B*n, V]). Keys and values of earlier positions are kept per layer, so a step costs its new
   // tokens only; sites 1-3 are redone over the whole prefix at every step (Prepare and the q/k
   // transform see pos[0..T) as a forward pass of length T would), so encodings whose tables depend
-  // on the length (dynamic scaling rules, xPos's centring) stay consistent. The logits of a row
-  // equal those of a forward pass over the same prefix, up to float rounding.
+  // on the length (xPos's centring) stay consistent. Where the tables of a position change with
+  // the length (TablesDependOnLength: RoPE's dynamic rules; DependsOnLength: S2-Attn), every step
+  // recomputes the whole prefix instead. The logits of a row equal those of a forward pass over
+  // the same prefix, up to float rounding.
   void DecodeStart(int B, int capacity, const std::vector<double>& pos);
   void DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits);
   int DecodedLength() const { return dec_T_; }
@@ -132,7 +134,10 @@ class Transformer {
   // [B*capacity, C] with sequence b at rows b*capacity...; queries, transformed keys and attention
   // outputs in the same layout; the new rows' activations compactly [B*n, C].
   int dec_B_ = 0, dec_cap_ = 0, dec_T_ = 0;
-  std::vector<double> dec_pos_all_, dec_pos_;
+  bool dec_recompute_ = false;                // length-dependent tables: a forward of the prefix
+  std::vector<int> dec_tokens_, dec_prefix_;  // recompute: [B*capacity] tokens, [B*T] prefix
+  Mat<S> dec_logits_;                         // recompute: [B*T, V]
+  std::vector<double> dec_pos_all_, dec_pos_, dec_pos_new_;
   std::vector<Mat<S>> dec_k_, dec_v_;
   Mat<S> dec_q_, dec_kt_, dec_att_, dec_x_, dec_y_;
   BlockCache<S> dec_c_;

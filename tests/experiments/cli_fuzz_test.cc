@@ -281,6 +281,22 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     SetVariableLengthString(g, "state", "failed");
     H5Gclose(g);
   });
+  const std::string string_array = Corrupt("string_array", [](hid_t f) {
+    // h5py writes attrs['state'] = ['a', 'b'] as an array of variable-length strings.
+    const hid_t g = H5Gopen2(f, "/status", H5P_DEFAULT);
+    H5Adelete(g, "state");
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, H5T_VARIABLE);
+    const hsize_t two = 2;
+    const hid_t space = H5Screate_simple(1, &two, nullptr);
+    const hid_t a = H5Acreate2(g, "state", type, space, H5P_DEFAULT, H5P_DEFAULT);
+    const char* values[2] = {"completed", "failed"};
+    H5Awrite(a, type, values);
+    H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(type);
+    H5Gclose(g);
+  });
   const std::string probe_rank = Corrupt("probe_rank", [](hid_t f) {
     ReplaceDoubles(f, "/probe/length_4/logits", {1, 2, 3});
   });
@@ -306,6 +322,12 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
       {"h5py's variable-length strings read as text", {"analyze", h5py_strings}, 2,
        "did not complete (failed)"},
       {"stored probe of the wrong rank", {"analyze", probe_rank}, 2, "logits"},
+      {"an array of strings where one text belongs", {"analyze", string_array}, 2,
+       "not a single text"},
+      {"fine-tuning from a file that is not a run", {"run", "tiny.toml", "--out", "finetune",
+                                                    "--no-figures", "--set",
+                                                    "train.init_from=tiny.toml"},
+       2, "tiny.toml"},
       {"a text file as a run file", {"analyze", (dir / "text.h5").string()}, 2, "as HDF5"},
       {"a truncated run file", {"eval", (dir / "truncated.h5").string()}, 2, "truncated.h5"},
       {"a directory as a run file", {"analyze", dir.string()}, 2, ""},

@@ -10,6 +10,7 @@
 #include "experiments/assembled_model.h"
 #include "experiments/evaluation.h"
 #include "experiments/recipe.h"
+#include "experiments/sequence_layout.h"
 #include "experiments/trainer.h"
 #include "nn/model/transformer.h"
 #include "pe/patterns.h"
@@ -21,8 +22,7 @@ namespace {
 
 // Logits of incremental decoding (a prompt of P tokens, then one token per step) against a full
 // forward pass over the same tokens and positions, in double: equal to rounding for every encoding
-// whose site 1-3 tables do not depend on the sequence length (the dynamic RoPE rules do, and
-// S2-Attn's group size does; neither is decoded).
+// whose site 1-3 tables do not depend on the sequence length (those that do are below).
 class DecodeEqualsForward : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DecodeEqualsForward, ForEveryEncoding) {
@@ -75,6 +75,63 @@ TEST_P(DecodeEqualsForward, ForEveryEncoding) {
           ASSERT_NEAR(step(s, v), full(s * T + t, v), 1e-10) << pattern << " seq " << s << " t " << t;
     }
     EXPECT_EQ(model.DecodedLength(), T);
+  }
+}
+
+// Where the tables of a position depend on the length (RoPE's dynamic rules) or the keys a query
+// sees do (S2-Attn's groups), each step recomputes the prefix: its logits are those of a forward
+// pass over the prefix at that step, not over the final sequence.
+TEST(Decode, LengthDependentTablesRecomputeTheWholePrefixAtEveryStep) {
+  constexpr int B = 2, T = 12, P = 4, C = 16, H = 2, L = 2, V = 9;
+  struct Case {
+    std::string encoding;
+    std::map<std::string, std::string> options;
+    std::string pattern;
+  };
+  for (const Case& tc : {Case{"rope", {{"scaling", "dynamic_ntk"}, {"factor", "2"}}, "full"},
+                         Case{"rope", {{"scaling", "dynamic_yarn"}}, "full"},
+                         Case{"alibi", {}, "shifted_sparse"}}) {
+    auto enc = CreateEncoding<double>(tc.encoding, tc.options, EncodingShape{C, H, L, true, 64, 6, V});
+    ModelConfig mc;
+    mc.vocab = V;
+    mc.d_model = C;
+    mc.n_heads = H;
+    mc.n_layers = L;
+    Transformer<double> model(mc, enc.get());
+    Rng rng(4);
+    model.Init(rng);
+    PatternConfig pc;
+    pc.name = tc.pattern;
+    pc.heads = H;
+    pc.ratio = 0.5;
+    const auto pat = CreatePattern(pc);
+    model.set_pattern(pat.get());
+    EXPECT_TRUE(enc->TablesDependOnLength() || (pat && pat->DependsOnLength())) << tc.encoding;
+    std::vector<int> tokens(B * T);
+    for (int& t : tokens) t = static_cast<int>(rng.UniformInt(0, V - 1));
+    std::vector<double> pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
+    model.DecodeStart(B, T, pos);
+    MatD step;
+    for (int t = 0; t < T; t += (t == 0 ? P : 1)) {
+      const int n = t == 0 ? P : 1;
+      std::vector<int> next;
+      for (int s = 0; s < B; ++s)
+        next.insert(next.end(), tokens.begin() + s * T + t, tokens.begin() + s * T + t + n);
+      model.DecodeAppend(next, n, step);
+      // The prefix of length t + n through a full forward pass.
+      std::vector<int> prefix;
+      for (int s = 0; s < B; ++s)
+        prefix.insert(prefix.end(), tokens.begin() + s * T, tokens.begin() + s * T + t + n);
+      MatD full;
+      model.Forward(prefix, B, t + n, std::vector<double>(pos.begin(), pos.begin() + t + n), false,
+                    false, full);
+      for (int s = 0; s < B; ++s)
+        for (int r = 0; r < n; ++r)
+          for (int v = 0; v < V; ++v)
+            ASSERT_NEAR(step(s * n + r, v), full(s * (t + n) + t + r, v), 1e-12)
+                << tc.encoding << " " << tc.pattern << " t " << t;
+    }
   }
 }
 
@@ -180,6 +237,25 @@ TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
   }
   EXPECT_GT(compared, 80);
   EXPECT_GT(wrong_written, 0) << "the comparison should reach written mistakes too";
+  std::filesystem::remove_all(dir);
+}
+
+// Greedy decoding writes up to twice the answer after the prompt: tables sized by the recipe's
+// longest sequence (the learned encoding's) must reach that far, here for copy_cmc2x whose answer
+// is 2n + 1 tokens.
+TEST(Greedy, PositionTablesCoverTheLongestWrittenSequence) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.name=copy_cmc2x", "model.encodings=learned", "eval.decoding=greedy",
+       "train.steps=5", "probe.replay=0"});
+  auto task = CreateTask("copy_cmc2x", TaskOptions{12});
+  const SequenceLayout layout(*task, Layout::kDecoder);
+  EXPECT_GE(c.MaxPositionId(), layout.GreedyCapacityFor(9));
+  EXPECT_EQ(layout.GreedyCapacityFor(9), (9 + 1) + 2 * (2 * 9 + 1 + 1) - 1);
+  const auto dir = testing::FreshTempDir("greedy_cmc2x");
+  RunOptions o;
+  o.out_dir = dir.string();
+  const RunSummary s = TrainAndEvaluate(c, "learned", o);
+  EXPECT_EQ(s.state, "completed") << s.message;
   std::filesystem::remove_all(dir);
 }
 

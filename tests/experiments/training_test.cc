@@ -149,6 +149,35 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
 // Killed after the run file was written but before its analysis (issue 10: such files were marked
 // completed and skipped by --resume): the file says "analyzing", and --resume finishes it into the
 // file an uninterrupted run writes.
+// An analysis that fails (here: the stored probe damaged between the kill and the resume) keeps
+// the trained and evaluated file in state "analyzing" instead of replacing it, and says why.
+TEST(Training, AFailedAnalysisKeepsTheEvaluatedRunFile) {
+  RecipeConfig c = TinyRecipe();
+  c.encodings = {"alibi"};
+  const fs::path dir = TempDir("analysis_fails");
+  RunOptions o;
+  o.out_dir = dir.string();
+  o.stop_before_analysis = true;
+  ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "interrupted");
+  const std::string path = RunFilePath(dir.string(), "alibi");
+  {
+    h5::Writer w(path, h5::Writer::Mode::kUpdate);
+    w.root().OpenGroup("probe").OpenGroup("length_5").WriteInts("tokens", {1, 2, 3}, {3}, "bad");
+    w.Commit();
+  }
+  o.stop_before_analysis = false;
+  o.resume = true;
+  const RunSummary s = TrainAndEvaluate(c, "alibi", o);
+  EXPECT_EQ(s.state, "failed");
+  EXPECT_EQ(s.failure, RunSummary::Failure::kInput);
+  EXPECT_NE(s.message.find("kept in state"), std::string::npos) << s.message;
+  h5::Reader r(path);
+  EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "analyzing");
+  EXPECT_TRUE(r.root().Has("model")) << "the trained weights are still there";
+  EXPECT_EQ(r.root().OpenGroup("eval").ReadDoubles("loss").size(), 3u);
+  fs::remove_all(dir);
+}
+
 TEST(Training, KilledBeforeTheAnalysisIsNotCompletedAndResumeFinishesIt) {
   RecipeConfig c = TinyRecipe();
   c.encodings = {"rope"};
@@ -317,7 +346,8 @@ TEST(Training, EvaluationAt16kTokensStreamsOverKeys) {
   EXPECT_EQ(model.Probs(0).size(), 0) << "no probabilities kept";
   EXPECT_EQ(model.Logits(0).size(), 0) << "no logits kept";
   if (!peak_tracked) GTEST_SKIP() << "the peak resident memory cannot be reset here";
-  EXPECT_LT(peak_growth_kib, 256 * 1024) << "KiB of peak memory added by the forward pass";
+  // Half a map: the forward pass itself takes ~100 MiB (~350 MiB under AddressSanitizer).
+  EXPECT_LT(peak_growth_kib, 512 * 1024) << "KiB of peak memory added by the forward pass";
 }
 
 }  // namespace
