@@ -50,8 +50,8 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
     // The metrics walk square T x T maps and read the last query of each.
     LEXP_INPUT_CHECK(dims[3] == dims[4] && dims[3] > 0,
                      "file '" + g.FileName() + "': /probe/" + child +
-                         "/logits has query and key extents " + std::to_string(dims[3]) +
-                         " and " + std::to_string(dims[4]) + ", expected equal and non-zero");
+                         "/logits has query and key extents " + std::to_string(dims[3]) + " and " +
+                         std::to_string(dims[4]) + ", expected equal and non-zero");
     p.S = dims[0];
     p.L = dims[1];
     p.H = dims[2];
@@ -68,8 +68,8 @@ std::vector<StoredProbe> ReadProbes(const h5::Group& root) {
 
 }  // namespace
 
-std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given,
-                           bool replay, bool finish) {
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
+                           bool finish) {
   std::string report, reference = reference_given;
   std::vector<StoredProbe> probes, refs;
   std::string encoding, label;

@@ -66,9 +66,8 @@ RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encodi
     *encoding = r.root().AttrString("encoding");
     state = r.root().OpenGroup("status").AttrString("state");
   }
-  LEXP_INPUT_CHECK(HasFinalWeights(state),
-                   "'" + run_file + "' did not complete (" + state +
-                       "); there are no trained weights");
+  LEXP_INPUT_CHECK(HasFinalWeights(state), "'" + run_file + "' did not complete (" + state +
+                                               "); there are no trained weights");
   RecipeConfig cfg = ParseRecipe(recipe, run_file + ":/config/recipe");
   cfg.encodings = {*encoding};
   for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)

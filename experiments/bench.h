@@ -1,7 +1,8 @@
 // `lexp bench`: times full training steps (forward, backward, AdamW) and evaluation forward passes
-// of four reference configurations (T, S: training; E512, E2048: evaluation; sizes in bench.cc) with RoPE and
-// ALiBi, and optionally runs the project's PyTorch reference (experiments/bench/reference_torch.py)
-// in the same invocation, alternating with lexp, to print the speed ratio.
+// of four reference configurations (T, S: training; E512, E2048: evaluation; sizes in bench.cc)
+// with RoPE and ALiBi, and optionally runs the project's PyTorch reference
+// (experiments/bench/reference_torch.py) in the same invocation, alternating with lexp, to print
+// the speed ratio.
 //
 // FLOPs (matmuls only, multiply-add = 2): N_mm = L(4C^2 + 2CF) + CV;
 // forward = 2 N_mm B T + 4 L B T^2 C (full T x T, as the reference counts it); training = 3 x

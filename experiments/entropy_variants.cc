@@ -48,8 +48,8 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
                      fmt::format("model.pattern_window={}", out.train_tokens),
                      "model.pattern_global=2"};
   if (!FindEncoding(enc).cannot_remap.empty())
-    vs[3].not_applicable = "the Lambda mask shows global keys at a capped distance, which '" +
-                           enc + "' cannot do: " + FindEncoding(enc).cannot_remap;
+    vs[3].not_applicable = "the Lambda mask shows global keys at a capped distance, which '" + enc +
+                           "' cannot do: " + FindEncoding(enc).cannot_remap;
   for (auto& v : vs) {
     if (!v.not_applicable.empty()) continue;
     try {

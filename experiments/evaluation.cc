@@ -91,8 +91,7 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
   r.length = n;
   r.decoding = decoding;
   double loss_sum = 0;
-  long correct = 0, exact = 0, g_correct = 0, g_exact = 0, g_ended = 0, g_written = 0,
-       g_scored = 0;
+  long correct = 0, exact = 0, g_correct = 0, g_exact = 0, g_ended = 0, g_written = 0, g_scored = 0;
   for (int done = 0; done < samples; done += batch_size) {
     const int bs = std::min(batch_size, samples - done);
     const Batch b = m.layout->MakeBatch(n, bs, data, depth);

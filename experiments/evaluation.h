@@ -14,14 +14,14 @@
 namespace lexp {
 
 // One evaluated length. Under teacher forcing: loss, token accuracy (argmax of each scored
-// position given the true tokens before it) and exact match (every scored token right). Under greedy
-// decoding the model writes its answer from the prompt (input and separator), each token the argmax
-// given its own earlier ones, until it writes the end token or has written twice the target's
-// length; then exact match = the written sequence equals the answer followed by the end token, and
-// token accuracy = the fraction of the answer's positions (the end token included) at which the
-// written sequence holds the target token (a sequence that stops early misses the rest; one that
-// runs on is judged on its first positions). The loss stays the teacher-forced loss, and the
-// teacher-forced scores of the same sequences are kept beside the greedy ones.
+// position given the true tokens before it) and exact match (every scored token right). Under
+// greedy decoding the model writes its answer from the prompt (input and separator), each token the
+// argmax given its own earlier ones, until it writes the end token or has written twice the
+// target's length; then exact match = the written sequence equals the answer followed by the end
+// token, and token accuracy = the fraction of the answer's positions (the end token included) at
+// which the written sequence holds the target token (a sequence that stops early misses the rest;
+// one that runs on is judged on its first positions). The loss stays the teacher-forced loss, and
+// the teacher-forced scores of the same sequences are kept beside the greedy ones.
 struct EvalRow {
   int length = 0, seq_len = 0, samples = 0;
   long scored_tokens = 0;

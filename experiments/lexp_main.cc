@@ -12,10 +12,10 @@
 #include <sstream>
 
 #include "experiments/analyze.h"
+#include "experiments/assembled_model.h"
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"
 #include "experiments/default_recipe.h"
-#include "experiments/assembled_model.h"
 #include "experiments/eval_command.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/pe_table.h"
@@ -348,7 +348,8 @@ int main(int argc, char** argv) {
 
   try {
     lexp::ThreadLimit limit(threads);
-    if (*internal_error) LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
+    if (*internal_error)
+      LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
     if (*list) return ListCommand(topic);
     if (*eval) {
       eo.progress = PrintLine;
@@ -397,9 +398,9 @@ int main(int argc, char** argv) {
     if (*figures) {
       LEXP_INPUT_CHECK(std::filesystem::exists(fig_dir),
                        "lexp figures: '" + fig_dir + "' does not exist");
-      LEXP_INPUT_CHECK(std::filesystem::is_directory(fig_dir),
-                       "lexp figures: '" + fig_dir +
-                           "' is a file; give the run directory that holds it");
+      LEXP_INPUT_CHECK(
+          std::filesystem::is_directory(fig_dir),
+          "lexp figures: '" + fig_dir + "' is a file; give the run directory that holds it");
       // A sweep directory: the score table, then every task directory holding run files.
       const std::filesystem::path summary = std::filesystem::path(fig_dir) / "summary.h5";
       if (std::filesystem::exists(summary)) {

@@ -75,7 +75,8 @@ double AvailableMemoryBytes() {
     double current = FileNumber("/sys/fs/cgroup/memory.current");
     if (!(current < std::numeric_limits<double>::infinity())) current = 0;
     const double inactive = StatBytes("/sys/fs/cgroup/memory.stat", "inactive_file");
-    avail = std::min(avail, cg_max - std::max(0.0, current - (inactive == inactive ? inactive : 0)));
+    avail =
+        std::min(avail, cg_max - std::max(0.0, current - (inactive == inactive ? inactive : 0)));
   }
   return avail;
 }
@@ -140,8 +141,8 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
                                   "probe.replay = 0 leaves them to lexp analyze)",
                                   longest, static_cast<long>(T))});
   }
-  MemoryNeed peak = *std::max_element(phases.begin(), phases.end(),
-                                      [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  MemoryNeed peak = *std::max_element(
+      phases.begin(), phases.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   peak.bytes = peak.bytes * kMargin + kBaseline;
   return peak;
 }

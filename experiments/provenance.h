@@ -15,5 +15,4 @@ void WriteProvenance(const h5::Group& root, int threads);
 std::string CpuModel();            // /proc/cpuinfo "model name"
 std::string CpuInstructionSets();  // "x86-64-v4 (sse4.2 avx avx2 fma avx512f)"
 
-
 }  // namespace lexp

@@ -580,8 +580,11 @@ void ValidateRecipe(const RecipeConfig& c) {
                      Where(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
   for (const auto& variant : c.Variants())
     LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
-                     Where(c.source_name, "run.sweep_values") + ": two values give the file name "
-                         "suffix '" + variant.suffix + "' (characters other than letters, digits "
+                     Where(c.source_name, "run.sweep_values") +
+                         ": two values give the file name "
+                         "suffix '" +
+                         variant.suffix +
+                         "' (characters other than letters, digits "
                          "and . _ + - become _)");
   for (const auto& variant : c.Variants())
     for (const auto& t : c.Tasks()) {
@@ -613,17 +616,19 @@ void ValidateOneTask(const RecipeConfig& c) {
   const std::string task_range = "task '" + c.task + "' supports lengths " +
                                  std::to_string(task->MinLength()) + ".." +
                                  std::to_string(task->MaxLength());
-  LEXP_INPUT_CHECK(c.train_max_length >= task->MinLength() &&
-                       c.train_max_length <= task->MaxLength(),
-                   Where(src, "train.max_length") + " = " + std::to_string(c.train_max_length) +
-                       ": " + task_range);
+  LEXP_INPUT_CHECK(
+      c.train_max_length >= task->MinLength() && c.train_max_length <= task->MaxLength(),
+      Where(src, "train.max_length") + " = " + std::to_string(c.train_max_length) + ": " +
+          task_range);
   for (int n : c.EvalLengths())
-    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
-                     Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " +
-                         task_range);
+    LEXP_INPUT_CHECK(
+        n >= task->MinLength() && n <= task->MaxLength(),
+        Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " + task_range);
   LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
-                   Where(src, "eval.decoding") + " = \"greedy\" needs the decoder layout and a "
-                       "task whose output is an answer to write ('" + c.task + "'" +
+                   Where(src, "eval.decoding") +
+                       " = \"greedy\" needs the decoder layout and a "
+                       "task whose output is an answer to write ('" +
+                       c.task + "'" +
                        (task->HasAnswer() ? " with model.layout = \"" + c.layout + "\""
                                           : " is a language-modelling source, a query stream or "
                                             "has padded outputs") +
@@ -642,11 +647,11 @@ void ValidateOneTask(const RecipeConfig& c) {
     for (int n : c.EvalLengths()) longest = std::max(longest, n);
     for (int n : c.ProbeLengths()) longest = std::max(longest, n);
     const SequenceLayout longest_layout(*task, layout);
-    const int longest_tokens =
-        c.DecodingFor(*task) == Decoding::kGreedy ? longest_layout.GreedyCapacityFor(longest)
-                                                  : longest_layout.SequenceLengthFor(longest);
-    const std::string at = Where(src, "model.positions_max") + " = " +
-                           std::to_string(c.positions_max);
+    const int longest_tokens = c.DecodingFor(*task) == Decoding::kGreedy
+                                   ? longest_layout.GreedyCapacityFor(longest)
+                                   : longest_layout.SequenceLengthFor(longest);
+    const std::string at =
+        Where(src, "model.positions_max") + " = " + std::to_string(c.positions_max);
     // PoSE's target length must cover the training window it spreads over it.
     LEXP_INPUT_CHECK(c.positions != "pose" || c.positions_max >= train_tokens,
                      at + " is shorter than the longest training sequence (" +
@@ -691,8 +696,8 @@ void ValidateOneTask(const RecipeConfig& c) {
       for (const auto& e : c.encodings)
         LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
                          Where(src, "model.pattern") + " = \"" + c.pattern +
-                             "\" shows some keys at another distance than their own, which '" +
-                             e + "' cannot do: " + FindEncoding(e).cannot_remap +
+                             "\" shows some keys at another distance than their own, which '" + e +
+                             "' cannot do: " + FindEncoding(e).cannot_remap +
                              " (the pattern would be a mask only); use rope, rope_partial, a "
                              "logit-term encoding (alibi, t5, kerple_*, sandwich, fire, shaw, "
                              "transformer_xl, da) or nope");

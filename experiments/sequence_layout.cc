@@ -60,8 +60,8 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) c
       // Positions ni..ni+m-1 hold SEP, output[0..m-2] and predict output[0..m-1] (next token);
       // with the end token, position ni+m holds output[m-1] and predicts END.
       LEXP_INPUT_CHECK(s == 0 || b.prompt == ni + 1,
-                       "task '" + task_.Name() + "' produced inputs of different lengths for n=" +
-                           std::to_string(n));
+                       "task '" + task_.Name() +
+                           "' produced inputs of different lengths for n=" + std::to_string(n));
       b.prompt = ni + 1;
       for (int k = 0; k < m; ++k) {
         b.tokens.push_back(k == 0 ? sep_ : OutputToken(e.output[k - 1]));

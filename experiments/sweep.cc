@@ -60,8 +60,8 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
           r.options.progress = opt.progress;
-          r.options.name = seed_sweep ? fmt::format("{}-seed{}", r.label, seed)
-                                      : (key_sweep ? r.label : "");
+          r.options.name =
+              seed_sweep ? fmt::format("{}-seed{}", r.label, seed) : (key_sweep ? r.label : "");
           std::string what = r.label;
           if (seed_sweep) what += fmt::format(" seed {}", seed);
           if (task_sweep) what = task + " " + what;
@@ -81,13 +81,13 @@ void RefuseToOverwrite(const std::vector<PlannedRun>& plan, const SweepOptions& 
   if (opt.resume || opt.overwrite) return;
   std::vector<std::string> found;
   for (const auto& r : plan) {
-    const std::string path = RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
+    const std::string path =
+        RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
     if (std::filesystem::exists(path)) found.push_back(path);
   }
   if (found.empty()) return;
   std::string list;
-  for (size_t k = 0; k < std::min<size_t>(found.size(), 3); ++k)
-    list += (k ? ", " : "") + found[k];
+  for (size_t k = 0; k < std::min<size_t>(found.size(), 3); ++k) list += (k ? ", " : "") + found[k];
   if (found.size() > 3) list += fmt::format(" and {} more", found.size() - 3);
   FailInput("'" + opt.out_dir + "' already holds run files of this recipe (" + list +
             "); pass --resume to keep finished models and continue the others, --overwrite to "
@@ -98,12 +98,11 @@ void RefuseToOverwrite(const std::vector<PlannedRun>& plan, const SweepOptions& 
 // alone, so a recipe that fine-tunes a run still to be made validates).
 void CheckInputFiles(const std::vector<PlannedRun>& plan) {
   for (const auto& r : plan)
-    LEXP_INPUT_CHECK(r.recipe.init_from.empty() ||
-                         std::filesystem::is_regular_file(r.recipe.init_from),
-                     "recipe '" + r.recipe.source_name + "': train.init_from = \"" +
-                         r.recipe.init_from +
-                         "\" is not a file (a completed run file was expected; paths are "
-                         "relative to the working directory)");
+    LEXP_INPUT_CHECK(
+        r.recipe.init_from.empty() || std::filesystem::is_regular_file(r.recipe.init_from),
+        "recipe '" + r.recipe.source_name + "': train.init_from = \"" + r.recipe.init_from +
+            "\" is not a file (a completed run file was expected; paths are "
+            "relative to the working directory)");
 }
 
 }  // namespace
@@ -115,8 +114,8 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   RefuseToOverwrite(plan, opt);
   std::error_code ec;
   std::filesystem::create_directories(opt.out_dir, ec);
-  LEXP_INPUT_CHECK(!ec, "cannot create the output directory '" + opt.out_dir + "': " +
-                            ec.message());
+  LEXP_INPUT_CHECK(!ec,
+                   "cannot create the output directory '" + opt.out_dir + "': " + ec.message());
   std::vector<RunSummary> out;
   std::vector<std::string> dirs;
   for (const auto& r : plan) {

@@ -53,9 +53,10 @@ bool FinishAnalysis(const RecipeConfig& cfg, RunSummary& sum,
     sum.state = "failed";
     sum.failure = dynamic_cast<const InputError*>(&e) ? RunSummary::Failure::kInput
                                                       : RunSummary::Failure::kInternal;
-    sum.message = std::string("the end-of-training analysis failed; the trained and evaluated run "
-                              "is kept in state \"analyzing\" (lexp run --resume retries the "
-                              "analysis): ") +
+    sum.message = std::string(
+                      "the end-of-training analysis failed; the trained and evaluated run "
+                      "is kept in state \"analyzing\" (lexp run --resume retries the "
+                      "analysis): ") +
                   e.what();
     return false;
   }
@@ -367,7 +368,6 @@ class Runner {
     }
   }
 
-
   void WriteRunFile(const std::string& path) {
     h5::Writer w(path);
     const h5::Group& root = w.root();
@@ -446,8 +446,7 @@ class Runner {
       }
       ev.WriteDoubles("teacher_forced_token_accuracy", tf_acc, {E}, "length",
                       "fraction of scored tokens, each predicted from the true ones before it");
-      ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length",
-                      "fraction of sequences");
+      ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length", "fraction of sequences");
       ev.WriteDoubles("ended", ended, {E}, "length",
                       "fraction of sequences whose written answer ends with the end token");
       ev.WriteDoubles("written_length", written, {E}, "length",
@@ -572,7 +571,8 @@ std::vector<EvalRow> ReadEvalRows(const std::string& path) {
   const auto seq = ev.ReadIntsShaped("sequence_length", {E}),
              samples = ev.ReadIntsShaped("samples", {E}),
              scored = ev.ReadIntsShaped("scored_tokens", {E});
-  const auto loss = ev.ReadDoublesShaped("loss", {E}), acc = ev.ReadDoublesShaped("token_accuracy", {E}),
+  const auto loss = ev.ReadDoublesShaped("loss", {E}),
+             acc = ev.ReadDoublesShaped("token_accuracy", {E}),
              em = ev.ReadDoublesShaped("exact_match", {E});
   std::vector<EvalRow> rows(E);
   const bool greedy = ev.HasAttr("decoding") && ev.AttrString("decoding") == "greedy";

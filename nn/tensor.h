@@ -29,8 +29,8 @@ using MatD = Mat<double>;
 
 // Grows a buffer only when its shape changes; hot loops call this once per (batch, length). The old
 // storage is released before the new one is requested: Eigen 3.4's resize frees the old block and
-// keeps its pointer when the new allocation throws std::bad_alloc, so the destructor would free it a
-// second time. Released first, a failed allocation leaves an empty, consistent matrix.
+// keeps its pointer when the new allocation throws std::bad_alloc, so the destructor would free it
+// a second time. Released first, a failed allocation leaves an empty, consistent matrix.
 template <typename S>
 inline void Resize(Mat<S>& m, Eigen::Index rows, Eigen::Index cols) {
   if (m.rows() == rows && m.cols() == cols) return;

@@ -434,7 +434,8 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   for (size_t i = 0; i < f.length.size(); i += step)
     xt += fmt::format("{}'{:g}' {}", xt.empty() ? "" : ", ", f.length[i], i);
   for (size_t k = 0; k < f.depth.size(); ++k)
-    yt += fmt::format("{}'{:g}%%' {}", k ? ", " : "", f.depth[k], k);  // gnuplot: labels are formats
+    yt +=
+        fmt::format("{}'{:g}%%' {}", k ? ", " : "", f.depth[k], k);  // gnuplot: labels are formats
   const int cols = static_cast<int>(std::min<size_t>(3, with.size()));
   const int rows = static_cast<int>((with.size() + cols - 1) / cols);
   std::string s = "# Passkey accuracy per (length, depth) cell; data in " + name + ".dat\n";

@@ -15,12 +15,15 @@ Fire<S>::Fire(const EncodingShape& shape, const EncodingOptions& opt)
       per_layer_(opt.Bool("per_layer")),
       init_L_(opt.Double("init_L")),
       eps_(opt.Double("eps")) {
-  LEXP_INPUT_CHECK(shape.causal,
-                   "encoding 'fire' is defined for causal attention (model.layout = \"decoder\"): "
-                   "in the encoder layout a query's keys ahead lie beyond its normaliser psi(max(L, "
-                   "i)), outside the [0, 1] its MLP learns");
-  LEXP_INPUT_CHECK(init_L_ >= 0, "encoding 'fire': init_L must be >= 0 (0 = a quarter of the "
-                                 "longest training sequence), got " + opt.Text("init_L"));
+  LEXP_INPUT_CHECK(
+      shape.causal,
+      "encoding 'fire' is defined for causal attention (model.layout = \"decoder\"): "
+      "in the encoder layout a query's keys ahead lie beyond its normaliser psi(max(L, "
+      "i)), outside the [0, 1] its MLP learns");
+  LEXP_INPUT_CHECK(init_L_ >= 0,
+                   "encoding 'fire': init_L must be >= 0 (0 = a quarter of the "
+                   "longest training sequence), got " +
+                       opt.Text("init_L"));
   if (init_L_ == 0) {
     LEXP_INPUT_CHECK(shape.train_length > 0,
                      "encoding 'fire': init_L = 0 needs the training length; give init_L");

@@ -11,8 +11,8 @@ LearnedAbsolute<S>::LearnedAbsolute(const EncodingShape& shape, const EncodingOp
   int rows = opt.Int("max_len");
   if (rows == 0) rows = shape.max_length;
   LEXP_INPUT_CHECK(rows > 0, "encoding 'learned': max_len must be positive");
-  LEXP_INPUT_CHECK(init_std_ >= 0, "encoding 'learned': init_std must be >= 0, got " +
-                                       opt.Text("init_std"));
+  LEXP_INPUT_CHECK(init_std_ >= 0,
+                   "encoding 'learned': init_std must be >= 0, got " + opt.Text("init_std"));
   table_.setZero(rows, shape.d_model);
   d_table_.setZero(rows, shape.d_model);
 }

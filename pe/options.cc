@@ -41,8 +41,8 @@ double EncodingOptions::Double(const std::string& name) const {
   const double v = std::strtod(s.c_str(), &end);
   LEXP_INPUT_CHECK(end != s.c_str() && *end == '\0', "encoding '" + encoding_ + "': option '" +
                                                          name + "' = '" + s + "' is not a number");
-  LEXP_INPUT_CHECK(std::isfinite(v), "encoding '" + encoding_ + "': option '" + name + "' = '" +
-                                         s + "' is not a finite number");
+  LEXP_INPUT_CHECK(std::isfinite(v), "encoding '" + encoding_ + "': option '" + name + "' = '" + s +
+                                         "' is not a finite number");
   return v;
 }
 

@@ -142,8 +142,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "input embedding",
        "Liu et al. 2020, arXiv:2003.09229",
        {{"hidden", "32", "width of the learned correction network of dp/dt"},
-        {"steps", "8",
-         "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}},
+        {"steps", "8", "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)"}},
        "its positions are added to the token embeddings before attention"},
   };
   return kList;
@@ -189,7 +188,8 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
     pc.name = "shift";
     LEXP_INPUT_CHECK(opt.Int("max_shift") >= 0,
                      "encoding 'random_shift': max_shift must be >= 0 (0 = the longest sequence), "
-                     "got " + opt.Text("max_shift"));
+                     "got " +
+                         opt.Text("max_shift"));
     pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
     return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
                                                    "random_shift");

@@ -25,8 +25,10 @@ XPos<S>::XPos(const EncodingShape& shape, const EncodingOptions& opt)
                    "encoding 'xpos' is defined for causal attention (model.layout = \"decoder\"): "
                    "in the encoder layout keys ahead of the query would be amplified by "
                    "zeta^(-(n-m)/B) > 1");
-  LEXP_INPUT_CHECK(scale_base_ >= 0, "encoding 'xpos': scale_base must be >= 0 (0 = half the "
-                                     "longest training sequence), got " + opt.Text("scale_base"));
+  LEXP_INPUT_CHECK(scale_base_ >= 0,
+                   "encoding 'xpos': scale_base must be >= 0 (0 = half the "
+                   "longest training sequence), got " +
+                       opt.Text("scale_base"));
   if (scale_base_ == 0) {
     LEXP_INPUT_CHECK(shape.train_length > 0,
                      "encoding 'xpos': scale_base = 0 needs the training length; give scale_base");

@@ -5,9 +5,9 @@
 // Symbols: filler 0-9, key digits 10-19, KEY 20, QUERY 21; answer digits 0-9. Input n + 7 tokens.
 // Training draws the insertion point uniformly in 0..n; evaluation also sweeps depth (eval.depths),
 // and exact match is the passkey accuracy of each (length, depth) cell. Protocol: the original
-// generates ten tokens greedily and compares the first integer in them with K; lexp decodes greedily
-// too (eval.decoding = task), and its exact match also asks the model to stop after the five digits
-// (the end token), a stricter reading.
+// generates ten tokens greedily and compares the first integer in them with K; lexp decodes
+// greedily too (eval.decoding = task), and its exact match also asks the model to stop after the
+// five digits (the end token), a stricter reading.
 #pragma once
 
 #include "experiments/tasks/task.h"

@@ -1,8 +1,8 @@
-// A small RAII layer over the HDF5 C API: files, groups, n-d numeric datasets with an `axes` attribute
-// (and optional `units`), scalar and string attributes, and reading them back. Every lexp output file
-// goes through this, so every dataset is self-describing. Files are written to "<name>.tmp" and
-// renamed on Commit(), so a crash never leaves a half file under the final name; the temporary is
-// created exclusively (never through an existing file or link).
+// A small RAII layer over the HDF5 C API: files, groups, n-d numeric datasets with an `axes`
+// attribute (and optional `units`), scalar and string attributes, and reading them back. Every lexp
+// output file goes through this, so every dataset is self-describing. Files are written to
+// "<name>.tmp" and renamed on Commit(), so a crash never leaves a half file under the final name;
+// the temporary is created exclusively (never through an existing file or link).
 #pragma once
 
 #include <hdf5.h>

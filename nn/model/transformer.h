@@ -101,7 +101,6 @@ class Transformer {
   void DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits);
   int DecodedLength() const { return dec_T_; }
 
-
  private:
   const AttentionPattern& ActivePattern() const {
     return pattern_override_ ? *pattern_override_ : pattern_;

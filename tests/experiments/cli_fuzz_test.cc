@@ -76,7 +76,8 @@ std::string Slurp(const fs::path& p) {
 }
 
 // Runs lexp in `cwd` with `args` (and `env` assignments before it), capturing both streams.
-Result Lexp(const fs::path& cwd, const std::vector<std::string>& args, const std::string& env = "") {
+Result Lexp(const fs::path& cwd, const std::vector<std::string>& args,
+            const std::string& env = "") {
   std::string cmd = "cd " + Quote(cwd.string()) + " && " + env + " " + Quote(kLexp);
   for (const auto& a : args) cmd += " " + Quote(a);
   const fs::path out = fs::temp_directory_path() / ("lexp_cli_out_" + std::to_string(getpid()));
@@ -155,8 +156,8 @@ void ReplaceDoubles(hid_t file, const char* name, const std::vector<double>& val
   H5Ldelete(file, name, H5P_DEFAULT);
   const hsize_t n = values.size();
   const hid_t space = H5Screate_simple(1, &n, nullptr);
-  const hid_t ds = H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT,
-                              H5P_DEFAULT);
+  const hid_t ds =
+      H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
   H5Dclose(ds);
   H5Sclose(space);
@@ -186,47 +187,65 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
       {"unknown encoding", {"run", "RECIPE", "--set", "model.encodings=ropey"}, 2, "ropey"},
       {"unknown option", {"run", "RECIPE", "--set", "encoding_options.rope.bse=3"}, 2, "bse"},
       {"probe length beyond the task",
-       {"run", "RECIPE", "--set", "probe.lengths=50000000"}, 2, "probe.lengths"},
+       {"run", "RECIPE", "--set", "probe.lengths=50000000"},
+       2,
+       "probe.lengths"},
       {"memory the machine does not have",
-       {"run", "RECIPE", "--set", "probe.lengths=1048576"}, 2, "needs about"},
+       {"run", "RECIPE", "--set", "probe.lengths=1048576"},
+       2,
+       "needs about"},
       {"lambda cap beyond every sequence",
        {"run", "RECIPE", "--set", "model.encodings=transformer_xl", "--set", "model.pattern=lambda",
         "--set", "model.pattern_limit=1000000"},
-       2, "model.pattern_limit"},
+       2,
+       "model.pattern_limit"},
       {"lambda with sinusoidal",
        {"run", "RECIPE", "--set", "model.encodings=sinusoidal", "--set", "model.pattern=lambda"},
-       2, "cannot do"},
+       2,
+       "cannot do"},
       {"sinks with learned",
        {"run", "RECIPE", "--set", "model.encodings=learned", "--set", "model.pattern=sinks"},
-       2, "cannot do"},
+       2,
+       "cannot do"},
       {"negative rerope window",
        {"run", "RECIPE", "--set", "encoding_options.rope.scaling=rerope", "--set",
         "encoding_options.rope.window=-2"},
-       2, "window"},
+       2,
+       "window"},
       {"negative init_std",
        {"run", "RECIPE", "--set", "model.encodings=learned", "--set",
         "encoding_options.learned.init_std=-1"},
-       2, "init_std"},
-      {"infinite rope base", {"run", "RECIPE", "--set", "encoding_options.rope.base=inf"}, 2,
+       2,
+       "init_std"},
+      {"infinite rope base",
+       {"run", "RECIPE", "--set", "encoding_options.rope.base=inf"},
+       2,
        "finite"},
       {"negative attn_factor",
        {"run", "RECIPE", "--set", "encoding_options.rope.scaling=yarn", "--set",
         "encoding_options.rope.attn_factor=-1"},
-       2, "attn_factor"},
+       2,
+       "attn_factor"},
       {"negative original_length",
        {"run", "RECIPE", "--set", "encoding_options.rope.scaling=yarn", "--set",
         "encoding_options.rope.original_length=-8"},
-       2, "original_length must be >= 0"},
+       2,
+       "original_length must be >= 0"},
       {"PoSE target shorter than training",
-       {"run", "RECIPE", "--set", "model.positions=pose", "--set", "model.positions_max=2"}, 2,
+       {"run", "RECIPE", "--set", "model.positions=pose", "--set", "model.positions_max=2"},
+       2,
        "positions_max"},
       {"more stored probe sequences than probed",
-       {"run", "RECIPE", "--set", "probe.stored_samples=5"}, 2, "probe.stored_samples"},
+       {"run", "RECIPE", "--set", "probe.stored_samples=5"},
+       2,
+       "probe.stored_samples"},
       {"xpos in the encoder layout",
-       {"run", "RECIPE", "--set", "model.encodings=xpos", "--set", "model.layout=encoder"}, 2,
+       {"run", "RECIPE", "--set", "model.encodings=xpos", "--set", "model.layout=encoder"},
+       2,
        "decoder"},
       {"greedy decoding of a language-modelling source",
-       {"run", "RECIPE", "--set", "task.name=markov_lm", "--set", "eval.decoding=greedy"}, 2,
+       {"run", "RECIPE", "--set", "task.name=markov_lm", "--set", "eval.decoding=greedy"},
+       2,
        "eval.decoding"},
       {"absolute run name", {"run", "RECIPE", "--set", "run.name=/abs"}, 2, "run.name"},
       {"run name going up", {"run", "RECIPE", "--set", "run.name=../../x"}, 2, "run.name"},
@@ -236,11 +255,14 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
       {"fine-tuning from a path that goes up",
        {"run", "RECIPE", "--out", "sweep", "--set", "run.sweep=train.init_from", "--set",
         "run.sweep_values=../../evil.h5"},
-       2, "init_from"},
+       2,
+       "init_from"},
       {"a directory as the recipe", {"run", "somedir"}, 2, "not a file"},
       {"an empty recipe path", {"run", ""}, 2, "empty"},
       {"a missing recipe", {"run", "missing.toml"}, 2, "does not exist"},
-      {"output below a regular file", {"run", "RECIPE", "--out", "tiny.toml/x"}, 2,
+      {"output below a regular file",
+       {"run", "RECIPE", "--out", "tiny.toml/x"},
+       2,
        "cannot create"},
       {"output under /proc", {"run", "RECIPE", "--out", "/proc/lexp_fuzz"}, 2, "cannot create"},
       {"unknown command", {"runn"}, 2, "unknown command"},
@@ -273,9 +295,8 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   const std::string ragged_eval = Corrupt("ragged_eval", [](hid_t f) {
     ReplaceDoubles(f, "/eval/token_accuracy", {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
   });
-  const std::string no_status = Corrupt("no_status", [](hid_t f) {
-    H5Ldelete(f, "/status", H5P_DEFAULT);
-  });
+  const std::string no_status =
+      Corrupt("no_status", [](hid_t f) { H5Ldelete(f, "/status", H5P_DEFAULT); });
   const std::string h5py_strings = Corrupt("h5py_strings", [](hid_t f) {
     const hid_t g = H5Gopen2(f, "/status", H5P_DEFAULT);
     SetVariableLengthString(g, "state", "failed");
@@ -316,23 +337,32 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   fs::copy_file(ragged_loss, dir / "ragged_loss_dir" / "rope.h5");
   const std::vector<BadInput> table = {
       {"evaluating NaN weights", {"eval", nan_weights, "--no-figures"}, 2, "not finite"},
-      {"figures of mismatched /eval arrays", {"figures", (dir / "ragged_dir").string()}, 2,
+      {"figures of mismatched /eval arrays",
+       {"figures", (dir / "ragged_dir").string()},
+       2,
        "has shape"},
       {"analysis of a file without /status", {"analyze", no_status}, 2, "no /status"},
-      {"h5py's variable-length strings read as text", {"analyze", h5py_strings}, 2,
+      {"h5py's variable-length strings read as text",
+       {"analyze", h5py_strings},
+       2,
        "did not complete (failed)"},
       {"stored probe of the wrong rank", {"analyze", probe_rank}, 2, "logits"},
-      {"an array of strings where one text belongs", {"analyze", string_array}, 2,
+      {"an array of strings where one text belongs",
+       {"analyze", string_array},
+       2,
        "not a single text"},
-      {"fine-tuning from a file that is not a run", {"run", "tiny.toml", "--out", "finetune",
-                                                    "--no-figures", "--set",
-                                                    "train.init_from=tiny.toml"},
-       2, "tiny.toml"},
+      {"fine-tuning from a file that is not a run",
+       {"run", "tiny.toml", "--out", "finetune", "--no-figures", "--set",
+        "train.init_from=tiny.toml"},
+       2,
+       "tiny.toml"},
       {"a text file as a run file", {"analyze", (dir / "text.h5").string()}, 2, "as HDF5"},
       {"a truncated run file", {"eval", (dir / "truncated.h5").string()}, 2, "truncated.h5"},
       {"a directory as a run file", {"analyze", dir.string()}, 2, ""},
       {"base-law on a run whose losses miss lengths",
-       {"base-law", (dir / "ragged_loss_dir").string()}, 2, "ragged_loss_dir"},
+       {"base-law", (dir / "ragged_loss_dir").string()},
+       2,
+       "ragged_loss_dir"},
   };
   for (const auto& bad : table) ExpectRefused(bad, Lexp(root_, bad.args));
   // No temporary left beside the corrupted files.
@@ -343,10 +373,10 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
 TEST_F(CliFuzz, EveryDocumentedExitCode) {
   EXPECT_EQ(Lexp(root_, {"list", "encodings"}).code, 0);
   // 1: a model of the sweep diverged; its file says so, with the history up to the step.
-  const Result diverged = Lexp(root_, {"run", "tiny.toml", "--out", "diverged", "--no-figures",
-                                       "--set", "train.lr=10", "--set", "train.weight_decay=10",
-                                       "--set", "train.warmup_steps=1", "--set",
-                                       "model.encodings=rope,alibi"});
+  const Result diverged =
+      Lexp(root_, {"run", "tiny.toml", "--out", "diverged", "--no-figures", "--set", "train.lr=10",
+                   "--set", "train.weight_decay=10", "--set", "train.warmup_steps=1", "--set",
+                   "model.encodings=rope,alibi"});
   EXPECT_EQ(diverged.code, 1) << diverged.err;
   {
     h5::Reader r((root_ / "diverged" / "rope.h5").string());
@@ -378,8 +408,8 @@ TEST_F(CliFuzz, RefusesToReplaceFinishedRunsAndNeverFollowsALinkedTemporary) {
   // A link planted where the temporary goes: the link is replaced, its target left alone.
   std::ofstream(root_ / "precious") << "keep me";
   fs::create_symlink(root_ / "precious", out / "rope.h5.tmp");
-  const Result over = Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures",
-                                   "--overwrite"});
+  const Result over =
+      Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures", "--overwrite"});
   EXPECT_EQ(over.code, 0) << over.err;
   EXPECT_EQ(Slurp(root_ / "precious"), "keep me");
   EXPECT_FALSE(fs::exists(out / "rope.h5.tmp"));
@@ -389,8 +419,9 @@ TEST_F(CliFuzz, RefusesToReplaceFinishedRunsAndNeverFollowsALinkedTemporary) {
 // "completed" without its evaluation and analysis, and --resume finishes into the files of an
 // uninterrupted run.
 TEST_F(CliFuzz, KilledAtAnyPointResumeFinishesTheFilesOfAnUninterruptedRun) {
-  const std::vector<std::string> run = {"run", "tiny.toml", "--no-figures", "--set",
-                                        "model.encodings=rope,alibi", "--set", "train.steps=60"};
+  const std::vector<std::string> run = {
+      "run",   "tiny.toml",     "--no-figures", "--set", "model.encodings=rope,alibi",
+      "--set", "train.steps=60"};
   auto with_out = [&](const std::string& out, std::vector<std::string> extra = {}) {
     std::vector<std::string> a = run;
     a.insert(a.end(), {"--out", out});

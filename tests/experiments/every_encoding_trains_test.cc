@@ -1,7 +1,7 @@
 // Every registered encoding trains for a few steps on a tiny model, causal and bidirectional: the
 // loss stays finite and falls (issue 3's "every encoding trains from a recipe"). And every encoding
-// under every attention pattern, with distances capped beyond the sequence: refused with a reason, or
-// trained and evaluated with finite losses that do not depend on the thread count.
+// under every attention pattern, with distances capped beyond the sequence: refused with a reason,
+// or trained and evaluated with finite losses that do not depend on the thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,9 +91,8 @@ std::vector<PatternCase> AllPatternCases() {
 // Encodings that cannot show a key at a distance other than its own (their position enters before
 // attention), refused under lambda and sinks with an explanation.
 bool RefusedUnderRemap(const std::string& encoding) {
-  static const std::set<std::string> kRefused = {"xpos",   "sinusoidal", "learned", "cape",
-                                                  "random_shift", "complex_order", "floater",
-                                                  "tupe"};
+  static const std::set<std::string> kRefused = {
+      "xpos", "sinusoidal", "learned", "cape", "random_shift", "complex_order", "floater", "tupe"};
   return kRefused.count(encoding) > 0;
 }
 

@@ -20,6 +20,16 @@
 namespace lexp {
 namespace {
 
+// The configuration of a decoder of L layers, width C, H heads over V tokens.
+ModelConfig SmallDecoder(int V, int C, int H, int L) {
+  ModelConfig mc;
+  mc.vocab = V;
+  mc.d_model = C;
+  mc.n_heads = H;
+  mc.n_layers = L;
+  return mc;
+}
+
 // Logits of incremental decoding (a prompt of P tokens, then one token per step) against a full
 // forward pass over the same tokens and positions, in double: equal to rounding for every encoding
 // whose site 1-3 tables do not depend on the sequence length (those that do are below).
@@ -31,12 +41,7 @@ TEST_P(DecodeEqualsForward, ForEveryEncoding) {
   std::map<std::string, std::string> options;
   if (name == "rope_partial") options["fraction"] = "0.5";
   auto enc = CreateEncoding<double>(name, options, EncodingShape{C, H, L, true, 64, 8, V});
-  ModelConfig mc;
-  mc.vocab = V;
-  mc.d_model = C;
-  mc.n_heads = H;
-  mc.n_layers = L;
-  Transformer<double> model(mc, enc.get());
+  Transformer<double> model(SmallDecoder(V, C, H, L), enc.get());
   Rng rng(3);
   model.Init(rng);
   std::vector<int> tokens(B * T);
@@ -72,7 +77,8 @@ TEST_P(DecodeEqualsForward, ForEveryEncoding) {
       model.DecodeAppend(next, 1, step);
       for (int s = 0; s < B; ++s)
         for (int v = 0; v < V; ++v)
-          ASSERT_NEAR(step(s, v), full(s * T + t, v), 1e-10) << pattern << " seq " << s << " t " << t;
+          ASSERT_NEAR(step(s, v), full(s * T + t, v), 1e-10)
+              << pattern << " seq " << s << " t " << t;
     }
     EXPECT_EQ(model.DecodedLength(), T);
   }
@@ -88,16 +94,12 @@ TEST(Decode, LengthDependentTablesRecomputeTheWholePrefixAtEveryStep) {
     std::map<std::string, std::string> options;
     std::string pattern;
   };
-  for (const Case& tc : {Case{"rope", {{"scaling", "dynamic_ntk"}, {"factor", "2"}}, "full"},
-                         Case{"rope", {{"scaling", "dynamic_yarn"}}, "full"},
-                         Case{"alibi", {}, "shifted_sparse"}}) {
-    auto enc = CreateEncoding<double>(tc.encoding, tc.options, EncodingShape{C, H, L, true, 64, 6, V});
-    ModelConfig mc;
-    mc.vocab = V;
-    mc.d_model = C;
-    mc.n_heads = H;
-    mc.n_layers = L;
-    Transformer<double> model(mc, enc.get());
+  for (const Case& tc :
+       {Case{"rope", {{"scaling", "dynamic_ntk"}, {"factor", "2"}}, "full"},
+        Case{"rope", {{"scaling", "dynamic_yarn"}}, "full"}, Case{"alibi", {}, "shifted_sparse"}}) {
+    auto enc =
+        CreateEncoding<double>(tc.encoding, tc.options, EncodingShape{C, H, L, true, 64, 6, V});
+    Transformer<double> model(SmallDecoder(V, C, H, L), enc.get());
     Rng rng(4);
     model.Init(rng);
     PatternConfig pc;
@@ -184,8 +186,8 @@ TEST(Greedy, AModelThatNeverEndsIsInvisibleToTeacherForcingAndScoresNoExactMatch
     LengthStreams st2 = st;
     EvalBuffers buf;
     const EvalRow tf = EvaluateLength(m, n, 16, 8, -1, st.data, st.positions, buf);
-    const EvalRow gr = EvaluateLength(m, n, 16, 8, -1, st2.data, st2.positions, buf,
-                                      Decoding::kGreedy);
+    const EvalRow gr =
+        EvaluateLength(m, n, 16, 8, -1, st2.data, st2.positions, buf, Decoding::kGreedy);
     // Teacher forcing: the n answer tokens are right, only the end token is missed (the old
     // layout, without it, scored this model 1.0).
     EXPECT_NEAR(tf.token_accuracy * (n + 1), n, 1e-9) << n;
@@ -201,8 +203,9 @@ TEST(Greedy, AModelThatNeverEndsIsInvisibleToTeacherForcingAndScoresNoExactMatch
 }
 
 TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
-  RecipeConfig c = testing::TinyCopyRecipe({"model.encodings=alibi", "train.steps=1000", "model.d_model=32",
-                                            "eval.lengths=4,9", "probe.replay=0"});
+  RecipeConfig c =
+      testing::TinyCopyRecipe({"model.encodings=alibi", "train.steps=1000", "model.d_model=32",
+                               "eval.lengths=4,9", "probe.replay=0"});
   const auto dir = testing::FreshTempDir("greedy_copy");
   RunOptions o;
   o.out_dir = dir.string();
@@ -244,9 +247,9 @@ TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
 // longest sequence (the learned encoding's) must reach that far, here for copy_cmc2x whose answer
 // is 2n + 1 tokens.
 TEST(Greedy, PositionTablesCoverTheLongestWrittenSequence) {
-  const RecipeConfig c = testing::TinyCopyRecipe(
-      {"task.name=copy_cmc2x", "model.encodings=learned", "eval.decoding=greedy",
-       "train.steps=5", "probe.replay=0"});
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"task.name=copy_cmc2x", "model.encodings=learned",
+                               "eval.decoding=greedy", "train.steps=5", "probe.replay=0"});
   auto task = CreateTask("copy_cmc2x", TaskOptions{12});
   const SequenceLayout layout(*task, Layout::kDecoder);
   EXPECT_GE(c.MaxPositionId(), layout.GreedyCapacityFor(9));

@@ -17,8 +17,8 @@
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
-#include "pe/forwarding_encoding.h"
 #include "notebooks_cpp/figures.h"
+#include "pe/forwarding_encoding.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -151,7 +151,9 @@ TEST_F(ReplayAnalyses, ExpectationAtEveryEvaluationLengthMatchesTheStoredProbe) 
 class QkRecorder final : public ForwardingEncoding<float> {
  public:
   QkRecorder(std::unique_ptr<PositionEncoding<float>> inner, int layers, int heads)
-      : ForwardingEncoding<float>(std::move(inner)), heads_(heads), q_(layers * heads),
+      : ForwardingEncoding<float>(std::move(inner)),
+        heads_(heads),
+        q_(layers * heads),
         k_(layers * heads) {}
   unsigned Sites() const override { return inner().Sites() | kSiteLogitTerm; }
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,

@@ -42,15 +42,14 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
     for (double t : theta) s += 2 * std::cos(n * t);
     EXPECT_NEAR(rope[n], s, 1e-9) << n;
   }
-  const std::vector<std::pair<long, double>> published = {
-      {0, 128.0},
-      {1, 124.18736761153528},
-      {10, 85.6400457969942},
-      {100, 61.086909402981284},
-      {512, 28.08631968769336},
-      {1000, 20.355456264421086},
-      {2048, 15.268341464439054},
-      {4096, -6.765227848964551}};
+  const std::vector<std::pair<long, double>> published = {{0, 128.0},
+                                                          {1, 124.18736761153528},
+                                                          {10, 85.6400457969942},
+                                                          {100, 61.086909402981284},
+                                                          {512, 28.08631968769336},
+                                                          {1000, 20.355456264421086},
+                                                          {2048, 15.268341464439054},
+                                                          {4096, -6.765227848964551}};
   for (const auto& [n, value] : published) EXPECT_NEAR(rope[n], value, 1e-9) << n;
   // PI with factor 2 halves every frequency: s_pi(2n) = s(n).
   for (long n : {1L, 7L, 100L, 2500L}) EXPECT_NEAR(scaled[2 * n], rope[n], 1e-9) << n;

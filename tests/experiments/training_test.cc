@@ -196,7 +196,8 @@ TEST(Training, KilledBeforeTheAnalysisIsNotCompletedAndResumeFinishesIt) {
   o.stop_before_analysis = false;
   o.resume = true;
   EXPECT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
-  testing::ExpectSameRunFiles(RunFilePath(full.string(), "rope"), RunFilePath(cut.string(), "rope"));
+  testing::ExpectSameRunFiles(RunFilePath(full.string(), "rope"),
+                              RunFilePath(cut.string(), "rope"));
   EXPECT_FALSE(fs::exists(CheckpointPath(cut.string(), "rope")));
   fs::remove_all(full);
   fs::remove_all(cut);
@@ -257,10 +258,10 @@ TEST(Training, RunFileIsSelfDescribing) {
   ASSERT_EQ(TrainAndEvaluate(c, "t5", o).state, "completed");
   h5::Reader r(RunFilePath(dir.string(), "t5"));
   const auto& root = r.root();
-  for (const char* a : {"lexp_version", "git_commit", "compiler", "eigen_version", "tbb_version",
-                        "hdf5_version", "start_time", "end_time", "encoding", "task",
-                        "compile_flags", "build_flavour", "simd_compiled", "cpu_model",
-                        "cpu_instruction_sets"})
+  for (const char* a :
+       {"lexp_version", "git_commit", "compiler", "eigen_version", "tbb_version", "hdf5_version",
+        "start_time", "end_time", "encoding", "task", "compile_flags", "build_flavour",
+        "simd_compiled", "cpu_model", "cpu_instruction_sets"})
     EXPECT_TRUE(root.HasAttr(a)) << a;
   // The machine and build that made the numbers: native builds depend on the CPU.
   const std::string flavour = root.AttrString("build_flavour");

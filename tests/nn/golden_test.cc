@@ -123,8 +123,8 @@ TEST(Golden, AdamWTrajectoryMatchesPyTorchStepByStep) {
     MatD logits, d_logits;
     model.ZeroGrad();
     model.Forward(tok, B, T, pos, true, false, logits);
-    const auto ce = CrossEntropyForwardBackward<double>(logits, tgt, mask, &d_logits, nullptr,
-                                                        nullptr);
+    const auto ce =
+        CrossEntropyForwardBackward<double>(logits, tgt, mask, &d_logits, nullptr, nullptr);
     EXPECT_NEAR(ce.MeanLoss(), loss_ref[step], 1e-9) << "step " << step;
     model.Backward(tok, d_logits);
     const double lr = ScheduledLr(ac, step);
@@ -135,7 +135,8 @@ TEST(Golden, AdamWTrajectoryMatchesPyTorchStepByStep) {
     for (const auto& p : params) {
       const auto want = after.ReadDoubles(p.name);  // [steps, size]
       for (long i = 0; i < p.size; ++i)
-        ASSERT_NEAR(p.value[i], want[step * p.size + i], 1e-9 * (1 + std::abs(want[step * p.size + i])))
+        ASSERT_NEAR(p.value[i], want[step * p.size + i],
+                    1e-9 * (1 + std::abs(want[step * p.size + i])))
             << p.name << "[" << i << "] after step " << step;
     }
   }

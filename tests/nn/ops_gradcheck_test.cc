@@ -167,7 +167,9 @@ TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
   FillNormal(w, rng);
   auto run = [&](const MatD& qq, const MatD& kk, MatD& out, AttentionCache<double>& c,
                  bool materialize) {
-    enc->Prepare(pos, PositionSpan(pos));  // as the model does before every forward pass (tables follow parameters)
+    enc->Prepare(
+        pos, PositionSpan(
+                 pos));  // as the model does before every forward pass (tables follow parameters)
     MatD qr = qq, kr = kk;
     for (long task = 0; task < sh.Tasks(); ++task) {
       AttentionContext ctx{0, static_cast<int>(task % sh.H), sh.H, sh.D, sh.T, pos.data(), &pat};
@@ -213,10 +215,9 @@ INSTANTIATE_TEST_SUITE_P(
                       AttentionCase{"rope", true}, AttentionCase{"rope", false},
                       AttentionCase{"t5", true}, AttentionCase{"t5", false},
                       AttentionCase{"rope_partial", true}, AttentionCase{"xpos", true},
-                      AttentionCase{"kerple_log", true},
-                      AttentionCase{"kerple_power", true}, AttentionCase{"kerple_log", false},
-                      AttentionCase{"sandwich", true}, AttentionCase{"sandwich", false},
-                      AttentionCase{"fire", true},
+                      AttentionCase{"kerple_log", true}, AttentionCase{"kerple_power", true},
+                      AttentionCase{"kerple_log", false}, AttentionCase{"sandwich", true},
+                      AttentionCase{"sandwich", false}, AttentionCase{"fire", true},
                       AttentionCase{"shaw", true}, AttentionCase{"shaw", false},
                       AttentionCase{"transformer_xl", true}, AttentionCase{"transformer_xl", false},
                       AttentionCase{"tupe", true}, AttentionCase{"tupe", false},

@@ -154,12 +154,15 @@ TEST(Fire, DefaultThresholdIsAQuarterOfTheTrainingLengthAndRecorded) {
   EXPECT_EQ(d.at("init_L"), std::vector<double>{16});
   EXPECT_EQ(d.at("L"), (std::vector<double>{16, 16, 16})) << "one module per layer, m = 1";
   EXPECT_EQ(d.at("c"), (std::vector<double>{0.1, 0.1, 0.1}));
-  auto given = CreateEncoding<double>("fire", {{"init_L", "512"}}, EncodingShape{8, 2, 1, true, 256, 64});
+  auto given =
+      CreateEncoding<double>("fire", {{"init_L", "512"}}, EncodingShape{8, 2, 1, true, 256, 64});
   EXPECT_EQ(given->Describe().at("init_L"), std::vector<double>{512});
   // With L = 16, the 40th query of a 64-token sequence is normalised by psi(40), the 10th by
   // psi(16); with L = 512 both by psi(512).
-  EXPECT_LT(FireNormalizedDistance(10, 40, 0.1, 16, 1e-6), FireNormalizedDistance(10, 10, 0.1, 16, 1e-6));
-  EXPECT_EQ(FireNormalizedDistance(10, 40, 0.1, 512, 1e-6), FireNormalizedDistance(10, 10, 0.1, 512, 1e-6));
+  EXPECT_LT(FireNormalizedDistance(10, 40, 0.1, 16, 1e-6),
+            FireNormalizedDistance(10, 10, 0.1, 16, 1e-6));
+  EXPECT_EQ(FireNormalizedDistance(10, 40, 0.1, 512, 1e-6),
+            FireNormalizedDistance(10, 10, 0.1, 512, 1e-6));
 }
 
 // Both amplify keys ahead of the query under bidirectional attention: refused with the reason.
@@ -184,7 +187,8 @@ TEST(XPos, DefaultScaleBaseIsHalfTheTrainingLengthAndRecorded) {
   const double zeta0 = XposZeta(8, 0.4)[0];
   EXPECT_NEAR(std::pow(zeta0, 33 / B), std::pow(zeta0, 1024.0 / 512), 1e-15);
   EXPECT_GT(std::pow(zeta0, 33 / 512.0), 0.92);
-  auto given = CreateEncoding<double>("xpos", {{"scale_base", "512"}}, EncodingShape{8, 1, 1, true, 256, 33});
+  auto given = CreateEncoding<double>("xpos", {{"scale_base", "512"}},
+                                      EncodingShape{8, 1, 1, true, 256, 33});
   EXPECT_EQ(given->Describe().at("scale_base").at(0), 512);
 }
 

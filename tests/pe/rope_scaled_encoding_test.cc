@@ -179,7 +179,7 @@ TEST(Rerope, AppliesTheLogNFactorByDefaultAsItsReference) {
   for (const std::string rule : {"rerope", "leaky_rerope"}) {
     RotaryRun run({{"scaling", rule}});
     ASSERT_TRUE(run.enc->Uses(kSiteLogitScale)) << rule;
-    AttentionContext ctx{0, 0, RotaryRun::kH, RotaryRun::kD, RotaryRun::kT, run.pos.data(),
+    AttentionContext ctx{0,        0,   RotaryRun::kH, RotaryRun::kD, RotaryRun::kT, run.pos.data(),
                          &run.pat, true};
     for (int i : {0, 19, 20, 45, 69})
       EXPECT_DOUBLE_EQ(run.enc->LogitScale(ctx, i), LogNFactor(i, 20)) << rule << " " << i;

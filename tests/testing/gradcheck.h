@@ -99,9 +99,8 @@ inline GradCheckResult CheckGradients(const std::function<double()>& loss,
       std::copy(saved.begin(), saved.end(), p.value);
       return l;
     };
-    const double directional =
-        (shifted(kFiniteDifferenceStep) - shifted(-kFiniteDifferenceStep)) /
-        (2 * kFiniteDifferenceStep);
+    const double directional = (shifted(kFiniteDifferenceStep) - shifted(-kFiniteDifferenceStep)) /
+                               (2 * kFiniteDifferenceStep);
     EXPECT_NEAR(directional, predicted, kGradAbsTolerance + kDirectionalRelTolerance * scale)
         << p.name << ": directional derivative over the whole tensor";
   }

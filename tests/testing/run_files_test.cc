@@ -1,5 +1,7 @@
 // The bit-identity comparator of run files (tests/testing/run_files.h) catches what "==" does not:
 // -0 against +0 (and accepts the same NaN on both sides).
+#include "tests/testing/run_files.h"
+
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -8,7 +10,6 @@
 #include <limits>
 
 #include "nn/io/hdf5.h"
-#include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
