@@ -45,7 +45,9 @@ void RotaryPairProbe<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i
       const S* k = qk.k + static_cast<long>(j) * qk.ld;
       const bool far = std::abs(ctx.Distance(i, j)) >= split_;
       double* sum = (far ? far_sum_ : near_sum_).data() + lh * P_;
+      // Dimensions past the rotated ones (rope_partial) add q.k unchanged at every distance.
       double sup = 0;
+      for (int m = 2 * P_; m < ctx.head_dim; ++m) sup += scale * q[m] * k[m];
       for (int m = 0; m < P_; ++m) {
         const double qa = q[m * stride], qb = q[m * stride + second];
         const double ka = k[m * stride], kb = k[m * stride + second];

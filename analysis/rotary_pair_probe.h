@@ -1,7 +1,8 @@
 // Observes a rotary encoding's logits pair by pair (the per-dimension view of Liu et al. 2023,
 // arXiv:2310.05209): for every visible (query i, key j) of a forward pass, the contribution of
 // rotary pair k, c_k = scale (q_i,a k_j,a + q_i,b k_j,b) with q and k after rotation, and the
-// supremum of that logit over distances, scale sum_k |q_i,k| |k_j,k| (analysis/rope_theory.h).
+// supremum of that logit over distances, scale (sum_k |q_i,k| |k_j,k| + q_u . k_u) where u are the
+// dimensions left unrotated (rope_partial: they add the same q.k at every distance).
 // Per (layer, head, pair): the mean |c_k| over visible pairs nearer than `split` tokens and over
 // those at `split` or more; per (layer, head): the largest supremum and the largest observed logit
 // of a sequence, averaged over sequences. Every hook is forwarded unchanged to the observed

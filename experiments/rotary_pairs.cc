@@ -37,6 +37,13 @@ double LargestDistance(PositionEncoding<float>& enc, int T, bool training, Rng r
 
 }  // namespace
 
+double TrainedDistance(ModelReplay& replay) {
+  const RecipeConfig& cfg = replay.config();
+  const Rng rng = Rng(static_cast<uint64_t>(cfg.seed)).Split("rotary-analysis");
+  return LargestDistance(replay.encoding(), replay.SequenceLength(cfg.train_max_length), true,
+                         rng.Split("train"));
+}
+
 RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   RotaryPairAnalysis a;
   ModelReplay plain(run_file);
@@ -50,15 +57,16 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   a.train_max_length = cfg.train_max_length;
   a.train_tokens = plain.SequenceLength(cfg.train_max_length);
   const int P = a.pairs;
+  // Angle ranges: the boundary counts the pairs whose period fits in the positions training
+  // showed (randomized, PoSE and shifted positions reach far beyond the token count).
+  const Rng rng = Rng(static_cast<uint64_t>(cfg.seed)).Split("rotary-analysis");
+  a.train_distance = TrainedDistance(plain);
+  a.train_span = a.train_distance + 1;
   for (double t : a.inv_freq) {
     a.period.push_back(t > 0 ? kTwoPi / t : std::numeric_limits<double>::infinity());
-    a.predicted_boundary += a.period.back() <= a.train_tokens;
+    a.predicted_boundary += a.period.back() <= a.train_span;
+    a.train_angle.push_back(t * a.train_distance);
   }
-
-  // Angle ranges.
-  const Rng rng = Rng(static_cast<uint64_t>(cfg.seed)).Split("rotary-analysis");
-  a.train_distance = LargestDistance(plain.encoding(), a.train_tokens, true, rng.Split("train"));
-  for (double t : a.inv_freq) a.train_angle.push_back(t * a.train_distance);
   a.eval_lengths = cfg.EvalLengths();
   for (int n : a.eval_lengths) {
     const double d = LargestDistance(plain.encoding(), plain.SequenceLength(n), false,
@@ -74,7 +82,7 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   ModelReplay observed(run_file, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
     auto p = std::make_unique<RotaryPairProbe<float>>(std::move(inner), cfg.n_layers, cfg.n_heads,
                                                       P, rope->interleaved(),
-                                                      static_cast<double>(a.train_tokens));
+                                                      a.train_span);
     probe = p.get();
     return p;
   });
@@ -125,6 +133,7 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.SetAttr("measured_boundary_freeze", a.measured_boundary[0]);
   g.SetAttr("measured_boundary_remove", a.measured_boundary[1]);
   g.SetAttr("train_distance", a.train_distance);
+  g.SetAttr("train_span", a.train_span);
   g.SetAttr("probe_length", a.probe_length);
   g.WriteDoubles("inverse_frequency", a.inv_freq, {P}, "pair", "radians per token");
   g.WriteDoubles("pair_period", a.period, {P}, "pair", "tokens: 2 pi / theta_k");
@@ -138,9 +147,9 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
                  "radians: theta_k x the largest distance at that length");
   const RotaryPairStats& c = a.contributions;
   g.WriteDoubles("contribution_near", c.near_abs, {L, H, P}, "layer,head,pair",
-                 "logit: mean |c_k| over visible pairs at distance < train_length");
+                 "logit: mean |c_k| over visible pairs at distance < train_span");
   g.WriteDoubles("contribution_far", c.far_abs, {L, H, P}, "layer,head,pair",
-                 "logit: mean |c_k| over visible pairs at distance >= train_length (NaN: none)");
+                 "logit: mean |c_k| over visible pairs at distance >= train_span (NaN: none)");
   g.WriteDoubles("logit_supremum", c.supremum, {L, H}, "layer,head",
                  "logit: max over (i, j) of scale sum_k |q_ik||k_jk|, mean over sequences");
   g.WriteDoubles("logit_observed_max", c.observed, {L, H}, "layer,head",
@@ -154,9 +163,10 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
     obs = std::max(obs, c.observed[lh]);
   }
   return fmt::format(
-             "rotary: {} of {} pairs complete a period in {} training tokens (predicted "
-             "boundary {}); the longest evaluation reaches {:.3g} periods of the slowest pair\n",
-             a.predicted_boundary, a.pairs, a.train_tokens, a.predicted_boundary,
+             "rotary: {} of {} pairs complete a period within the {:g} positions training "
+             "showed ({} tokens; predicted boundary {}); the longest evaluation reaches {:.3g} "
+             "periods of the slowest pair\n",
+             a.predicted_boundary, a.pairs, a.train_span, a.train_tokens, a.predicted_boundary,
              a.eval_angle.empty() ? 0.0 : a.eval_angle.back() / kTwoPi) +
          fmt::format(
              "rotary logits on the {}-token probe: largest observed {:.2f}, supremum over "

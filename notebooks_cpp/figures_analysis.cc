@@ -232,30 +232,46 @@ std::string DrawBaseLaw(const std::string& file) {
   const auto cens = root.ReadIntsShaped("censored", got);
   const auto learnt = root.Has("learnt") ? root.ReadIntsShaped("learnt", got)
                                          : std::vector<int64_t>(base.size(), 1);
+  const double T = root.AttrDouble("train_tokens"), longest = root.AttrDouble("longest_evaluated");
+  // What the grid says of each limit (files from before the censored fit: the measured value).
+  const auto lo = root.Has("limit_lo") ? root.ReadDoublesShaped("limit_lo", got) : meas;
+  const auto hi = root.Has("limit_hi") ? root.ReadDoublesShaped("limit_hi", got) : meas;
   int not_learnt = 0;
   for (auto x : learnt) not_learnt += x == 0;
   const fs::path dir = FigureDirNextTo(file);
   const std::string name = "base_law";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# base, measured limit (tokens; NaN: the run did not learn the source), censored (1: "
-         "lower bound), predicted T_extra with d_extra of base 1e4 (NaN below it), predicted with "
-         "the run's own d_extra (NaN: unlimited)\n";
+         "lower bound), predicted T_extra with d_extra of the pre-training base (NaN below 1e4), "
+         "predicted with the run's own d_extra (NaN: unlimited), the interval the grid gives for "
+         "the limit: low and high (tokens; drawn at the plot's edge where unbounded)\n";
   auto num = [](double x) {
     return std::isfinite(x) ? fmt::format("{:g}", x) : std::string("NaN");
   };
   for (size_t i = 0; i < base.size(); ++i)
     dat << base[i] << " " << (learnt[i] ? num(meas[i]) : std::string("NaN")) << " " << cens[i]
-        << " " << num(pred[i]) << " " << num(own[i]) << "\n";
+        << " " << num(pred[i]) << " " << num(own[i]) << " " << (lo[i] > 0 ? lo[i] : T / 2)
+        << " " << (std::isfinite(hi[i]) ? hi[i] : longest * 8) << "\n";
   dat.close();
-  const double T = root.AttrDouble("train_tokens"), longest = root.AttrDouble("longest_evaluated");
   const double full = root.AttrDouble("full_period_base");
   std::string fit =
       not_learnt ? fmt::format("{} runs that did not learn left out; ", not_learnt) : std::string();
-  if (root.HasAttr("fitted_exponent"))
-    fit +=
-        fmt::format("fitted exponent (b >= 1e4) {:.3f} [{:.3f}, {:.3f}] vs predicted {:.3f}",
-                    root.AttrDouble("fitted_exponent"), root.AttrDouble("fitted_exponent_lo"),
-                    root.AttrDouble("fitted_exponent_hi"), root.AttrDouble("predicted_exponent"));
+  std::string fit_lines;
+  for (const char* group : {"scratch", "fine_tuned"}) {
+    const std::string a = std::string("fit_") + group + "_";
+    if (!root.HasAttr(a + "exponent")) continue;
+    const double e = root.AttrDouble(a + "exponent");
+    fit += fmt::format("{}{}: exponent {:.3f} [{:.3f}, {:.3f}] vs predicted {:.3f}",
+                       fit.empty() || fit.back() == ' ' ? "" : "; ", group, e,
+                       root.AttrDouble(a + "exponent_lo"), root.AttrDouble(a + "exponent_hi"),
+                       root.AttrDouble(a + "predicted_exponent"));
+    if (std::isfinite(e))
+      fit_lines += fmt::format(
+          ", (x >= 1e4 ? exp({:.17g}) * x**{:.17g} : 1/0) with lines dt 1 lw 2 lc rgb '{}' "
+          "title 'censored fit, {}'",
+          root.AttrDouble(a + "intercept"), e,
+          std::string(group) == "scratch" ? "#e15759" : "#59a14f", group);
+  }
   std::string s = "# RoPE base-scaling law, predicted vs measured; data in " + name + ".dat\n";
   s += "set terminal pngcairo size 1000,720 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n" + SeriesStyles(4);
@@ -275,15 +291,15 @@ std::string DrawBaseLaw(const std::string& file) {
       "offset 0.5,0\n",
       full);
   s += fmt::format(
-      "plot '{0}.dat' using 1:($3 == 0 ? $2 : 1/0) with points pt 7 ps 1.2 lc rgb '#4e79a7' "
-      "title 'measured', "
+      "plot '{0}.dat' using 1:2:6:7 with yerrorbars pt 7 ps 1.2 lc rgb '#4e79a7' "
+      "title 'measured, with the interval the grid gives', "
       "'' using 1:($3 == 1 ? $2 : 1/0) with points pt 9 ps 1.5 lc rgb '#4e79a7' "
       "title 'measured, censored (>= longest evaluated)', "
-      "'' using 1:4 with linespoints ls 2 title 'T_extra, d_extra of base 1e4 (law)', "
+      "'' using 1:4 with linespoints ls 2 title 'T_extra, pre-training d_extra (law)', "
       "'' using 1:5 with linespoints ls 3 title \"T_extra, run's own d_extra\", "
       "{1:g} with lines dt 3 lc rgb 'gray40' title 'training length', "
-      "{2:g} with lines dt 4 lc rgb 'gray60' title 'longest evaluated'\n",
-      name, T, longest);
+      "{2:g} with lines dt 4 lc rgb 'gray60' title 'longest evaluated'{3}\n",
+      name, T, longest, fit_lines);
   return Render(dir, name, s);
 }
 

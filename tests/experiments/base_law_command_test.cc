@@ -71,6 +71,8 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   // limit is the longest evaluated sequence. Learnt: the reference loss is below 0.95 times the
   // loss at the shortest length.
   const auto meas = r.root().ReadDoubles("measured_limit");
+  const auto lo = r.root().ReadDoubles("limit_lo"), hi = r.root().ReadDoubles("limit_hi");
+  const auto immediate = r.root().ReadInts("immediate_failure");
   const auto censored = r.root().ReadInts("censored");
   const auto learnt = r.root().ReadInts("learnt");
   ASSERT_EQ(meas.size(), 3u);
@@ -82,11 +84,29 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
     const auto loss = run.root().OpenGroup("eval").ReadDoubles("loss");
     ASSERT_EQ(tokens, (std::vector<int64_t>{16, 64, 128, 256})) << runs[i];
     double limit = 64;
-    for (int e = 2; e < 4 && loss[e] <= (1 + tolerance) * loss[1]; ++e) limit = tokens[e];
+    int e = 2;
+    for (; e < 4 && loss[e] <= (1 + tolerance) * loss[1]; ++e) limit = tokens[e];
     EXPECT_EQ(meas[i], limit) << runs[i];
+    // The interval the grid gives: [last passing, first failing); an immediate failure is only
+    // known to lie below 128, a censored limit only to reach 256.
+    EXPECT_EQ(immediate[i], e == 2 ? 1 : 0) << runs[i];
+    EXPECT_EQ(lo[i], e == 2 ? 0.0 : limit) << runs[i];
+    EXPECT_EQ(hi[i], e < 4 ? static_cast<double>(tokens[e]) : INFINITY) << runs[i];
     EXPECT_EQ(censored[i], limit == 256 ? 1 : 0) << runs[i];
     EXPECT_EQ(learnt[i], loss[1] < 0.95 * loss[0] ? 1 : 0) << runs[i];
   }
+  // Two bases >= 1e4 are too few for a fit: it says so and writes NaN, with the counts.
+  EXPECT_EQ(r.root().AttrInt("fit_scratch_runs"), 3);
+  EXPECT_EQ(r.root().AttrInt("fit_scratch_below_1e4") + r.root().AttrInt("fit_scratch_not_learnt") +
+                r.root().AttrInt("fit_scratch_points"),
+            3);
+  EXPECT_TRUE(std::isnan(r.root().AttrDouble("fit_scratch_exponent")));
+  EXPECT_TRUE(std::isnan(r.root().AttrDouble("fit_scratch_exponent_lo")));
+  EXPECT_FALSE(r.root().HasAttr("fit_fine_tuned_runs")) << "no run here was fine-tuned";
+  EXPECT_NE(table.find("no fit: fewer than 3 points"), std::string::npos) << table;
+  // From scratch the prediction is the slope of the runs' own ln T_extra over the bases >= 1e4
+  // the fit uses (both learnt, or neither: NaN).
+  EXPECT_EQ(r.root().AttrDouble("train_span"), 64) << "consecutive positions: the token count";
   const auto png = DrawBaseLaw((dir / "base_law.h5").string());
   EXPECT_TRUE(std::filesystem::exists(png));
   EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "base_law.dat"));

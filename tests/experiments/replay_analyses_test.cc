@@ -286,3 +286,32 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
 
 }  // namespace
 }  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// Under randomized positions (Ruoss et al. 2023) training shows distances up to positions_max, far
+// beyond the token count: the critical boundary counts the pairs whose period fits in the trained
+// distances, not in the token count (with base 100 and head width 8 the periods are 6.3, 19.9,
+// 62.8, 198.7 tokens: 1 fits in the 11 training tokens, all 4 in a span of ~256).
+TEST(RotaryPairs, CriticalBoundaryUsesTheDistancesTrainingShowed) {
+  const auto dir = testing::FreshTempDir("rotary_randomized");
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "train.steps=10", "model.positions=randomized",
+       "model.positions_max=256", "encoding_options.rope.base=100", "probe.replay=0"});
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  const RotaryPairAnalysis a = AnalyzeRotaryPairs(RunFilePath(dir.string(), "rope"));
+  EXPECT_EQ(a.train_tokens, 11);
+  EXPECT_GT(a.train_distance, 200) << "256 draws of 11 positions out of 256";
+  EXPECT_EQ(a.train_span, a.train_distance + 1);
+  int fits = 0;
+  for (double p : a.period) fits += p <= a.train_span;
+  EXPECT_EQ(a.predicted_boundary, fits);
+  EXPECT_GE(a.predicted_boundary, 3) << "the token count alone would give 1";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
