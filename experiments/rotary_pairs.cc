@@ -109,6 +109,7 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
         }
       }
       beyond = nb ? beyond / nb : std::numeric_limits<double>::quiet_NaN();
+      if (nb == 0) a.measured_boundary[m] = -1;  // no length beyond training: nothing to measure
       if (beyond < best) {
         best = beyond;
         a.measured_boundary[m] = c;
@@ -132,6 +133,9 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.SetAttr("predicted_boundary", a.predicted_boundary);
   g.SetAttr("measured_boundary_freeze", a.measured_boundary[0]);
   g.SetAttr("measured_boundary_remove", a.measured_boundary[1]);
+  if (a.measured_boundary[0] < 0)
+    g.SetAttr("measured_boundary_not_applicable",
+              "no evaluation length beyond the training length (measured_boundary_* = -1)");
   g.SetAttr("train_distance", a.train_distance);
   g.SetAttr("train_span", a.train_span);
   g.SetAttr("probe_length", a.probe_length);
@@ -172,11 +176,16 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
              "rotary logits on the {}-token probe: largest observed {:.2f}, supremum over "
              "distances {:.2f}\n",
              a.probe_length, obs, sup) +
-         fmt::format(
-             "post-critical ablation, mean loss beyond training: freeze best at cut {} ({:.3f} "
-             "vs {:.3f} unablated), remove best at cut {} ({:.3f}); predicted cut {}\n",
-             a.measured_boundary[0], a.beyond_loss[0][1], a.beyond_loss[0][0],
-             a.measured_boundary[1], a.beyond_loss[1][1], a.predicted_boundary);
+         (a.measured_boundary[0] < 0
+              ? fmt::format("post-critical ablation: losses written, measured boundary not "
+                            "applicable: no evaluation length beyond the training length {}\n",
+                            a.train_max_length)
+              : fmt::format(
+                    "post-critical ablation, mean loss beyond training: freeze best at cut {} "
+                    "({:.3f} vs {:.3f} unablated), remove best at cut {} ({:.3f}); predicted cut "
+                    "{}\n",
+                    a.measured_boundary[0], a.beyond_loss[0][1], a.beyond_loss[0][0],
+                    a.measured_boundary[1], a.beyond_loss[1][1], a.predicted_boundary));
 }
 
 }  // namespace lexp

@@ -12,7 +12,8 @@
 // et al.'s T_train; far more under randomized, PoSE or shifted positions).
 // Measured boundary: for each ablation, the cut c whose mean loss over the evaluation lengths
 // beyond training is lowest (first one on ties): if the post-critical pairs are what breaks
-// extrapolation, freezing exactly them should extrapolate best.
+// extrapolation, freezing exactly them should extrapolate best. -1 (not applicable) when no
+// evaluation length lies beyond the training length.
 #pragma once
 
 #include <string>

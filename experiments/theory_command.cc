@@ -218,18 +218,34 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
                       "logit: standard error of the mean");
       mc.WriteDoubles(cv.tag + "_closed_form", closed, {N}, "distance",
                       "logit: (mu^2 + sigma^2) x proxy (q = k) or mu^2 x proxy (independent)");
+      // A zero standard error (deterministic content, --mc-sd 0; the sum-of-squares variance leaves
+      // ~1e-8 relative from rounding, so below 1e-6 relative counts as zero) has no
+      // standard score: the mean must then equal the closed form up to rounding, and a
+      // difference counts as beyond.
       double zmax = 0;
-      long beyond = 0;
+      long beyond = 0, exact = 0, exact_differ = 0;
       for (uint64_t n = 0; n < N; ++n) {
-        const double zs = std::abs(c.mean[n] - closed[n]) / c.standard_error[n];
+        const double diff = std::abs(c.mean[n] - closed[n]);
+        if (!(c.standard_error[n] > 1e-6 * std::max(1.0, std::abs(closed[n])))) {
+          ++exact;
+          const bool differ = !(diff <= 1e-9 * std::max(1.0, std::abs(closed[n])));
+          exact_differ += differ;
+          beyond += differ;
+          continue;
+        }
+        const double zs = diff / c.standard_error[n];
         zmax = std::max(zmax, zs);
         beyond += zs > 2;
       }
       r += fmt::format(
           "Monte-Carlo expectation ({}, {} samples, {} distances, {:.2f} s): largest |mean - "
           "closed form| = {:.2f} standard errors, {:.1f}% of distances beyond 2 (distances share "
-          "the samples, so their errors are correlated)\n",
-          cv.tag, o.mc_samples, N, s1, zmax, 100.0 * beyond / N);
+          "the samples, so their errors are correlated){}\n",
+          cv.tag, o.mc_samples, N, s1, zmax, 100.0 * beyond / N,
+          exact ? fmt::format("; {} distances with zero standard error, {} of them differing "
+                              "from the closed form beyond rounding",
+                              exact, exact_differ)
+                : std::string());
     }
   }
   w.Commit();

@@ -88,6 +88,13 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
     plot +=
         ", log(x + 1) with lines dt 3 lw 2 lc rgb 'black' title 'uniform over i + 1 keys: "
         "ln(i + 1)'";
+    // Under the Lambda mask a query sees fewer keys: its uniform reference is ln(visible keys).
+    for (size_t v = 0; v < p.names.size(); ++v)
+      if (p.names[v] == "lambda")
+        plot += fmt::format(
+            ", '{}.dat' index {} using 1:(log($3)) with lines dt 3 lw 2 lc rgb 'gray50' title "
+            "'uniform over the keys Lambda leaves: ln(visible)'",
+            name, block - static_cast<int>(p.names.size()) + static_cast<int>(v));
     s += fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lc rgb 'gray40'\n",
                      p.train_tokens - 1);
     s += fmt::format("set title '{} (dashed: training length {})'\nplot {}\n", p.label,
@@ -201,8 +208,13 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         name, a);
     s += "unset logscale y\nset xlabel 'cut c: pairs k >= c ablated (c = P: none)'\n";
     s += "set ylabel 'loss beyond training (nats/token)'\n";
-    s += fmt::format("set title 'ablation: measured best cut freeze {}, remove {}; predicted {}'\n",
-                     r.measured_freeze, r.measured_remove, r.predicted);
+    s += r.measured_freeze < 0
+             ? fmt::format("set title 'ablation: no length beyond training, no measured cut; "
+                           "predicted {}'\n",
+                           r.predicted)
+             : fmt::format(
+                   "set title 'ablation: measured best cut freeze {}, remove {}; predicted {}'\n",
+                   r.measured_freeze, r.measured_remove, r.predicted);
     s +=
         fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 2 lc rgb 'black'\n",
                     r.predicted);

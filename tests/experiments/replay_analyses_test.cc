@@ -2,6 +2,7 @@
 // run's evaluation, entropy under log-n / YaRN / Lambda behaves as theory says, and the rotary pair
 // analysis is consistent with the run (its unablated row is the run's loss, the supremum bounds the
 // observed logits, the predicted boundary counts the pairs that complete a period).
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -84,6 +85,24 @@ TEST_F(ReplayAnalyses, EntropyUnderLogNLambdaAndYarn) {
     EXPECT_LE(lam.visible[i], ev.train_tokens + 2) << i;
   }
   EXPECT_LT(lam.visible[T - 1], T);
+  // The uniform reference of each variant is ln(the keys it lets the query see), not ln T.
+  {
+    h5::Writer scratch((*dir_ / "entropy_report.h5").string());
+    const std::string report = WriteEntropyVariants(ev, scratch.root());
+    EXPECT_NE(report.find(fmt::format("plain {:.2f} (uniform {:.2f})",
+                                      [&] {
+                                        double e = 0;
+                                        for (int lh = 0; lh < ev.layers * H; ++lh)
+                                          e += plain[static_cast<size_t>(lh) * T + T - 1];
+                                        return e / (ev.layers * H);
+                                      }(),
+                                      std::log(T))),
+              std::string::npos)
+        << report;
+    EXPECT_NE(report.find(fmt::format("(uniform {:.2f})", std::log(lam.visible[T - 1]))),
+              std::string::npos)
+        << report;
+  }
   // Plain = the entropy of the stored probe (every probe sequence stored).
   h5::Reader r(Run("rope"));
   const auto geo = r.root()
@@ -310,6 +329,32 @@ TEST(RotaryPairs, CriticalBoundaryUsesTheDistancesTrainingShowed) {
   for (double p : a.period) fits += p <= a.train_span;
   EXPECT_EQ(a.predicted_boundary, fits);
   EXPECT_GE(a.predicted_boundary, 3) << "the token count alone would give 1";
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// With every evaluation length within training there is no "beyond" to measure the ablation on:
+// the boundary is not applicable (-1, said in the report and the file), not cut 0.
+TEST(RotaryPairs, NoLengthBeyondTrainingMakesTheMeasuredBoundaryNotApplicable) {
+  const auto dir = testing::FreshTempDir("rotary_within");
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "train.steps=5", "eval.lengths=2,5", "probe.replay=0"});
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  const std::string run = RunFilePath(dir.string(), "rope");
+  const std::string report = AnalyzeRunFile(run);
+  EXPECT_NE(report.find("measured boundary not applicable"), std::string::npos) << report;
+  h5::Reader r(run);
+  const h5::Group rot = r.root().OpenGroup("analysis").OpenGroup("rotary");
+  EXPECT_EQ(rot.AttrInt("measured_boundary_freeze"), -1);
+  EXPECT_EQ(rot.AttrInt("measured_boundary_remove"), -1);
+  EXPECT_TRUE(rot.HasAttr("measured_boundary_not_applicable"));
   std::filesystem::remove_all(dir);
 }
 

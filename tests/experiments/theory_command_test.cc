@@ -81,5 +81,26 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
   std::filesystem::remove_all(dir);
 }
 
+// Deterministic content (sd 0): every Monte-Carlo standard error is 0, so the report cannot divide
+// by it (it printed nan or inf); the means equal the closed form up to rounding.
+TEST(TheoryCommand, ZeroStandardErrorIsComparedExactlyNotDividedBy) {
+  const auto dir = testing::FreshTempDir("theory_sd0");
+  TheoryOptions o;
+  o.max_distance = 64;
+  o.mc_max_distance = 32;
+  o.mc_samples = 4;
+  o.mc_mean = 0.5;
+  o.mc_sd = 0;
+  o.out_file = (dir / "theory.h5").string();
+  std::string report;
+  WriteTheory(o, &report);
+  EXPECT_EQ(report.find("nan"), std::string::npos) << report;
+  EXPECT_EQ(report.find("inf"), std::string::npos) << report;
+  EXPECT_NE(report.find("33 distances with zero standard error, 0 of them differing"),
+            std::string::npos)
+      << report;
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lexp
