@@ -1,11 +1,35 @@
 #include "analysis/attention_geometry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace lexp {
 
-std::vector<double> LogitRunningMax(const float* logits, int T, long ld) {
+std::vector<double> LastQueryLogitBound(const float* logits, int T, long ld) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> bound(T, nan);
+  const float* row = logits + static_cast<long>(T - 1) * ld;
+  double run = -std::numeric_limits<double>::infinity();
+  for (int n = 0; n < T; ++n) {
+    const double z = row[T - 1 - n];
+    if (std::isfinite(z)) run = std::max(run, z);
+    bound[n] = std::isfinite(run) ? run : nan;
+  }
+  return bound;
+}
+
+long NonFiniteLogits(const float* logits, int T, long ld) {
+  long bad = 0;
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < T; ++j) {
+      const float z = logits[static_cast<long>(i) * ld + j];
+      bad += std::isnan(z) || z == std::numeric_limits<float>::infinity();
+    }
+  return bad;
+}
+
+std::vector<double> AllQueriesLogitRunningMax(const float* logits, int T, long ld) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double neg_inf = -std::numeric_limits<double>::infinity();
   std::vector<double> m(T, neg_inf);

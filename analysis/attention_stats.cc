@@ -11,7 +11,10 @@ AttentionRowStats RowStats(const S* logits, int n) {
   double mx = -std::numeric_limits<double>::infinity(), sum = 0;
   for (int j = 0; j < n; ++j) {
     const double z = logits[j];
-    if (!std::isfinite(z)) continue;
+    if (!std::isfinite(z)) {
+      r.nonfinite += std::isnan(z) || z > 0;
+      continue;
+    }
     ++r.visible;
     sum += z;
     mx = std::max(mx, z);
@@ -40,6 +43,7 @@ AttentionMapStats MapStats(const S* logits, int T, long ld) {
   for (int i = 0; i < T; ++i) {
     const AttentionRowStats r = RowStats(logits + i * ld, T);
     m.entropy_by_query[i] = r.entropy;
+    m.nonfinite += r.nonfinite;
     m.max_logit_by_query[i] = r.max_logit;
     m.entropy += r.entropy / T;
     m.max_logit += r.max_logit / T;

@@ -14,6 +14,7 @@ struct AttentionRowStats {
   double max_logit = 0;   // max over visible keys
   double mean_logit = 0;  // mean over visible keys
   int visible = 0;        // number of visible keys
+  int nonfinite = 0;      // NaN or +inf logits: skipped like masked keys, so counted here
 };
 
 // logits: n values, -inf where the key is masked.
@@ -23,6 +24,7 @@ AttentionRowStats RowStats(const S* logits, int n);
 // Aggregates of one attention map ([T, T] logits of one sequence, layer and head).
 struct AttentionMapStats {
   double entropy = 0, max_logit = 0, mean_logit = 0, log_visible = 0;  // means over query rows
+  long nonfinite = 0;                                                   // NaN / +inf logits
   std::vector<double> entropy_by_query;                                // [T]
   std::vector<double> max_logit_by_query;                              // [T]
 };

@@ -126,16 +126,22 @@ double RotaryLogitMaxOver(const std::vector<double>& h_re, const std::vector<dou
 
 double AttentionResolution(const std::vector<double>& s, ResolutionConvention c) {
   LEXP_INPUT_CHECK(!s.empty(), "theory: resolution needs at least one score");
-  const double mx = *std::max_element(s.begin(), s.end());
+  double mx = -std::numeric_limits<double>::infinity();
+  for (double v : s)
+    if (!std::isnan(v)) mx = std::max(mx, v);
+  if (!std::isfinite(mx)) return std::numeric_limits<double>::quiet_NaN();  // no score at all
   const size_t N = s.size() - 1;
   double num = 0, den = 0;
   for (size_t i = 0; i <= N; ++i) {
+    if (std::isnan(s[i])) continue;  // a distance with no pair: a gap
     const double e = std::exp(s[i] - mx);
     den += e;
-    if (i < N)
-      num += e * (e - std::exp(s[i + 1] - mx));
-    else if (c == ResolutionConvention::kSequenceEnds)
+    if (i < N) {
+      // A term needs its neighbour; across a gap the curve is not joined.
+      if (!std::isnan(s[i + 1])) num += e * (e - std::exp(s[i + 1] - mx));
+    } else if (c == ResolutionConvention::kSequenceEnds) {
       num += e * e;
+    }
   }
   return num / (den * den);
 }

@@ -28,6 +28,10 @@ EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
   e.sd.assign(E * LH * M, nan);
   e.resolution.assign(E * LH, nan);
   e.resolution_b.assign(E * LH, nan);
+  e.resolution_window.assign(E * LH, nan);
+  e.resolution_flat.assign(E, nan);
+  e.resolution_flat_window.assign(E, nan);
+  e.train_tokens = replay.SequenceLength(cfg.train_max_length);
   for (uint64_t x = 0; x < E; ++x) {
     const uint64_t T = e.sequence_lengths[x];
     std::vector<double> sum(LH * T, 0.0), sq(LH * T, 0.0), cnt(LH * T, 0.0);
@@ -49,20 +53,31 @@ EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
         }
       }
     });
+    // The curve keeps its gaps (NaN: no visible pair at that distance), so the resolution never
+    // joins distances across one; the training window gives the same N at every length, and a flat
+    // curve with the same gaps is the baseline length alone sets.
+    const uint64_t W = std::min<uint64_t>(T, static_cast<uint64_t>(e.train_tokens));
     for (uint64_t lh = 0; lh < LH; ++lh) {
-      std::vector<double> curve;
+      std::vector<double> curve(T, nan);
       for (uint64_t n = 0; n < T; ++n) {
         const double k = cnt[lh * T + n];
         if (k <= 0) continue;
         const double m = sum[lh * T + n] / k;
         e.mean[(x * LH + lh) * M + n] = m;
         e.sd[(x * LH + lh) * M + n] = std::sqrt(std::max(0.0, sq[lh * T + n] / k - m * m));
-        curve.push_back(m);
+        curve[n] = m;
       }
-      if (curve.empty()) continue;
       e.resolution[x * LH + lh] = theory::AttentionResolution(curve);
       e.resolution_b[x * LH + lh] =
           theory::AttentionResolution(curve, theory::ResolutionConvention::kDropLast);
+      e.resolution_window[x * LH + lh] =
+          theory::AttentionResolution(std::vector<double>(curve.begin(), curve.begin() + W));
+      if (lh == 0) {
+        for (double& v : curve) v = std::isnan(v) ? nan : 0.0;
+        e.resolution_flat[x] = theory::AttentionResolution(curve);
+        e.resolution_flat_window[x] =
+            theory::AttentionResolution(std::vector<double>(curve.begin(), curve.begin() + W));
+      }
     }
   }
   return e;
@@ -84,18 +99,35 @@ std::string WriteEmpiricalExpectation(const EmpiricalExpectation& e, const h5::G
   g.WriteDoubles("logit_sd_by_distance", e.sd, {E, L, H, M}, "length,layer,head,distance",
                  "logit: standard deviation over the same pairs");
   g.WriteDoubles("resolution", e.resolution, {E, L, H}, "length,layer,head",
-                 "attention resolution of the mean curve, convention A (the sequence ends)");
+                 "attention resolution of the mean curve, convention A (the sequence ends); gaps "
+                 "(distances with no pair) are not joined");
   g.WriteDoubles("resolution_b", e.resolution_b, {E, L, H}, "length,layer,head",
                  "the same, convention B (the i = N term dropped)");
+  g.WriteDoubles("resolution_train_window", e.resolution_window, {E, L, H}, "length,layer,head",
+                 "resolution over distances 0 .. train_tokens - 1 only (the same N at every "
+                 "length)");
+  g.WriteDoubles("resolution_flat", e.resolution_flat, {E}, "length",
+                 "resolution of a flat curve over the same distances, 1/K^2 for K distances: the "
+                 "part of the fall with length that length alone causes");
+  g.WriteDoubles("resolution_flat_train_window", e.resolution_flat_window, {E}, "length",
+                 "the same over the training window");
+  g.SetAttr("train_tokens", e.train_tokens);
   const auto mean_at = [&](uint64_t x) {
     double s = 0;
     for (uint64_t lh = 0; lh < L * H; ++lh) s += e.resolution[x * L * H + lh] / (L * H);
     return s;
   };
+  const auto window_at = [&](uint64_t x) {
+    double s = 0;
+    for (uint64_t lh = 0; lh < L * H; ++lh) s += e.resolution_window[x * L * H + lh] / (L * H);
+    return s;
+  };
   return fmt::format(
       "empirical expectation at {} evaluation lengths; resolution (mean over heads) {:.3f} at "
-      "n = {} and {:.3f} at n = {}\n",
-      E, mean_at(0), e.lengths.front(), mean_at(E - 1), e.lengths.back());
+      "n = {} and {:.3f} at n = {} (a flat curve: {:.4f} and {:.4f}); over the training window "
+      "only {:.3f} and {:.3f}\n",
+      E, mean_at(0), e.lengths.front(), mean_at(E - 1), e.lengths.back(), e.resolution_flat[0],
+      e.resolution_flat[E - 1], window_at(0), window_at(E - 1));
 }
 
 }  // namespace lexp

@@ -32,15 +32,26 @@ double ModelReplay::EvalLoss(int n) {
 }
 
 void ModelReplay::ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f) {
-  LengthStreams st = ProbeStreams(cfg_.seed, n);
-  const Batch b = parts_.layout->MakeBatch(n, cfg_.probe_samples, st.data);
-  parts_.encoding->PositionIds(b.T, false, st.positions, buf_.pos);
-  for (int s = 0; s < b.B; ++s) {
-    const std::vector<int> one(b.tokens.begin() + static_cast<long>(s) * b.T,
-                               b.tokens.begin() + static_cast<long>(s + 1) * b.T);
-    parts_.model->Forward(one, 1, b.T, buf_.pos, false, true, buf_.logits);
-    f(s, b.T);
+  const int S = ProbeSequences(n);
+  for (int s = 0; s < S; ++s) {
+    ForwardProbeSequence(s);
+    f(s, probe_.T);
   }
+}
+
+int ModelReplay::ProbeSequences(int n) {
+  LengthStreams st = ProbeStreams(cfg_.seed, n);
+  probe_ = parts_.layout->MakeBatch(n, cfg_.probe_samples, st.data);
+  parts_.encoding->PositionIds(probe_.T, false, st.positions, buf_.pos);
+  return probe_.B;
+}
+
+const std::vector<int>& ModelReplay::ForwardProbeSequence(int s) {
+  LEXP_CHECK(s >= 0 && s < probe_.B, "replay: probe sequence out of range");
+  probe_tokens_.assign(probe_.tokens.begin() + static_cast<long>(s) * probe_.T,
+                       probe_.tokens.begin() + static_cast<long>(s + 1) * probe_.T);
+  parts_.model->Forward(probe_tokens_, 1, probe_.T, buf_.pos, false, true, buf_.logits);
+  return probe_tokens_;
 }
 
 }  // namespace lexp

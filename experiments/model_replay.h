@@ -33,12 +33,19 @@ class ModelReplay {
   // forwarded one sequence at a time with attention kept; after sequence s, f(s, T) may read
   // model().Logits(l) / Probs(l) ([H*T, T]).
   void ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f);
+  // The same one sequence at a time, to walk two runs in step: ProbeSequences(n) builds the probe
+  // batch of length n and returns its size; ForwardProbeSequence(s) forwards sequence s of it
+  // (attention kept) and returns its tokens.
+  int ProbeSequences(int n);
+  const std::vector<int>& ForwardProbeSequence(int s);
 
  private:
   std::string encoding_;  // before cfg_: the recipe reader fills it
   RecipeConfig cfg_;
   AssembledModel parts_;
   EvalBuffers buf_;
+  Batch probe_;                  // the batch ProbeSequences built
+  std::vector<int> probe_tokens_;  // the sequence ForwardProbeSequence forwarded
 };
 
 }  // namespace lexp

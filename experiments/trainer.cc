@@ -74,6 +74,7 @@ struct ProbeResult {
   std::vector<float> logits, probs;                          // [stored, L, H, T, T]
   std::vector<double> entropy, max_logit, mean_logit;        // [L, H]
   std::vector<double> entropy_by_query, max_logit_by_query;  // [L, H, T]
+  std::vector<int64_t> nonfinite;                            // [L, H] NaN / +inf logits
   double log_visible = 0;
 };
 
@@ -336,6 +337,7 @@ class Runner {
       p.max_logit = p.mean_logit = p.entropy;
       p.entropy_by_query.assign(static_cast<size_t>(L) * H * T, 0);
       p.max_logit_by_query = p.entropy_by_query;
+      p.nonfinite.assign(static_cast<size_t>(L) * H, 0);
       const size_t map = static_cast<size_t>(T) * T;
       p.logits.resize(static_cast<size_t>(stored) * L * H * map);
       p.probs.resize(p.logits.size());
@@ -352,6 +354,7 @@ class Runner {
             p.max_logit[lh] += st.max_logit / b.B;
             p.mean_logit[lh] += st.mean_logit / b.B;
             p.log_visible += st.log_visible / (static_cast<double>(b.B) * H * L);
+            p.nonfinite[lh] += st.nonfinite;
             for (int i = 0; i < T; ++i) {
               p.entropy_by_query[lh * T + i] += st.entropy_by_query[i] / b.B;
               p.max_logit_by_query[lh * T + i] += st.max_logit_by_query[i] / b.B;
@@ -509,6 +512,8 @@ class Runner {
       ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query",
                       "nats");
       ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
+      ag.WriteInts("nonfinite_logits", p.nonfinite, {L, H}, "layer,head",
+                   "logits that are NaN or +inf over the probe batch (the statistics skip them)");
     }
     probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
     an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");

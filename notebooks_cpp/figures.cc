@@ -572,11 +572,12 @@ struct GeometryCurves {
   int length = 0, train_max_length = 0, train_tokens = 0;       // train_tokens: 0 when unknown
   std::vector<double> running_max, entropy, visible, distance;  // [T]
   std::vector<double> expectation;                              // [T] mean logit by distance
-  // Per probe length (ascending): mean over layers and heads of the JS divergence against the
-  // reference (NaN without one) and of the resolution (convention A).
-  std::vector<double> probe_length, js, resolution;
-  // From /analysis/expectation when present: resolution (mean over heads) per evaluation length.
-  std::vector<double> eval_length, eval_resolution;
+  // Per probe length (ascending): mean over layers and heads of the best-match JS divergence
+  // against the reference (NaN without one), of the resolution over the training window and over
+  // every distance (convention A), and a flat curve's resolution over every distance.
+  std::vector<double> probe_length, js, resolution_window, resolution, resolution_flat;
+  // From /analysis/expectation when present: the same resolutions per evaluation length.
+  std::vector<double> eval_length, eval_resolution_window, eval_resolution, eval_flat;
 };
 
 std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
@@ -606,33 +607,39 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       const h5::Group pg = geo.OpenGroup(child);
       std::vector<uint64_t> lh;  // [layer, head]
       const auto res = pg.ReadDoublesShaped("resolution", {kAny, kAny}, &lh);
+      const auto win = pg.ReadDoublesShaped("resolution_train_window", lh);
       c.probe_length.push_back(static_cast<double>(n));
       c.resolution.push_back(MeanOverHeads(res, res.size(), 1)[0]);
-      if (pg.Has("js_vs_reference")) {
-        const auto js = pg.ReadDoublesShaped("js_vs_reference", lh);
+      c.resolution_window.push_back(MeanOverHeads(win, win.size(), 1)[0]);
+      c.resolution_flat.push_back(pg.AttrDouble("resolution_flat"));
+      if (pg.Has("js_best")) {
+        const auto js = pg.ReadDoublesShaped("js_best", lh);
         c.js.push_back(MeanOverHeads(js, js.size(), 1)[0]);
       } else {
         c.js.push_back(std::numeric_limits<double>::quiet_NaN());
       }
     }
     const h5::Group an = root.OpenGroup("analysis");
-    if (an.Has("expectation")) {
+    if (an.Has("expectation") && an.OpenGroup("expectation").Has("resolution_train_window")) {
       const h5::Group ex = an.OpenGroup("expectation");
       std::vector<uint64_t> rd;  // [length, layer, head]
       const auto res = ex.ReadDoublesShaped("resolution", {kAny, kAny, kAny}, &rd);
+      const auto win = ex.ReadDoublesShaped("resolution_train_window", rd);
+      c.eval_flat = ex.ReadDoublesShaped("resolution_flat", {rd[0]});
       for (auto v : ex.ReadIntsShaped("length", {rd[0]}))
         c.eval_length.push_back(static_cast<double>(v));
-      c.eval_resolution.assign(rd[0], 0.0);
       for (uint64_t x = 0; x < rd[0]; ++x) {
-        const std::vector<double> row(res.begin() + x * rd[1] * rd[2],
-                                      res.begin() + (x + 1) * rd[1] * rd[2]);
-        c.eval_resolution[x] = MeanOverHeads(row, row.size(), 1)[0];
+        const uint64_t k = rd[1] * rd[2];
+        c.eval_resolution.push_back(MeanOverHeads(
+            std::vector<double>(res.begin() + x * k, res.begin() + (x + 1) * k), k, 1)[0]);
+        c.eval_resolution_window.push_back(MeanOverHeads(
+            std::vector<double>(win.begin() + x * k, win.begin() + (x + 1) * k), k, 1)[0]);
       }
     }
     const h5::Group g = geo.OpenGroup(best);
     c.length = static_cast<int>(g.AttrInt("length"));
     std::vector<uint64_t> dims;  // [layer, head, query or distance]
-    const auto run = g.ReadDoublesShaped("logit_running_max", {kAny, kAny, kAny}, &dims);
+    const auto run = g.ReadDoublesShaped("logit_bound_last_query", {kAny, kAny, kAny}, &dims);
     const auto ent = g.ReadDoublesShaped("entropy_by_query", dims);
     const auto dist = g.ReadDoublesShaped("attended_distance_mean", dims);
     c.visible = g.ReadDoublesShaped("visible_keys", {dims[2]});
@@ -660,10 +667,12 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   const std::string name = "attention_geometry";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# one block per run (longest probe, mean over layers and heads): index i (distance for "
-         "columns 2 and 6, query for columns 3-5), logit running max, entropy (nats), visible "
-         "keys, mean attended distance (tokens), mean logit at distance i; then one block per run "
-         "over its probe lengths: length, JS divergence against the reference (nats, NaN: none), "
-         "attention resolution (convention A)\n";
+         "columns 2 and 6, query for columns 3-5), LM-Infinite's logit bound (running max of the "
+         "last query's logits, mean over probe sequences), entropy (nats), visible keys, mean "
+         "attended distance (tokens), mean logit at distance i; then one block per run over its "
+         "probe lengths: length, best-match JS divergence against the reference (nats, NaN: "
+         "none), resolution over the training window, resolution over every distance, a flat "
+         "curve's resolution over every distance\n";
   std::string p1, p2, p3, p4, p5, p6;
   int block = 0, N = 0, train_tokens = 0;
   for (const auto& c : runs) {
@@ -689,24 +698,30 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     const auto& c = runs[r];
     dat << "# " << c.encoding << " per probe length\n";
     for (size_t i = 0; i < c.probe_length.size(); ++i)
-      dat << c.probe_length[i] << " " << c.js[i] << " " << c.resolution[i] << "\n";
+      dat << c.probe_length[i] << " " << c.js[i] << " " << c.resolution_window[i] << " "
+          << c.resolution[i] << " " << c.resolution_flat[i] << "\n";
     dat << "\n\n";
     const std::string sep = r ? ", " : "";
     p5 += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep, name,
                       block + r, r + 1, c.encoding);
-    if (c.eval_resolution.empty())
-      p6 += fmt::format("{}'{}.dat' index {} using 1:3 with linespoints ls {} title '{}'", sep,
-                        name, block + r, r + 1, c.encoding);
-    else
-      p6 += fmt::format("{}'{}.dat' index {} using 1:2 with linespoints ls {} title '{}'", sep,
-                        name, block + runs.size() + r, r + 1, c.encoding);
+    // Every evaluation length when /analysis/expectation has them, else the probe lengths.
+    const size_t idx = c.eval_length.empty() ? block + r : block + runs.size() + r;
+    p6 += fmt::format(
+        "{0}'{1}.dat' index {2} using 1:3 with linespoints ls {3} title '{4}, training window', "
+        "'{1}.dat' index {2} using 1:4 with lines ls {3} dt 2 title '{4}, every distance'",
+        sep, name, idx, r + 1, c.encoding);
   }
+  p6 += fmt::format(", '{}.dat' index {} using 1:5 with lines dt 3 lw 2 lc rgb 'black' title "
+                    "'flat curve, every distance (1/K^2)'",
+                    name, runs[0].eval_length.empty() ? block : block + runs.size());
   // Resolution at every evaluation length (/analysis/expectation), one block per run (may be
   // empty).
   for (const auto& c : runs) {
-    dat << "# " << c.encoding << " per evaluation length: length, resolution\n";
+    dat << "# " << c.encoding << " per evaluation length: length, (unused), resolution over the "
+                                 "training window, over every distance, a flat curve's\n";
     for (size_t i = 0; i < c.eval_length.size(); ++i)
-      dat << c.eval_length[i] << " " << c.eval_resolution[i] << "\n";
+      dat << c.eval_length[i] << " NaN " << c.eval_resolution_window[i] << " "
+          << c.eval_resolution[i] << " " << c.eval_flat[i] << "\n";
     dat << "\n\n";
   }
   dat.close();
@@ -730,8 +745,8 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
         "set label 1 'longest training sequence' at {0},graph 0.03 left offset 0.5,0 tc rgb "
         "'gray30'\n",
         train_tokens - 1);
-  s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'logit running max'\n";
-  s += "set title 'logit explosion (LM-Infinite)'\nplot " + p1 + "\n";
+  s += "set xlabel 'distance from the last query (tokens)'\nset ylabel 'running max of its logits'\n";
+  s += "set title 'logit explosion (LM-Infinite: last query, mean over sequences)'\nplot " + p1 + "\n";
   s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";
   s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
   s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
@@ -741,12 +756,12 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
   s += fmt::format(
       "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", N);
-  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence (nats)'\n";
+  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, best-matching head (nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
   s += "set yrange [0:*]\nplot " + p5 + "\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
   s += "set xlabel 'length n (log scale; every evaluation length when analysed)'\n";
-  s += "set title 'resolution of the empirical expectation'\nplot " + p6 + "\n";
+  s += "set title 'resolution of the empirical expectation (same N: training window)'\nplot " + p6 + "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

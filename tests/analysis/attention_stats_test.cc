@@ -85,6 +85,18 @@ TEST(AttentionStats, OneHotAttentionHasZeroEntropy) {
   EXPECT_EQ(r.max_logit, 0.0);
 }
 
+// NaN and +inf logits (a diverged model) are skipped like masked keys, but counted, so a caller can
+// say its entropies left them out; -inf is the mask and is not counted.
+TEST(AttentionStats, NonFiniteLogitsAreCountedNotSilentlySkipped) {
+  std::vector<double> z = {-kInf, std::nan(""), 1.0, kInf, 1.0};
+  const auto r = RowStats(z.data(), 5);
+  EXPECT_EQ(r.nonfinite, 2);
+  EXPECT_EQ(r.visible, 2);
+  EXPECT_NEAR(r.entropy, std::log(2.0), 1e-12);
+  const std::vector<double> map = {std::nan(""), -kInf, 1.0, kInf};  // 2 x 2
+  EXPECT_EQ(MapStats(map.data(), 2, 2).nonfinite, 2);
+}
+
 TEST(AttentionStats, MapStatsRespectTheCausalMask) {
   // Uniform causal attention: row i sees i+1 keys, so mean entropy = mean ln(i+1).
   const int T = 6;

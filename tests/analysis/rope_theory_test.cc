@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "nn/parallel.h"
 
@@ -116,6 +117,23 @@ TEST(RopeTheory, AttentionResolution) {  // 7.2
     EXPECT_NEAR(AttentionResolution(a), rope_r, 1e-9) << N;
     EXPECT_NEAR(AttentionResolution(b), xpos_r, 1e-9) << N;
   }
+}
+
+// Gaps (NaN: a distance no visible pair reaches, e.g. between a Lambda window and its global
+// tokens) are not joined. Scores 0, -1, gap, -3 (convention A), by hand with e^0 = 1, e^-1, e^-3:
+// terms 1 (1 - e^-1) for distance 0; none for 1 (its neighbour is missing) or 2; e^-3 e^-3 for the
+// last; normalised by (1 + e^-1 + e^-3)^2. Joining across the gap (the earlier curve, 0, -1, -3)
+// would add e^-1 (e^-1 - e^-3).
+TEST(RopeTheory, AttentionResolutionLeavesGapsUnjoined) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double e1 = std::exp(-1.0), e3 = std::exp(-3.0);
+  const double want = (1 * (1 - e1) + e3 * e3) / std::pow(1 + e1 + e3, 2);
+  EXPECT_NEAR(AttentionResolution({0, -1, nan, -3}), want, 1e-14);
+  EXPECT_GT(std::abs(AttentionResolution({0, -1, -3}) - want), 1e-3);
+  EXPECT_TRUE(std::isnan(AttentionResolution({nan, nan})));
+  // A flat curve of K scores: 1/K^2 whatever its level, so resolution falls with length alone.
+  for (int K : {5, 33, 257})
+    EXPECT_NEAR(AttentionResolution(std::vector<double>(K, 2.5)), 1.0 / (K * K), 1e-15) << K;
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
-// `lexp analyze`: training runs carry /analysis/geometry; re-analysis against a NoPE reference adds
-// the JS divergence and leaves the rest of the run file as it was.
+// `lexp analyze`: training runs carry /analysis/geometry, measured over every probe sequence with
+// its spread; a reference run adds the JS divergence of every head against every reference head;
+// overflowing logits are counted.
 #include "experiments/analyze.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
+#include <vector>
 
+#include "experiments/model_replay.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
@@ -15,58 +19,170 @@
 namespace lexp {
 namespace {
 
-TEST(Analyze, TrainingRunsCarryTheGeometryAndAReferenceAddsJs) {
+// A copy of a run file whose model is changed by `edit` (applied to every weight dataset of /model
+// by name): a reference with permuted heads, or a model whose logits overflow.
+std::string EditedCopy(const std::string& run, const std::string& out,
+                       const std::function<void(const std::string&, std::vector<double>&,
+                                                const std::vector<uint64_t>&)>& edit) {
+  std::filesystem::copy_file(run, out, std::filesystem::copy_options::overwrite_existing);
+  h5::Writer w(out, h5::Writer::Mode::kUpdate);
+  h5::Group m = w.root().OpenGroup("model");
+  for (const auto& name : m.Children()) {
+    std::vector<uint64_t> dims;
+    std::vector<double> v = m.ReadDoubles(name, &dims);
+    const std::vector<double> before = v;
+    edit(name, v, dims);
+    if (v == before) continue;
+    m.Remove(name);
+    m.WriteDoubles(name, v, dims, "", "");
+  }
+  w.Commit();
+  return out;
+}
+
+// The geometry is measured over every probe sequence (probe.samples = 3, while one is stored),
+// at the training length and at every probe length, with the spread across sequences; LM-Infinite's
+// statistic is the running max of the last query's logits, recomputed here from a replay.
+TEST(Analyze, GeometryCoversEveryProbeSequenceWithItsSpread) {
   const RecipeConfig c = testing::TinyCopyRecipe(
-      {"train.steps=20", "probe.lengths=5,9", "probe.stored_samples=2", "probe.samples=2"});
+      {"train.steps=20", "probe.lengths=5,9", "probe.stored_samples=1", "probe.samples=3"});
   const auto dir = testing::FreshTempDir("analyze");
   RunOptions o;
   o.out_dir = dir.string();
   ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
-  ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
-  const std::string rope = RunFilePath(dir.string(), "rope"),
-                    nope = RunFilePath(dir.string(), "nope");
-  std::vector<double> acc_before;
-  {
-    h5::Reader r(rope);
-    const h5::Group g = r.root().OpenGroup("analysis").OpenGroup("geometry");
-    const h5::Group p = g.OpenGroup("length_9");
-    std::vector<uint64_t> dims;
-    const auto run = p.ReadDoubles("logit_running_max", &dims);
-    // layer, head, distance (T = 2 * 9 + the end token)
-    ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 19}));
-    for (uint64_t lh = 0; lh < 4; ++lh)
-      for (uint64_t n = 1; n < 19; ++n) EXPECT_GE(run[lh * 19 + n], run[lh * 19 + n - 1]);
-    const auto visible = p.ReadDoubles("visible_keys");
-    for (int i = 0; i < 19; ++i) EXPECT_EQ(visible[i], i + 1) << "causal: query i sees i + 1 keys";
-    EXPECT_FALSE(p.Has("js_vs_reference"));
-    const h5::Group rot = r.root().OpenGroup("analysis").OpenGroup("rotary");
-    const auto period = rot.ReadDoubles("pair_period");
-    int trained = 0;
-    for (double x : period) trained += x <= rot.AttrInt("train_length");
-    EXPECT_EQ(rot.AttrInt("d_extra"), 2 * trained);
-    acc_before = r.root().OpenGroup("eval").ReadDoubles("token_accuracy");
-  }
-  const std::string report = AnalyzeRunFile(rope, nope);
-  EXPECT_NE(report.find("JS divergence vs reference written"), std::string::npos) << report;
-  EXPECT_NE(AnalyzeRunFile(nope).find("not applicable"), std::string::npos);
+  const std::string rope = RunFilePath(dir.string(), "rope");
+  // The last query's running max, by hand, over the three probe sequences of length 9.
+  const int T = 19;  // 2 x 9 + the end token
+  std::vector<double> sum(2 * 2 * T, 0.0), sq(2 * 2 * T, 0.0);
+  ModelReplay replay(rope);
+  replay.ForEachProbeSequence(9, [&](int, int t) {
+    ASSERT_EQ(t, T);
+    for (int l = 0; l < 2; ++l)
+      for (int h = 0; h < 2; ++h) {
+        const float* z = replay.model().Logits(l).data() + static_cast<long>(h) * T * T;
+        double run = -1e300;
+        for (int n = 0; n < T; ++n) {
+          run = std::max(run, static_cast<double>(z[(T - 1) * T + (T - 1 - n)]));
+          sum[(l * 2 + h) * T + n] += run;
+          sq[(l * 2 + h) * T + n] += run * run;
+        }
+      }
+  });
   h5::Reader r(rope);
-  const auto js = r.root()
-                      .OpenGroup("analysis")
-                      .OpenGroup("geometry")
-                      .OpenGroup("length_5")
-                      .ReadDoubles("js_vs_reference");
-  for (double x : js) EXPECT_TRUE(x >= 0 && x <= std::log(2.0) + 1e-12);
-  EXPECT_EQ(r.root().OpenGroup("eval").ReadDoubles("token_accuracy"), acc_before);
-  // NoPE against itself: identical rows.
-  AnalyzeRunFile(nope, nope);
-  h5::Reader rn(nope);
-  for (double x : rn.root()
-                      .OpenGroup("analysis")
-                      .OpenGroup("geometry")
-                      .OpenGroup("length_5")
-                      .ReadDoubles("js_vs_reference"))
-    EXPECT_NEAR(x, 0.0, 1e-12);
+  const h5::Group g = r.root().OpenGroup("analysis").OpenGroup("geometry");
+  EXPECT_TRUE(g.Has("length_5")) << "the training length";
+  const h5::Group p = g.OpenGroup("length_9");
+  EXPECT_EQ(p.AttrInt("samples"), 3) << "every probe sequence, not the stored one";
+  EXPECT_EQ(p.AttrInt("within_training"), 0);
+  std::vector<uint64_t> dims;
+  const auto mean = p.ReadDoubles("logit_bound_last_query", &dims);
+  const auto sd = p.ReadDoubles("logit_bound_last_query_sd");
+  ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 19}));
+  for (int k = 0; k < 2 * 2 * T; ++k) {
+    const double m = sum[k] / 3;
+    EXPECT_NEAR(mean[k], m, 1e-5) << k;
+    EXPECT_NEAR(sd[k], std::sqrt(std::max(0.0, (sq[k] - 3 * m * m) / 2)), 1e-4) << k;
+  }
+  const auto visible = p.ReadDoubles("visible_keys");
+  for (int i = 0; i < T; ++i) EXPECT_EQ(visible[i], i + 1) << "causal: query i sees i + 1 keys";
+  // Head classes follow their documented thresholds; fractions and shares lie in [0, 1]; at the
+  // training length nothing is outside its own range.
+  const auto cls = p.ReadInts("head_class");
+  const auto sink = p.ReadDoubles("head_sink_mass"), local = p.ReadDoubles("head_local_mass"),
+             share = p.ReadDoubles("positional_share");
+  for (int k = 0; k < 4; ++k) {
+    const int expect = sink[k] >= 0.5 ? 0 : local[k] >= 0.5 ? 1 : share[k] < 0.5 ? 2 : 3;
+    EXPECT_EQ(cls[k], expect) << k;
+    EXPECT_TRUE(share[k] >= 0 && share[k] <= 1 + 1e-9) << share[k];
+  }
+  for (const char* f : {"out_of_range_logit", "out_of_range_positional", "out_of_range_content"}) {
+    for (double x : p.ReadDoubles(f)) EXPECT_TRUE(x >= 0 && x <= 1) << f;
+    for (double x : g.OpenGroup("length_5").ReadDoubles(f)) EXPECT_EQ(x, 0.0) << f;
+  }
+  for (auto x : p.ReadInts("nonfinite_logits")) EXPECT_EQ(x, 0);
+  EXPECT_FALSE(p.Has("js_vs_reference"));
+  std::filesystem::remove_all(dir);
+}
+
+// JS divergence compares every head with every reference head of its layer: a reference that is
+// this very model with its two heads swapped (the same function) has a best match of 0 for every
+// head, where pairing head h with reference head h (the earlier statistic) sees two different heads.
+TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"train.steps=20", "probe.lengths=5,9", "probe.samples=2", "model.encodings=nope"});
+  const auto dir = testing::FreshTempDir("analyze_js");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
+  const std::string nope = RunFilePath(dir.string(), "nope");
+  constexpr int C = 16, D = 8;  // d_model, head width
+  const std::string swapped = EditedCopy(
+      nope, (dir / "swapped.h5").string(),
+      [&](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>& dims) {
+        auto swap_cols = [&](int cols, int offset) {  // head 0 <-> head 1 in one q/k/v block
+          const int rows = static_cast<int>(v.size()) / cols;
+          for (int r = 0; r < rows; ++r)
+            for (int d = 0; d < D; ++d)
+              std::swap(v[r * cols + offset + d], v[r * cols + offset + D + d]);
+        };
+        if (name.find("attn.qkv.w") != std::string::npos) {
+          for (int b = 0; b < 3; ++b) swap_cols(3 * C, b * C);
+        } else if (name.find("attn.qkv.b") != std::string::npos) {
+          for (int b = 0; b < 3; ++b) swap_cols(3 * C, b * C);
+        } else if (name.find("attn.proj.w") != std::string::npos) {
+          for (int d = 0; d < D; ++d)
+            for (int col = 0; col < C; ++col) std::swap(v[d * C + col], v[(D + d) * C + col]);
+        }
+        (void)dims;
+      });
+  const std::string report = AnalyzeRunFile(nope, swapped);
+  EXPECT_NE(report.find("JS vs reference, best head match 0.000"), std::string::npos) << report;
+  h5::Reader r(nope);
+  const h5::Group p =
+      r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9");
+  std::vector<uint64_t> dims;
+  const auto js = p.ReadDoubles("js_vs_reference", &dims);
+  ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 2}));
+  const auto best = p.ReadDoubles("js_best"), mean = p.ReadDoubles("js_mean");
+  for (int l = 0; l < 2; ++l)
+    for (int h = 0; h < 2; ++h) {
+      EXPECT_NEAR(js[(l * 2 + h) * 2 + (1 - h)], 0.0, 1e-9) << "head h is reference head 1 - h";
+      EXPECT_NEAR(best[l * 2 + h], 0.0, 1e-9);
+      EXPECT_NEAR(mean[l * 2 + h], 0.5 * js[(l * 2 + h) * 2 + h], 1e-12);
+      for (int b = 0; b < 2; ++b) EXPECT_LE(js[(l * 2 + h) * 2 + b], std::log(2.0) + 1e-12);
+    }
+  EXPECT_GT(js[0], 1e-4) << "head 0 against reference head 0 (the other head) differs";
   EXPECT_TRUE(std::filesystem::exists(DrawAttentionGeometry(dir.string())));
+  std::filesystem::remove_all(dir);
+}
+
+// Logits that overflow (layer 0's q/k weights x 1e19) are counted and reported, not silently
+// skipped by the entropies and the explosion curve.
+TEST(Analyze, NonFiniteLogitsAreCountedAndReported) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"train.steps=10", "probe.lengths=5,9", "probe.samples=2", "model.encodings=nope",
+       "probe.replay=0"});
+  const auto dir = testing::FreshTempDir("analyze_inf");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
+  const std::string blown = EditedCopy(
+      RunFilePath(dir.string(), "nope"), (dir / "blown.h5").string(),
+      [](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>&) {
+        if (name == "layer0.attn.qkv.w")
+          for (double& x : v) x *= 1e19;
+      });
+  const std::string report = AnalyzeRunFile(blown, "", false);
+  EXPECT_NE(report.find("NaN/+inf logits skipped"), std::string::npos) << report;
+  h5::Reader r(blown);
+  int64_t bad = 0;
+  for (auto x : r.root()
+                    .OpenGroup("analysis")
+                    .OpenGroup("geometry")
+                    .OpenGroup("length_9")
+                    .ReadInts("nonfinite_logits"))
+    bad += x;
+  EXPECT_GT(bad, 0);
   std::filesystem::remove_all(dir);
 }
 

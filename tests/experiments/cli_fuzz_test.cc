@@ -318,8 +318,8 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     H5Tclose(type);
     H5Gclose(g);
   });
-  const std::string probe_rank = Corrupt("probe_rank", [](hid_t f) {
-    ReplaceDoubles(f, "/probe/length_4/logits", {1, 2, 3});
+  const std::string weights_shape = Corrupt("weights_shape", [](hid_t f) {
+    ReplaceDoubles(f, "/model/layer0.attn.qkv.w", {1, 2, 3});
   });
   const fs::path dir = root_ / "corrupt";
   std::ofstream(dir / "text.h5") << "not an HDF5 file\n";
@@ -346,7 +346,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        {"analyze", h5py_strings},
        2,
        "did not complete (failed)"},
-      {"stored probe of the wrong rank", {"analyze", probe_rank}, 2, "logits"},
+      {"weights of the wrong shape", {"analyze", weights_shape}, 2, "layer0.attn.qkv.w"},
       {"an array of strings where one text belongs",
        {"analyze", string_array},
        2,

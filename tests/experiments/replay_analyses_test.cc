@@ -162,6 +162,17 @@ TEST_F(ReplayAnalyses, ExpectationAtEveryEvaluationLengthMatchesTheStoredProbe) 
       EXPECT_NEAR(e.sd[(2 * LH + lh) * M + n], sd, 1e-4 * (1 + sd)) << lh << " " << n;
     }
   for (size_t i = 0; i < e.resolution.size(); ++i) EXPECT_LT(e.resolution_b[i], e.resolution[i]);
+  // Length 5 is the training length: its training window is every distance. A flat curve over K
+  // distances has resolution 1/K^2; beyond training the window keeps N fixed.
+  ASSERT_EQ(e.train_tokens, static_cast<int>(e.sequence_lengths[1]));
+  for (uint64_t lh = 0; lh < LH; ++lh)
+    EXPECT_DOUBLE_EQ(e.resolution_window[1 * LH + lh], e.resolution[1 * LH + lh]);
+  for (size_t x = 0; x < e.lengths.size(); ++x) {
+    const double K = static_cast<double>(e.sequence_lengths[x]);
+    EXPECT_NEAR(e.resolution_flat[x], 1 / (K * K), 1e-15) << x;
+    const double W = std::min<double>(K, e.train_tokens);
+    EXPECT_NEAR(e.resolution_flat_window[x], 1 / (W * W), 1e-15) << x;
+  }
 }
 
 // Keeps a copy of the rotated queries and keys each (layer, head) hands the logit-term site, for

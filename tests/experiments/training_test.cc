@@ -149,7 +149,7 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
 // Killed after the run file was written but before its analysis (issue 10: such files were marked
 // completed and skipped by --resume): the file says "analyzing", and --resume finishes it into the
 // file an uninterrupted run writes.
-// An analysis that fails (here: the stored probe damaged between the kill and the resume) keeps
+// An analysis that fails (here: the weights damaged between the kill and the resume) keeps
 // the trained and evaluated file in state "analyzing" instead of replacing it, and says why.
 TEST(Training, AFailedAnalysisKeepsTheEvaluatedRunFile) {
   RecipeConfig c = TinyRecipe();
@@ -162,7 +162,9 @@ TEST(Training, AFailedAnalysisKeepsTheEvaluatedRunFile) {
   const std::string path = RunFilePath(dir.string(), "alibi");
   {
     h5::Writer w(path, h5::Writer::Mode::kUpdate);
-    w.root().OpenGroup("probe").OpenGroup("length_5").WriteInts("tokens", {1, 2, 3}, {3}, "bad");
+    h5::Group m = w.root().OpenGroup("model");
+    m.Remove("layer0.attn.qkv.w");
+    m.WriteDoubles("layer0.attn.qkv.w", {1, 2, 3}, {3}, "bad");
     w.Commit();
   }
   o.stop_before_analysis = false;
@@ -173,7 +175,7 @@ TEST(Training, AFailedAnalysisKeepsTheEvaluatedRunFile) {
   EXPECT_NE(s.message.find("kept in state"), std::string::npos) << s.message;
   h5::Reader r(path);
   EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "analyzing");
-  EXPECT_TRUE(r.root().Has("model")) << "the trained weights are still there";
+  EXPECT_TRUE(r.root().Has("eval")) << "the evaluation is still there";
   EXPECT_EQ(r.root().OpenGroup("eval").ReadDoubles("loss").size(), 3u);
   fs::remove_all(dir);
 }
