@@ -11,6 +11,7 @@
 #include "experiments/assembled_model.h"
 #include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
+#include "experiments/position_scores.h"
 #include "experiments/probe_geometry.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
@@ -61,9 +62,11 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<EntropyVariants> entropy;
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
+  std::optional<PositionScores> positions;
   const bool rotates = IsRopeEncoding(encoding);
   if (replay) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
+  if (replay) positions = MeasurePositionScores(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
@@ -72,6 +75,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     report += "(this NoPE run is the usual reference of the others)\n";
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
   if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
+  if (positions) report += WritePositionScores(*positions, analysis);
   if (rotary) {
     report += WriteRotaryPairs(*rotary, analysis);
   } else if (!replay) {

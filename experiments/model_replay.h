@@ -24,6 +24,8 @@ class ModelReplay {
   const std::string& encoding_name() const { return encoding_; }
   PositionEncoding<float>& encoding() { return *parts_.encoding; }
   const Transformer<float>& model() const { return *parts_.model; }
+  // The assembled parts (task layout, encoding, model), for analyses that build their own batches.
+  AssembledModel& parts() { return parts_; }
   int SequenceLength(int n) const { return parts_.layout->SequenceLengthFor(n); }
 
   // Mean loss per scored token at task length n over the recipe's eval.samples sequences (the

@@ -37,10 +37,11 @@ std::string DrawDepthHeatmap(const std::string& run_dir);
 // The closed-form analyses of `lexp theory`: expectation proxies, decay bound, pair periods with
 // the critical dimension. Writes <file's dir>/figures/theory.{png,gp,dat}.
 std::string DrawTheory(const std::string& theory_file);
-// /analysis/geometry of the runs (lexp analyze): for the longest probe of each run, logit running
-// max over distance, entropy against visible keys with ln n, mean attended distance and the
-// empirical attention expectation (training length marked); over the probe lengths, the JS
-// divergence against the NoPE reference and the resolution of the expectation.
+// /analysis/geometry of the runs (lexp analyze): for the longest probe of each run, LM-Infinite's
+// logit bound over distance (last query), entropy against visible keys with ln n, mean attended
+// distance and the empirical attention expectation (training length marked); over the lengths, the
+// best-match JS divergence against the NoPE reference, and the resolution of the expectation over
+// the training window and over every distance against a flat curve's.
 std::string DrawAttentionGeometry(const std::string& run_dir);
 // Language-modelling runs: perplexity vs evaluation length, with exp(source entropy rate).
 std::string DrawPerplexityVsLength(const std::string& run_dir);
@@ -55,6 +56,15 @@ std::string DrawEntropyVariants(const std::string& run_dir);
 // evaluation, each pair's mean |contribution| below and beyond the training length, and the
 // post-critical ablation's loss beyond training per cut, with the predicted boundary.
 std::string DrawRotaryPairs(const std::string& run_dir);
+// /analysis/position_scores of the runs (lexp analyze): loss by absolute position at the longest
+// evaluation length, and over the evaluation lengths the last window's cost of extra keys (with
+// the whole sequence minus alone at its own positions) and of unseen positions (alone at its own
+// positions minus alone from 0).
+std::string DrawPositionScores(const std::string& run_dir);
+// /analysis/geometry of the runs: per head, sink mass, local mass and positional share at the
+// training length against the longest probe, and over the probe lengths the fraction of logits,
+// positional parts and content parts outside their trained range.
+std::string DrawHeads(const std::string& run_dir);
 // base_law.h5 of `lexp base-law`: measured limit per run against base with the predictions (law
 // with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.

@@ -15,6 +15,7 @@
 #include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/model_replay.h"
+#include "experiments/position_scores.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
@@ -175,6 +176,51 @@ TEST_F(ReplayAnalyses, ExpectationAtEveryEvaluationLengthMatchesTheStoredProbe) 
   }
 }
 
+// Scores by position replay /eval: their mean over the scored targets is /eval/loss at each length;
+// the last window with its whole sequence is read off the same pass; and for a relative encoding
+// (RoPE) and NoPE the window alone scores the same at its own positions and from 0 (only
+// differences of positions enter), where an absolute one (sinusoidal) does not.
+TEST_F(ReplayAnalyses, PositionScoresReplayTheEvaluationAndSplitTheWindow) {
+  for (const std::string enc : {"rope", "nope"}) {
+    const PositionScores p = MeasurePositionScores(Run(enc));
+    std::vector<double> loss;
+    {
+      h5::Reader r(Run(enc));
+      loss = r.root().OpenGroup("eval").ReadDoubles("loss");
+    }
+    ASSERT_EQ(p.lengths, (std::vector<int>{2, 5, 9, 14}));
+    EXPECT_EQ(p.window, 11);
+    const uint64_t M = p.max_tokens;
+    for (size_t x = 0; x < p.lengths.size(); ++x) {
+      EXPECT_NEAR(p.loss[x], loss[x], 1e-5 * loss[x]) << enc << " " << x;
+      double sum = 0, count = 0;
+      for (uint64_t t = 0; t < M; ++t)
+        if (p.scored_by_position[x * M + t] > 0) {
+          sum += p.loss_by_position[x * M + t] * p.scored_by_position[x * M + t];
+          count += p.scored_by_position[x * M + t];
+        }
+      EXPECT_NEAR(sum / count, p.loss[x], 1e-9 * p.loss[x]);
+      EXPECT_NEAR(p.window_only_loss[x], p.window_shifted_loss[x], 1e-4 * p.window_only_loss[x])
+          << enc << ": relative positions only";
+    }
+    // Within training the window is the whole sequence.
+    EXPECT_EQ(p.last_window_loss[0], p.loss[0]);
+    EXPECT_NE(p.last_window_loss[3], p.loss[3]);
+  }
+}
+
+TEST(PositionScores, AnAbsoluteEncodingScoresTheShiftedWindowDifferently) {
+  const auto dir = testing::FreshTempDir("position_scores");
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=sinusoidal", "train.steps=20", "eval.lengths=5,14", "probe.replay=0"});
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "sinusoidal", o).state, "completed");
+  const PositionScores p = MeasurePositionScores(RunFilePath(dir.string(), "sinusoidal"));
+  EXPECT_GT(std::abs(p.window_only_loss[1] - p.window_shifted_loss[1]), 1e-3);
+  std::filesystem::remove_all(dir);
+}
+
 // Keeps a copy of the rotated queries and keys each (layer, head) hands the logit-term site, for
 // the pair contributions to be recomputed outside analysis/rotary_pair_probe.cc. A forward pass of
 // one sequence runs each head of a layer as one task, so the slots are written by one thread each.
@@ -309,8 +355,10 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
             std::string::npos);
   h5::Reader rn(Run("nope"));
   EXPECT_FALSE(rn.root().OpenGroup("analysis").Has("rotary"));
-  // Figures 09 and 10 from the files.
-  for (const auto& png : {DrawEntropyVariants(dir_->string()), DrawRotaryPairs(dir_->string())})
+  // Figures 09, 10, 12 and 13 from the files.
+  AnalyzeRunFile(Run("nope"));
+  for (const auto& png : {DrawEntropyVariants(dir_->string()), DrawRotaryPairs(dir_->string()),
+                          DrawPositionScores(dir_->string()), DrawHeads(dir_->string())})
     EXPECT_TRUE(std::filesystem::exists(png)) << png;
 }
 
