@@ -11,6 +11,7 @@
 #include "experiments/assembled_model.h"
 #include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
+#include "experiments/position_probes.h"
 #include "experiments/position_scores.h"
 #include "experiments/probe_geometry.h"
 #include "experiments/rotary_pairs.h"
@@ -63,10 +64,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
   std::optional<PositionScores> positions;
+  std::optional<PositionProbes> probes;
   const bool rotates = IsRopeEncoding(encoding);
   if (replay) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
   if (replay) positions = MeasurePositionScores(path);
+  if (replay) probes = MeasurePositionProbes(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
@@ -76,6 +79,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
   if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
   if (positions) report += WritePositionScores(*positions, analysis);
+  if (probes) report += WritePositionProbes(*probes, analysis);
   if (rotary) {
     report += WriteRotaryPairs(*rotary, analysis);
   } else if (!replay) {

@@ -65,6 +65,9 @@ std::string DrawPositionScores(const std::string& run_dir);
 // training length against the longest probe, and over the probe lengths the fraction of logits,
 // positional parts and content parts outside their trained range.
 std::string DrawHeads(const std::string& run_dir);
+// /analysis/position_probes of the runs: per residual stream, the position probe's error in range
+// and beyond, the beyond-training classifier's accuracy, and the out-of-distribution fractions.
+std::string DrawPositionProbes(const std::string& run_dir);
 // base_law.h5 of `lexp base-law`: measured limit per run against base with the predictions (law
 // with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.

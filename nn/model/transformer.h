@@ -83,6 +83,9 @@ class Transformer {
   // d_logits: [B*T, V]. Accumulates into the gradients of Parameters().
   void Backward(const std::vector<int>& tokens, const Mat<S>& d_logits);
 
+  // After a forward: the residual stream entering block l ([B*T, C]; l = 0: the embedded input,
+  // l = n_layers: the output of the last block, before the final LayerNorm).
+  const Mat<S>& Residual(int l) const { return xs_[l]; }
   // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }

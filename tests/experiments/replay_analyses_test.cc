@@ -15,6 +15,7 @@
 #include "experiments/empirical_expectation.h"
 #include "experiments/entropy_variants.h"
 #include "experiments/model_replay.h"
+#include "experiments/position_probes.h"
 #include "experiments/position_scores.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
@@ -209,6 +210,37 @@ TEST_F(ReplayAnalyses, PositionScoresReplayTheEvaluationAndSplitTheWindow) {
   }
 }
 
+// Linear probes for position: the embedded input of NoPE carries no position of its own (the probe
+// for t does little better than predicting the mean: RMSE near the spread of t), where sinusoidal
+// adds sin/cos of t to it (a linear probe reads t off them within the training range).
+TEST_F(ReplayAnalyses, PositionProbesReadPositionWhereTheInputCarriesIt) {
+  const PositionProbes nope = MeasurePositionProbes(Run("nope"));
+  const double T = nope.train_tokens;  // positions 0 .. T - 1, sd sqrt((T^2 - 1) / 12)
+  const double spread = std::sqrt((T * T - 1) / 12);
+  EXPECT_EQ(nope.train_tokens, 11);
+  EXPECT_EQ(nope.long_tokens, 29);
+  EXPECT_GT(nope.index_rmse_fit[0], 0.6 * spread) << "token identity alone";
+  EXPECT_TRUE(nope.has_separator);
+  for (size_t k = 0; k < nope.ood_beyond.size(); ++k) {
+    EXPECT_TRUE(nope.ood_in_range[k] >= 0 && nope.ood_in_range[k] <= 1);
+    EXPECT_TRUE(nope.beyond_accuracy[k] >= 0 && nope.beyond_accuracy[k] <= 1);
+    EXPECT_LE(nope.index_rmse_fit[k], spread * 1.0001) << "never worse than the mean";
+  }
+}
+
+TEST(PositionProbes, SinusoidalInputCarriesTheIndexLinearly) {
+  const auto dir = testing::FreshTempDir("position_probes");
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=sinusoidal", "train.steps=5", "eval.lengths=5,14", "probe.replay=0"});
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "sinusoidal", o).state, "completed");
+  const PositionProbes p = MeasurePositionProbes(RunFilePath(dir.string(), "sinusoidal"));
+  const double T = p.train_tokens;
+  EXPECT_LT(p.index_rmse_fit[0], 0.3 * std::sqrt((T * T - 1) / 12));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PositionScores, AnAbsoluteEncodingScoresTheShiftedWindowDifferently) {
   const auto dir = testing::FreshTempDir("position_scores");
   const RecipeConfig c = testing::TinyCopyRecipe(
@@ -355,10 +387,11 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
             std::string::npos);
   h5::Reader rn(Run("nope"));
   EXPECT_FALSE(rn.root().OpenGroup("analysis").Has("rotary"));
-  // Figures 09, 10, 12 and 13 from the files.
+  // Figures 09, 10, 12, 13 and 14 from the files.
   AnalyzeRunFile(Run("nope"));
   for (const auto& png : {DrawEntropyVariants(dir_->string()), DrawRotaryPairs(dir_->string()),
-                          DrawPositionScores(dir_->string()), DrawHeads(dir_->string())})
+                          DrawPositionScores(dir_->string()), DrawHeads(dir_->string()),
+                          DrawPositionProbes(dir_->string())})
     EXPECT_TRUE(std::filesystem::exists(png)) << png;
 }
 
