@@ -14,6 +14,7 @@
 #include "experiments/position_probes.h"
 #include "experiments/position_scores.h"
 #include "experiments/probe_geometry.h"
+#include "experiments/receptive_field.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
@@ -65,11 +66,13 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<RotaryPairAnalysis> rotary;
   std::optional<PositionScores> positions;
   std::optional<PositionProbes> probes;
+  std::optional<ReceptiveField> field;
   const bool rotates = IsRopeEncoding(encoding);
   if (replay) entropy = EntropyUnderVariants(path);
   if (replay) expectation = MeasureExpectation(path);
   if (replay) positions = MeasurePositionScores(path);
   if (replay) probes = MeasurePositionProbes(path);
+  if (replay) field = MeasureReceptiveField(path);
   if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
@@ -80,6 +83,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
   if (positions) report += WritePositionScores(*positions, analysis);
   if (probes) report += WritePositionProbes(*probes, analysis);
+  if (field) report += WriteReceptiveField(*field, analysis);
   if (rotary) {
     report += WriteRotaryPairs(*rotary, analysis);
   } else if (!replay) {

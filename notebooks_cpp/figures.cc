@@ -824,13 +824,14 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
     variants = variants || an.Has("entropy_variants");
     rotary = rotary || (an.Has("rotary") && an.OpenGroup("rotary").Has("ablation_loss"));
   }
-  bool positions = false, heads = false, probes = false;
+  bool positions = false, heads = false, probes = false, field = false;
   for (const auto& path : FindRunFiles(run_dir)) {
     h5::Reader r(path);
     if (!r.root().Has("analysis")) continue;
     const h5::Group an = r.root().OpenGroup("analysis");
     positions = positions || an.Has("position_scores");
     probes = probes || an.Has("position_probes");
+    field = field || an.Has("receptive_field");
     if (an.Has("geometry")) {
       const h5::Group geo = an.OpenGroup("geometry");
       for (const auto& child : geo.Children())
@@ -842,6 +843,7 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   if (positions) out.push_back(DrawPositionScores(run_dir));
   if (heads) out.push_back(DrawHeads(run_dir));
   if (probes) out.push_back(DrawPositionProbes(run_dir));
+  if (field) out.push_back(DrawReceptiveField(run_dir));
   if (variants) out.push_back(DrawEntropyVariants(run_dir));
   if (rotary) out.push_back(DrawRotaryPairs(run_dir));
   bool source = false;

@@ -68,6 +68,9 @@ std::string DrawHeads(const std::string& run_dir);
 // /analysis/position_probes of the runs: per residual stream, the position probe's error in range
 // and beyond, the beyond-training classifier's accuracy, and the out-of-distribution fractions.
 std::string DrawPositionProbes(const std::string& run_dir);
+// /analysis/receptive_field of the runs: the share of the input gradient by distance from the last
+// position at the longest length, and the distances holding 50% and 90% of it against length.
+std::string DrawReceptiveField(const std::string& run_dir);
 // base_law.h5 of `lexp base-law`: measured limit per run against base with the predictions (law
 // with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.

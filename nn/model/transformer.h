@@ -82,6 +82,8 @@ class Transformer {
                bool training, bool capture, Mat<S>& logits);
   // d_logits: [B*T, V]. Accumulates into the gradients of Parameters().
   void Backward(const std::vector<int>& tokens, const Mat<S>& d_logits);
+  // After Backward: the gradient with respect to the embedded input Residual(0), [B*T, C].
+  const Mat<S>& InputGradient() const { return d_x_; }
 
   // After a forward: the residual stream entering block l ([B*T, C]; l = 0: the embedded input,
   // l = n_layers: the output of the last block, before the final LayerNorm).

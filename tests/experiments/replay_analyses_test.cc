@@ -17,6 +17,7 @@
 #include "experiments/model_replay.h"
 #include "experiments/position_probes.h"
 #include "experiments/position_scores.h"
+#include "experiments/receptive_field.h"
 #include "experiments/rotary_pairs.h"
 #include "experiments/trainer.h"
 #include "nn/io/hdf5.h"
@@ -228,6 +229,27 @@ TEST_F(ReplayAnalyses, PositionProbesReadPositionWhereTheInputCarriesIt) {
   }
 }
 
+// The gradient receptive field: shares over distance sum to 1 at every length, the 50% context
+// is within the 90% one, and nothing lies past the sequence.
+TEST_F(ReplayAnalyses, ReceptiveFieldSharesSumToOneOverTheSequence) {
+  const ReceptiveField rf = MeasureReceptiveField(Run("rope"));
+  ASSERT_EQ(rf.lengths, (std::vector<int>{2, 5, 9, 14}));
+  const uint64_t M = rf.max_tokens;
+  for (size_t x = 0; x < rf.lengths.size(); ++x) {
+    const uint64_t T = static_cast<uint64_t>(rf.sequence_lengths[x]);
+    double sum = 0;
+    for (uint64_t d = 0; d < T; ++d) {
+      EXPECT_GE(rf.share[x * M + d], 0.0);
+      sum += rf.share[x * M + d];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-9) << x;
+    for (uint64_t d = T; d < M; ++d) EXPECT_TRUE(std::isnan(rf.share[x * M + d]));
+    EXPECT_LE(rf.context50[x], rf.context90[x]);
+    EXPECT_LT(rf.context90[x], static_cast<double>(T));
+  }
+  EXPECT_EQ(rf.share_beyond_window[0], 0.0) << "a 5-token sequence has no distance >= 11";
+}
+
 TEST(PositionProbes, SinusoidalInputCarriesTheIndexLinearly) {
   const auto dir = testing::FreshTempDir("position_probes");
   const RecipeConfig c = testing::TinyCopyRecipe(
@@ -387,11 +409,11 @@ TEST_F(ReplayAnalyses, RotaryPairsAreConsistentWithTheRun) {
             std::string::npos);
   h5::Reader rn(Run("nope"));
   EXPECT_FALSE(rn.root().OpenGroup("analysis").Has("rotary"));
-  // Figures 09, 10, 12, 13 and 14 from the files.
+  // Figures 09, 10 and 12-15 from the files.
   AnalyzeRunFile(Run("nope"));
   for (const auto& png : {DrawEntropyVariants(dir_->string()), DrawRotaryPairs(dir_->string()),
                           DrawPositionScores(dir_->string()), DrawHeads(dir_->string()),
-                          DrawPositionProbes(dir_->string())})
+                          DrawPositionProbes(dir_->string()), DrawReceptiveField(dir_->string())})
     EXPECT_TRUE(std::filesystem::exists(png)) << png;
 }
 

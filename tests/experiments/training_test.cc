@@ -300,10 +300,12 @@ TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
   so.figures = false;
   ASSERT_EQ(RunRecipe(c, so).size(), 2u);
   const auto pngs = DrawAllFigures(dir.string());  // reads only the files
-  ASSERT_EQ(pngs.size(), 4u) << "accuracy, attention, geometry and entropy variants (runs carry "
-                                "/analysis/geometry and /analysis/entropy_variants; no rope run)";
+  ASSERT_EQ(pngs.size(), 8u)
+      << "accuracy, attention, geometry, position scores, heads, position probes, receptive "
+         "field and entropy variants (the runs carry every analysis but the rotary one)";
   for (const std::string name :
-       {"accuracy_vs_length", "attention_vs_length", "attention_geometry", "entropy_variants"}) {
+       {"accuracy_vs_length", "attention_vs_length", "attention_geometry", "position_scores",
+        "heads", "position_probes", "receptive_field", "entropy_variants"}) {
     for (const std::string ext : {".png", ".gp", ".dat"}) {
       const fs::path f = dir / "figures" / (name + ext);
       ASSERT_TRUE(fs::exists(f)) << f;

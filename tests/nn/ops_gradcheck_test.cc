@@ -226,6 +226,61 @@ INSTANTIATE_TEST_SUITE_P(
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
 
+// The gradient with respect to the embedded input (used by the gradient receptive field): with every
+// token of a sequence distinct, moving row `token` of the embedding table moves exactly the input
+// of that one position, so the central difference of the loss along tok_emb[token][c] must equal
+// InputGradient() at that position and column.
+TEST(GradCheck, InputGradientMatchesFiniteDifferences) {
+  for (const bool causal : {true, false}) {
+    ModelConfig cfg;
+    cfg.vocab = 12;
+    cfg.d_model = 8;
+    cfg.n_heads = 2;
+    cfg.n_layers = 2;
+    cfg.d_ff = 12;
+    cfg.causal = causal;
+    EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.causal, 16, 6, cfg.vocab};
+    auto enc = CreateEncoding<double>("rope", {}, es);
+    Transformer<double> model(cfg, enc.get());
+    Rng rng(5);
+    model.Init(rng);
+    const int B = 1, T = 6;
+    const std::vector<int> tokens = {3, 7, 1, 10, 4, 8};  // distinct
+    std::vector<int> targets = {1, 2, 3, 4, 5, 6};
+    std::vector<uint8_t> mask = {0, 0, 0, 0, 0, 1};  // the last position only
+    std::vector<double> pos;
+    enc->PositionIds(T, false, rng, pos);
+    MatD logits, d_logits;
+    model.Forward(tokens, B, T, pos, true, false, logits);
+    CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
+    model.Backward(tokens, d_logits);
+    const MatD g = model.InputGradient();
+    ASSERT_EQ(g.rows(), T);
+    auto params = model.Parameters();
+    double* emb = params[0].value;  // tok_emb [V, C]
+    ASSERT_EQ(params[0].name, "tok_emb");
+    auto loss = [&] {
+      MatD z;
+      model.Forward(tokens, B, T, pos, false, false, z);
+      return CrossEntropyForwardBackward<double>(z, targets, mask, nullptr, nullptr, nullptr)
+          .MeanLoss();
+    };
+    for (int j = 0; j < T; ++j)
+      for (int c = 0; c < cfg.d_model; ++c) {
+        double& w = emb[tokens[j] * cfg.d_model + c];
+        const double keep = w, h = 1e-5;
+        w = keep + h;
+        const double up = loss();
+        w = keep - h;
+        const double down = loss();
+        w = keep;
+        const double numeric = (up - down) / (2 * h);
+        EXPECT_NEAR(g(j, c), numeric, 1e-7 + 1e-5 * std::abs(numeric))
+            << (causal ? "causal" : "encoder") << " position " << j << " column " << c;
+      }
+  }
+}
+
 // The whole model, every parameter tensor, for each encoding and both LayerNorm placements.
 struct ModelCase {
   std::string encoding;
