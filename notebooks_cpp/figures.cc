@@ -598,6 +598,14 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
            geo.OpenGroup(child).AttrInt("length") > geo.OpenGroup(best).AttrInt("length")))
         best = child;
     if (best.empty()) continue;
+    if (!geo.OpenGroup(best).Has("logit_bound_last_query")) {
+      // Analysed by a lexp before the geometry was measured over every probe sequence.
+      std::fprintf(stderr,
+                   "attention_geometry: '%s' left out: its /analysis/geometry is from an earlier "
+                   "lexp (run lexp analyze on it)\n",
+                   path.c_str());
+      continue;
+    }
     std::vector<std::pair<int64_t, std::string>> lengths;
     for (const auto& child : geo.Children())
       if (child.rfind("length_", 0) == 0)
