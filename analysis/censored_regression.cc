@@ -149,14 +149,25 @@ CensoredLineFit FitCensoredLine(const std::vector<CensoredPoint>& pts, double co
     const double e = y[i] - th[0] - th[1] * pts[i].x;
     syy += e * e / f.n;
   }
-  // When a line passes through every interval the likelihood grows without bound as sigma -> 0
-  // and the slope's interval shrinks to nothing; sigma is then held at the residual spread of least
-  // squares on the interval midpoints, sqrt(SSE / (n - 2)), and the line fitted with it.
-  const double floor_sigma = std::sqrt(syy * f.n / (f.n - 2.0));
+  // When a line passes through every interval sigma is not identified; it is then held at the
+  // spread of the midpoints around their least-squares line plus that of a value known only to
+  // within its interval: sqrt(SSE / (n - 2) + mean(width^2) / 12).
+  double w2 = 0;
+  int finite = 0;
+  for (const auto& p : pts)
+    if (std::isfinite(p.lo) && std::isfinite(p.hi)) {
+      w2 += (p.hi - p.lo) * (p.hi - p.lo);
+      ++finite;
+    }
+  const double floor_sigma =
+      std::sqrt(syy * f.n / (f.n - 2.0) + (finite ? w2 / finite / 12 : 0.0));
   th[2] = std::log(std::max({std::sqrt(syy), floor_sigma, 1e-3}));
   const Eigen::Vector3d start = th;
   double ll = 0;
-  if (!Maximize(pts, 3, th, &ll, &f.iterations)) {
+  // A line through every interval shows as a likelihood near 1 for every point (ln L near 0) with
+  // sigma shrinking, whether or not Newton stopped: no maximum with sigma > 0 exists.
+  const bool converged = Maximize(pts, 3, th, &ll, &f.iterations);
+  if (!converged || (f.exact == 0 && ll > -1e-3 * f.n)) {
     th = start;
     th[2] = std::log(std::max(floor_sigma, 1e-6));
     f.sigma_at_floor = true;

@@ -7,10 +7,13 @@
 // observed information, its variance scaled by n / (n - 2), with a Student-t quantile on n - 2
 // degrees of freedom: with exact points this is the classical least-squares t interval, and its
 // coverage on simulated censored data is tested (tests/analysis/censored_regression_test.cc).
-// When one line passes through every interval, the likelihood grows without bound as sigma -> 0
-// and the interval would have zero width (about 3% of the simulated sweeps at sd 0.3): sigma is
+// When one line passes through every interval, the likelihood tends to its supremum 1 as
+// sigma -> 0 and has no maximum: the information about the slope vanishes and the Wald interval is
+// meaningless (about 3% of the simulated sweeps at sd 0.3). Such a fit is recognised by a log
+// likelihood above -1e-3 per point with no exact point (or by Newton not converging); sigma is
 // then held at the residual spread of least squares on the interval midpoints (bounds for censored
-// points), sqrt(SSE / (n - 2)), and only the line is fitted (sigma_at_floor).
+// points) plus the spread of a value known only to within its interval,
+// sqrt(SSE / (n - 2) + mean(width^2) / 12), and only the line is fitted (sigma_at_floor).
 //
 // The RoPE base-law fit uses it: a measured extrapolation limit is known only between the last
 // evaluated length that passed and the first that failed, or is at least the longest evaluated

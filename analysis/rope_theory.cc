@@ -130,7 +130,9 @@ double AttentionResolution(const std::vector<double>& s, ResolutionConvention c)
   for (double v : s)
     if (!std::isnan(v)) mx = std::max(mx, v);
   if (!std::isfinite(mx)) return std::numeric_limits<double>::quiet_NaN();  // no score at all
-  const size_t N = s.size() - 1;
+  // The curve ends at its last score (missing distances after it are no gap: nothing follows).
+  size_t N = s.size() - 1;
+  while (std::isnan(s[N])) --N;
   double num = 0, den = 0;
   for (size_t i = 0; i <= N; ++i) {
     if (std::isnan(s[i])) continue;  // a distance with no pair: a gap

@@ -88,8 +88,9 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     report += WriteRotaryPairs(*rotary, analysis);
   } else if (!replay) {
     report +=
-        "replay analyses (entropy variants, rotary pairs) skipped: probe.replay = 0; run "
-        "lexp analyze on the file for them\n";
+        "replay analyses (expectation, position scores, position probes, receptive field, entropy "
+        "variants, rotary pairs) skipped: probe.replay = 0; run lexp analyze on the file for "
+        "them\n";
   } else {
     analysis.Remove("rotary");
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";

@@ -32,11 +32,19 @@ struct Row {
   bool censored, immediate, learnt, fine_tuned;
 };
 
-// The RoPE base of the run a fine-tuned run started from (its recipe's base; 1e4, RoPE's default,
-// when that file is gone or names none).
-double PretrainingBase(const std::string& init_from) {
-  if (!std::filesystem::is_regular_file(init_from)) return 1e4;
-  h5::Reader r(init_from);
+// The RoPE base of the run a fine-tuned run started from: its recipe's base (RoPE's default 1e4
+// when it names none). init_from is the path the recipe gave (relative to where it ran); it is
+// also tried relative to the fine-tuned run's directory. *found = false when neither file exists:
+// 1e4 is then assumed, and said so.
+double PretrainingBase(const std::string& init_from, const std::string& run_file, bool* found) {
+  namespace fs = std::filesystem;
+  fs::path file = init_from;
+  if (!fs::is_regular_file(file)) file = fs::path(run_file).parent_path() / init_from;
+  if (!fs::is_regular_file(file)) file = fs::path(run_file).parent_path() /
+                                         fs::path(init_from).filename();
+  *found = fs::is_regular_file(file);
+  if (!*found) return 1e4;
+  h5::Reader r(file.string());
   if (!r.root().Has("config")) return 1e4;
   const h5::Group cfg = r.root().OpenGroup("config");
   return cfg.HasAttr("encoding_option.base") ? std::stod(cfg.AttrString("encoding_option.base"))
@@ -91,11 +99,12 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
     root.SetAttr(a + "not_learnt", not_learnt);
     root.SetAttr(a + "below_1e4", small);
     root.SetAttr(a + "points", f.n);
-    root.SetAttr(a + "interval", f.interval);
+    // FitCensoredLine counts a point bounded on one side only as an interval: split them here.
+    const int immediate = static_cast<int>(std::count_if(
+        pts.begin(), pts.end(), [](const CensoredPoint& p) { return std::isinf(p.lo); }));
+    root.SetAttr(a + "interval", f.interval - immediate);
     root.SetAttr(a + "right_censored", f.right_censored);
-    root.SetAttr(a + "immediate", static_cast<int>(std::count_if(
-                                      pts.begin(), pts.end(),
-                                      [](const CensoredPoint& p) { return std::isinf(p.lo); })));
+    root.SetAttr(a + "immediate", immediate);
     root.SetAttr(a + "exponent", f.slope);
     root.SetAttr(a + "intercept", f.intercept);
     root.SetAttr(a + "exponent_lo", f.slope_lo);
@@ -107,14 +116,7 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
     const std::string counts = fmt::format(
         "{} runs: {} not learnt and {} below base 1e4 left out; {} in the fit ({} between two "
         "lengths, {} failing right after training, {} beyond the longest length)",
-        runs, not_learnt, small, f.n, f.interval - static_cast<int>(std::count_if(
-                                                     pts.begin(), pts.end(),
-                                                     [](const CensoredPoint& p) {
-                                                       return std::isinf(p.lo);
-                                                     })),
-        std::count_if(pts.begin(), pts.end(),
-                      [](const CensoredPoint& p) { return std::isinf(p.lo); }),
-        f.right_censored);
+        runs, not_learnt, small, f.n, f.interval - immediate, immediate, f.right_censored);
     report += fmt::format("{} fit of ln(limit) on ln(base), limits as grid intervals: {}\n  {}",
                           tuned ? "fine-tuned" : "from-scratch", counts,
                           f.ok ? fmt::format("exponent {:.3f} [95% CI {:.3f}, {:.3f}], sigma "
@@ -137,6 +139,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   LEXP_INPUT_CHECK(tolerance > 0, "base-law: --tolerance must be positive");
 
   std::vector<Row> rows;
+  std::vector<std::string> assumed_bases;  // fine-tuned runs whose starting file is gone
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& path : FindRunFiles(run_dir)) {
     std::string encoding, state, label;
@@ -158,7 +161,9 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       // Fine-tuned runs keep the critical dimension of the model they started from.
       if (r.root().HasAttr("init_from")) {
         fine_tuned = true;
-        pretrain_base = PretrainingBase(r.root().AttrString("init_from"));
+        bool found = false;
+        pretrain_base = PretrainingBase(r.root().AttrString("init_from"), path, &found);
+        if (!found) assumed_bases.push_back(label);
       }
       const h5::Group ev = r.root().OpenGroup("eval");
       // One entry per evaluation length: the scan below indexes all three by the same i.
@@ -345,6 +350,15 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
                         "positions training showed (largest trained distance + 1): the T_train "
                         "of the critical dimension");
   s += FitExponents(rows, w.root());
+  if (!assumed_bases.empty()) {
+    std::string list;
+    for (const auto& l : assumed_bases) list += (list.empty() ? "" : ",") + l;
+    w.root().SetAttr("pretraining_base_assumed", list);
+    s += fmt::format(
+        "the file {} runs were fine-tuned from is not found (train.init_from is relative to where "
+        "they ran): their pre-training base is taken as 1e4 ({})\n",
+        assumed_bases.size(), list);
+  }
   w.Commit();
   return s;
 }

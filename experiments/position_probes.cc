@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/linear_probe.h"
 #include "experiments/evaluation.h"
 #include "experiments/model_replay.h"
 
@@ -70,22 +71,6 @@ struct Scaler {
   }
 };
 
-// Ridge regression on standardised features: y = z w + b, lambda = 1e-3 per row.
-struct Ridge {
-  Eigen::VectorXd w;
-  double b = 0;
-  Ridge(const Eigen::MatrixXd& z, const Eigen::VectorXd& y) {
-    b = y.mean();
-    const double lambda = 1e-3 * static_cast<double>(z.rows());
-    Eigen::MatrixXd a = z.transpose() * z;
-    a.diagonal().array() += lambda;
-    w = a.ldlt().solve(z.transpose() * (y.array() - b).matrix());
-  }
-  Eigen::VectorXd operator()(const Eigen::MatrixXd& z) const {
-    return (z * w).array() + b;
-  }
-};
-
 double Rmse(const Eigen::VectorXd& pred, const Eigen::VectorXd& y, const std::vector<long>& rows) {
   if (rows.empty()) return kNaN;
   double s = 0;
@@ -128,8 +113,8 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
   for (int l = 0; l <= L; ++l) {
     const Scaler scale(fit.x[l]);
     const Eigen::MatrixXd zf = scale(fit.x[l]), zt = scale(test.x[l]);
-    const Ridge index(zf, y_fit);
-    const Eigen::VectorXd pf = index(zf), pt = index(zt);
+    const RidgeProbe index(zf, y_fit);
+    const Eigen::VectorXd pf = index.Predict(zf), pt = index.Predict(zt);
     std::vector<long> all_fit(nf);
     for (long r = 0; r < nf; ++r) all_fit[r] = r;
     p.index_rmse_fit.push_back(Rmse(pf, y_fit, all_fit));
@@ -139,8 +124,8 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
     for (long r : last) lp += pt[r] / static_cast<double>(last.size());
     p.index_last_predicted.push_back(last.empty() ? kNaN : lp);
     if (p.has_separator) {
-      const Ridge sep(zf, s_fit);
-      const Eigen::VectorXd st = sep(zt);
+      const RidgeProbe sep(zf, s_fit);
+      const Eigen::VectorXd st = sep.Predict(zt);
       p.separator_rmse_in_range.push_back(Rmse(st, s_test, in_range));
       p.separator_rmse_beyond.push_back(Rmse(st, s_test, past));
     } else {
@@ -156,8 +141,8 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
         za.row(static_cast<Eigen::Index>(k)) = zt.row(half_fit[k]);
         ya[static_cast<Eigen::Index>(k)] = beyond[half_fit[k]];
       }
-      const Ridge cls(za, ya);
-      const Eigen::VectorXd score = cls(zt);
+      const RidgeProbe cls(za, ya);
+      const Eigen::VectorXd score = cls.Predict(zt);
       double tp = 0, pn = 0, tn = 0, nn = 0;
       for (long r : half_test) {
         const bool truth = beyond[r] > 0, said = score[r] > 0;
@@ -172,25 +157,18 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
       if (pn > 0 && nn > 0) acc = 0.5 * (tp / pn + tn / nn);
     }
     p.beyond_accuracy.push_back(acc);
-    // Out of distribution: squared Mahalanobis distance to the training-length states.
-    const Eigen::RowVectorXd mu = zf.colwise().mean();
-    Eigen::MatrixXd cov = (zf.rowwise() - mu).transpose() * (zf.rowwise() - mu) /
-                          static_cast<double>(nf);
-    cov.diagonal().array() += 1e-3;
-    const Eigen::LDLT<Eigen::MatrixXd> inv(cov);
-    auto d2 = [&](const Eigen::MatrixXd& z, long r) {
-      const Eigen::VectorXd v = (z.row(r) - mu).transpose();
-      return v.dot(inv.solve(v));
+    // Out of distribution: squared Mahalanobis distance to the training-length states of the even
+    // sequences, cut at the 99th percentile over the odd ones.
+    auto rows_of = [](const Eigen::MatrixXd& z, const std::vector<long>& rows) {
+      Eigen::MatrixXd out(static_cast<Eigen::Index>(rows.size()), z.cols());
+      for (size_t k = 0; k < rows.size(); ++k) out.row(static_cast<Eigen::Index>(k)) = z.row(rows[k]);
+      return out;
     };
-    std::vector<double> ref(nf);
-    for (long r = 0; r < nf; ++r) ref[r] = d2(zf, r);
-    std::sort(ref.begin(), ref.end());
-    const double cut = ref[std::min<size_t>(ref.size() - 1, static_cast<size_t>(0.99 * ref.size()))];
+    std::vector<long> fit_even, fit_odd;
+    for (long r = 0; r < nf; ++r) (fit.sequence[r] % 2 == 0 ? fit_even : fit_odd).push_back(r);
+    const Eigen::MatrixXd ref = rows_of(zf, fit_even), held = rows_of(zf, fit_odd);
     auto fraction = [&](const std::vector<long>& rows) {
-      if (rows.empty()) return kNaN;
-      double out = 0;
-      for (long r : rows) out += d2(zt, r) > cut;
-      return out / static_cast<double>(rows.size());
+      return rows.empty() ? kNaN : OutlierRate(ref, held, rows_of(zt, rows));
     };
     p.ood_in_range.push_back(fraction(in_range));
     p.ood_beyond.push_back(fraction(past));

@@ -6,15 +6,16 @@
 // inputs): the fit set is eval.samples sequences at the training length N; the test set
 // eval.samples sequences at the longest evaluation length, positions t < T_N ("in range") and
 // t >= T_N ("beyond"). Per layer:
-//  * absolute index t: ridge regression (lambda = 1e-3 x the mean feature variance, intercept
-//    unpenalised) fitted on the training-length positions; RMSE in tokens in range and beyond, and
-//    the mean prediction at the last position against its true index;
+//  * absolute index t: ridge regression on standardised states (analysis/linear_probe.h: lambda =
+//    1e-3 x rows, intercept unpenalised) fitted on the training-length positions; RMSE in tokens in
+//    range and beyond, and the mean prediction at the last position against its true index;
 //  * signed distance to the separator (decoder tasks with a prompt): the same, NaN without one;
 //  * "beyond the training length": a least-squares classifier on +-1 labels fitted on half of the
 //    long sequences and tested on the other half (balanced accuracy; 0.5 = no linear signal);
 //  * out of distribution: the fraction of positions whose squared Mahalanobis distance to the
-//    training-length states (ridge-regularised covariance) exceeds its 99th percentile there, in
-//    range and beyond (0.01 expected for states like the training ones).
+//    training-length states exceeds the 99th percentile of held-out training-length states
+//    (analysis/linear_probe.h; covariance from the even sequences, cut from the odd ones), in range
+//    and beyond: 0.01 expected for states like the training ones.
 #pragma once
 
 #include <string>

@@ -143,8 +143,9 @@ std::string WritePositionScores(const PositionScores& p, const h5::Group& analys
                  "them");
   g.WriteDoubles("last_window_accuracy", p.last_window_accuracy, {E}, "length", "the same");
   g.WriteDoubles("window_only_loss", p.window_only_loss, {E}, "length",
-                 "nats: the same targets with only the last `window` tokens as input, position "
-                 "ids restarted (seen positions, `window` keys)");
+                 "nats: the same targets with only the last `window` tokens as input, with the "
+                 "position ids the run's scheme gives a sequence that long (0.. for consecutive "
+                 "positions; seen positions, `window` keys)");
   g.WriteDoubles("window_only_accuracy", p.window_only_accuracy, {E}, "length", "the same");
   g.WriteDoubles("window_shifted_loss", p.window_shifted_loss, {E}, "length",
                  "nats: the same window alone with its original position ids (unseen positions, "
@@ -153,7 +154,8 @@ std::string WritePositionScores(const PositionScores& p, const h5::Group& analys
   const uint64_t x = E - 1;
   return fmt::format(
       "position scores at n = {} (teacher forced): loss {:.3f}; last {} tokens {:.3f} with the "
-      "whole sequence, {:.3f} alone at their own positions, {:.3f} alone from position 0\n",
+      "whole sequence, {:.3f} alone at their own positions, {:.3f} alone at a short sequence's "
+      "positions\n",
       p.lengths[x], p.loss[x], p.window, p.last_window_loss[x], p.window_shifted_loss[x],
       p.window_only_loss[x]);
 }

@@ -5,9 +5,10 @@
 //    sequences): failure that starts at the training length points at unseen positions, failure
 //    spread over the whole sequence at something else;
 //  * the last window of W = train_tokens tokens scored three ways: with the whole sequence before
-//    it ("last window"), alone with position ids restarted from 0 ("window only": seen positions,
-//    W keys, in distribution), and alone with its original position ids ("window shifted": unseen
-//    positions, W keys). Last window against window shifted isolates the extra keys (attention
+//    it ("last window"), alone with the position ids the run's scheme gives a W-token sequence
+//    ("window only": 0..W-1 for consecutive positions, a fresh draw for randomized ones; seen
+//    positions, W keys, in distribution), and alone with its original position ids ("window
+//    shifted": the positions of a long sequence, W keys). Last window against window shifted isolates the extra keys (attention
 //    dilution); window shifted against window only isolates the unseen positions (nothing for a
 //    purely relative encoding). A task whose answer needs tokens before the window (copy) cannot be
 //    solved from the window alone: compare the window scores only where the task is local (the

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -34,6 +35,19 @@ TEST(CensoredRegression, ExactPointsGiveTheLeastSquaresLine) {
   EXPECT_NEAR(f.sigma, std::sqrt(sse / 4), 1e-7);
 }
 
+// Intervals that one line (y = x) passes through: the likelihood has no maximum with sigma > 0, so
+// sigma is held at the midpoints' least-squares spread and the slope gets a finite interval.
+TEST(CensoredRegression, ALineThroughEveryIntervalHoldsSigmaAndKeepsAFiniteInterval) {
+  std::vector<CensoredPoint> pts;
+  for (int i = 0; i < 8; ++i) pts.push_back({double(i), i - 0.3 + 0.05 * (i % 3), i + 0.4});
+  const CensoredLineFit f = FitCensoredLine(pts);
+  ASSERT_TRUE(f.ok) << f.why;
+  EXPECT_TRUE(f.sigma_at_floor);
+  EXPECT_TRUE(std::isfinite(f.slope_lo) && std::isfinite(f.slope_hi));
+  EXPECT_LT(f.slope_hi - f.slope_lo, 1.0);
+  EXPECT_TRUE(f.slope_lo <= 1 && 1 <= f.slope_hi) << f.slope_lo << " " << f.slope_hi;
+}
+
 TEST(CensoredRegression, RefusesWhatHasNoFit) {
   EXPECT_FALSE(FitCensoredLine({{0, 1, 1}, {1, 2, 2}}).ok) << "two points";
   EXPECT_FALSE(FitCensoredLine({{1, 1, 1}, {1, 2, 2}, {1, 3, 3}}).ok) << "one x";
@@ -53,8 +67,8 @@ TEST(CensoredRegression, RefusesWhatHasNoFit) {
 // 3 x 0.0049 = 0.935 (measured: 0.942 at sd 0.3, 0.941 at sd 0.6; least squares on the grid values
 // 0.933 and 0.862, with mean slopes 0.354 and 0.302).
 struct Coverage {
-  double coverage = 0, mean_slope = 0, slope_se = 0;
-  int failed = 0;
+  double coverage = 0, mean_slope = 0, slope_se = 0, median_width = 0;
+  int failed = 0, held = 0;
 };
 Coverage Simulate(double sd, bool censored_fit, uint64_t seed) {
   const std::vector<double> grid = {64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048};
@@ -62,6 +76,7 @@ Coverage Simulate(double sd, bool censored_fit, uint64_t seed) {
   Rng rng(seed);
   constexpr int kSweeps = 2000;
   int covered = 0, done = 0;
+  std::vector<double> widths;
   double sum = 0, sum_sq = 0;
   Coverage c;
   for (int s = 0; s < kSweeps; ++s) {
@@ -90,16 +105,20 @@ Coverage Simulate(double sd, bool censored_fit, uint64_t seed) {
         continue;
       }
       lo = f.slope_lo, hi = f.slope_hi, slope = f.slope;
+      c.held += f.sigma_at_floor;
     } else {
       const LineFit f = FitLine(x, y);
       lo = f.slope_lo, hi = f.slope_hi, slope = f.slope;
     }
     ++done;
+    widths.push_back(hi - lo);
     covered += lo <= truth && truth <= hi;
     sum += slope;
     sum_sq += slope * slope;
   }
   c.coverage = static_cast<double>(covered) / done;
+  std::nth_element(widths.begin(), widths.begin() + widths.size() / 2, widths.end());
+  c.median_width = widths[widths.size() / 2];
   c.mean_slope = sum / done;
   c.slope_se = std::sqrt((sum_sq / done - c.mean_slope * c.mean_slope) / done);
   return c;
@@ -116,9 +135,13 @@ TEST(CensoredRegression, BaseLawIntervalReachesItsNominalCoverageOnSimulatedCens
     const Coverage old = Simulate(sd, false, 11);
     EXPECT_GT(0.375 - old.mean_slope, 8 * old.slope_se) << "sd " << sd;
     EXPECT_LT(std::abs(c.mean_slope - 0.375), 0.25 * (0.375 - old.mean_slope)) << "sd " << sd;
-    std::printf("sd %.1f: censored fit coverage %.3f, mean slope %.4f (se %.4f); least squares "
-                "%.3f, %.4f\n",
-                sd, c.coverage, c.mean_slope, c.slope_se, old.coverage, old.mean_slope);
+    // Coverage must not come from uninformative intervals: the median width stays near that of
+    // least squares on the same data.
+    EXPECT_LT(c.median_width, 2 * old.median_width) << "sd " << sd;
+    std::printf("sd %.1f: censored fit coverage %.3f, mean slope %.4f (se %.4f), median width %.3f, "
+                "sigma held in %d; least squares %.3f, %.4f, width %.3f\n",
+                sd, c.coverage, c.mean_slope, c.slope_se, c.median_width, c.held, old.coverage,
+                old.mean_slope, old.median_width);
   }
 }
 

@@ -131,6 +131,8 @@ TEST(RopeTheory, AttentionResolutionLeavesGapsUnjoined) {
   EXPECT_NEAR(AttentionResolution({0, -1, nan, -3}), want, 1e-14);
   EXPECT_GT(std::abs(AttentionResolution({0, -1, -3}) - want), 1e-3);
   EXPECT_TRUE(std::isnan(AttentionResolution({nan, nan})));
+  // Trailing missing distances (a window with no global key): the curve ends at its last score.
+  EXPECT_DOUBLE_EQ(AttentionResolution({0, -1, nan, nan}), AttentionResolution({0, -1}));
   // A flat curve of K scores: 1/K^2 whatever its level, so resolution falls with length alone.
   for (int K : {5, 33, 257})
     EXPECT_NEAR(AttentionResolution(std::vector<double>(K, 2.5)), 1.0 / (K * K), 1e-15) << K;

@@ -51,9 +51,21 @@ TEST(Analyze, GeometryCoversEveryProbeSequenceWithItsSpread) {
   o.out_dir = dir.string();
   ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
   const std::string rope = RunFilePath(dir.string(), "rope");
-  // The last query's running max, by hand, over the three probe sequences of length 9.
+  // The last query's running max, by hand, over the three probe sequences of length 9; and the
+  // fraction of visible logits (key at or before the query) outside each head's range at the
+  // training length (logit_ranges of length_5: min, max of the logit first).
   const int T = 19;  // 2 x 9 + the end token
-  std::vector<double> sum(2 * 2 * T, 0.0), sq(2 * 2 * T, 0.0);
+  std::vector<double> sum(2 * 2 * T, 0.0), sq(2 * 2 * T, 0.0), outside(4, 0.0), pairs(4, 0.0);
+  std::vector<double> trained;
+  {
+    h5::Reader r(rope);
+    trained = r.root()
+                  .OpenGroup("analysis")
+                  .OpenGroup("geometry")
+                  .OpenGroup("length_5")
+                  .ReadDoubles("logit_ranges");
+    ASSERT_EQ(trained.size(), 4u * 6);
+  }
   ModelReplay replay(rope);
   replay.ForEachProbeSequence(9, [&](int, int t) {
     ASSERT_EQ(t, T);
@@ -66,6 +78,13 @@ TEST(Analyze, GeometryCoversEveryProbeSequenceWithItsSpread) {
           sum[(l * 2 + h) * T + n] += run;
           sq[(l * 2 + h) * T + n] += run * run;
         }
+        const int k = l * 2 + h;
+        for (int i = 0; i < T; ++i)
+          for (int j = 0; j <= i; ++j) {
+            const double v = z[i * T + j];
+            pairs[k] += 1;
+            outside[k] += v < trained[k * 6] || v > trained[k * 6 + 1];
+          }
       }
   });
   h5::Reader r(rope);
@@ -95,10 +114,10 @@ TEST(Analyze, GeometryCoversEveryProbeSequenceWithItsSpread) {
     EXPECT_EQ(cls[k], expect) << k;
     EXPECT_TRUE(share[k] >= 0 && share[k] <= 1 + 1e-9) << share[k];
   }
-  for (const char* f : {"out_of_range_logit", "out_of_range_positional", "out_of_range_content"}) {
+  const auto out = p.ReadDoubles("out_of_range_logit");
+  for (int k = 0; k < 4; ++k) EXPECT_NEAR(out[k], outside[k] / pairs[k], 1e-12) << k;
+  for (const char* f : {"out_of_range_positional", "out_of_range_content"})
     for (double x : p.ReadDoubles(f)) EXPECT_TRUE(x >= 0 && x <= 1) << f;
-    for (double x : g.OpenGroup("length_5").ReadDoubles(f)) EXPECT_EQ(x, 0.0) << f;
-  }
   for (auto x : p.ReadInts("nonfinite_logits")) EXPECT_EQ(x, 0);
   EXPECT_FALSE(p.Has("js_vs_reference"));
   std::filesystem::remove_all(dir);
@@ -156,7 +175,7 @@ TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
   std::filesystem::remove_all(dir);
 }
 
-// Logits that overflow (layer 0's q/k weights x 1e19) are counted and reported, not silently
+// Logits that overflow (layer 0's q/k/v weights x 1e30) are counted and reported, not silently
 // skipped by the entropies and the explosion curve.
 TEST(Analyze, NonFiniteLogitsAreCountedAndReported) {
   const RecipeConfig c = testing::TinyCopyRecipe(
@@ -170,7 +189,7 @@ TEST(Analyze, NonFiniteLogitsAreCountedAndReported) {
       RunFilePath(dir.string(), "nope"), (dir / "blown.h5").string(),
       [](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>&) {
         if (name == "layer0.attn.qkv.w")
-          for (double& x : v) x *= 1e19;
+          for (double& x : v) x *= 1e30;  // still a float (|w| < 3e38); q.k is not
       });
   const std::string report = AnalyzeRunFile(blown, "", false);
   EXPECT_NE(report.find("NaN/+inf logits skipped"), std::string::npos) << report;

@@ -104,8 +104,16 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   EXPECT_TRUE(std::isnan(r.root().AttrDouble("fit_scratch_exponent_lo")));
   EXPECT_FALSE(r.root().HasAttr("fit_fine_tuned_runs")) << "no run here was fine-tuned";
   EXPECT_NE(table.find("no fit: fewer than 3 points"), std::string::npos) << table;
-  // From scratch the prediction is the slope of the runs' own ln T_extra over the bases >= 1e4
-  // the fit uses (both learnt, or neither: NaN).
+  // From scratch the prediction is the slope of the runs' own ln T_extra over the learnt bases
+  // >= 1e4: (ln 111.73 - ln 628.32) / (ln 1e5 - ln 1e4) = -0.75 when both are learnt, NaN when
+  // fewer than two are.
+  const double predicted = r.root().AttrDouble("fit_scratch_predicted_exponent");
+  if (learnt[1] && learnt[2])
+    EXPECT_NEAR(predicted,
+                (std::log(111.73259061216542) - std::log(628.3185307179587)) / std::log(10.0),
+                1e-9);
+  else
+    EXPECT_TRUE(std::isnan(predicted));
   EXPECT_EQ(r.root().AttrDouble("train_span"), 64) << "consecutive positions: the token count";
   const auto png = DrawBaseLaw((dir / "base_law.h5").string());
   EXPECT_TRUE(std::filesystem::exists(png));

@@ -225,7 +225,6 @@ TEST_F(ReplayAnalyses, PositionProbesReadPositionWhereTheInputCarriesIt) {
   for (size_t k = 0; k < nope.ood_beyond.size(); ++k) {
     EXPECT_TRUE(nope.ood_in_range[k] >= 0 && nope.ood_in_range[k] <= 1);
     EXPECT_TRUE(nope.beyond_accuracy[k] >= 0 && nope.beyond_accuracy[k] <= 1);
-    EXPECT_LE(nope.index_rmse_fit[k], spread * 1.0001) << "never worse than the mean";
   }
 }
 
