@@ -1,8 +1,8 @@
 #include "analysis/censored_regression.h"
 
 #include <Eigen/Dense>
-#include <boost/math/distributions/students_t.hpp>
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 
 namespace lexp {
@@ -159,8 +159,7 @@ CensoredLineFit FitCensoredLine(const std::vector<CensoredPoint>& pts, double co
       w2 += (p.hi - p.lo) * (p.hi - p.lo);
       ++finite;
     }
-  const double floor_sigma =
-      std::sqrt(syy * f.n / (f.n - 2.0) + (finite ? w2 / finite / 12 : 0.0));
+  const double floor_sigma = std::sqrt(syy * f.n / (f.n - 2.0) + (finite ? w2 / finite / 12 : 0.0));
   th[2] = std::log(std::max({std::sqrt(syy), floor_sigma, 1e-3}));
   const Eigen::Vector3d start = th;
   double ll = 0;

@@ -1,7 +1,8 @@
 // A straight line fitted to interval-censored responses: each observation says only that y lies in
-// [lo, hi) (hi = +inf: right-censored; lo = -inf: left-censored; lo = hi: exact), with y = intercept + slope x + e and
-// e ~ N(0, sigma^2). The fit maximizes the interval likelihood
-//   sum_i ln( Phi((hi_i - mu_i) / sigma) - Phi((lo_i - mu_i) / sigma) ),  mu_i = intercept + slope x_i
+// [lo, hi) (hi = +inf: right-censored; lo = -inf: left-censored; lo = hi: exact), with y =
+// intercept + slope x + e and e ~ N(0, sigma^2). The fit maximizes the interval likelihood
+//   sum_i ln( Phi((hi_i - mu_i) / sigma) - Phi((lo_i - mu_i) / sigma) ),  mu_i = intercept + slope
+//   x_i
 // (the Tobit model generalised to intervals; exact points contribute ln phi / sigma) by Newton's
 // method on (intercept, slope, ln sigma). The slope's interval is the Wald interval from the
 // observed information, its variance scaled by n / (n - 2), with a Student-t quantile on n - 2
@@ -33,7 +34,7 @@ struct CensoredPoint {
 };
 
 struct CensoredLineFit {
-  bool ok = false;          // false: no maximum (why says so); every number is NaN
+  bool ok = false;  // false: no maximum (why says so); every number is NaN
   std::string why;
   int n = 0, exact = 0, interval = 0, right_censored = 0;
   double intercept = 0, slope = 0, sigma = 0;
@@ -42,7 +43,6 @@ struct CensoredLineFit {
   bool sigma_at_floor = false;  // sigma held (see above)
 };
 
-CensoredLineFit FitCensoredLine(const std::vector<CensoredPoint>& points,
-                                double confidence = 0.95);
+CensoredLineFit FitCensoredLine(const std::vector<CensoredPoint>& points, double confidence = 0.95);
 
 }  // namespace lexp

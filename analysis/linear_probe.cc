@@ -39,7 +39,8 @@ double OutlierRate(const Eigen::MatrixXd& reference, const Eigen::MatrixXd& held
   std::vector<double> held(static_cast<size_t>(held_out.rows()));
   for (Eigen::Index r = 0; r < held_out.rows(); ++r) held[static_cast<size_t>(r)] = d2(held_out, r);
   std::sort(held.begin(), held.end());
-  const size_t k = std::min(held.size() - 1, static_cast<size_t>(q * static_cast<double>(held.size())));
+  const size_t k =
+      std::min(held.size() - 1, static_cast<size_t>(q * static_cast<double>(held.size())));
   const double cut = held[k];
   double out = 0;
   for (Eigen::Index r = 0; r < test.rows(); ++r) out += d2(test, r) > cut;

@@ -94,7 +94,8 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
   p.long_tokens = test.T;
   p.has_separator = fit.prompt > 0 && test.prompt > 0;
   const int L = cfg.n_layers;
-  const long nf = static_cast<long>(fit.position.size()), nt = static_cast<long>(test.position.size());
+  const long nf = static_cast<long>(fit.position.size()),
+             nt = static_cast<long>(test.position.size());
   Eigen::VectorXd y_fit(nf), y_test(nt), s_fit(nf), s_test(nt), beyond(nt);
   for (long r = 0; r < nf; ++r) {
     y_fit[r] = fit.position[r];
@@ -161,7 +162,8 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
     // sequences, cut at the 99th percentile over the odd ones.
     auto rows_of = [](const Eigen::MatrixXd& z, const std::vector<long>& rows) {
       Eigen::MatrixXd out(static_cast<Eigen::Index>(rows.size()), z.cols());
-      for (size_t k = 0; k < rows.size(); ++k) out.row(static_cast<Eigen::Index>(k)) = z.row(rows[k]);
+      for (size_t k = 0; k < rows.size(); ++k)
+        out.row(static_cast<Eigen::Index>(k)) = z.row(rows[k]);
       return out;
     };
     std::vector<long> fit_even, fit_odd;

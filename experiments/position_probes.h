@@ -29,10 +29,10 @@ struct PositionProbes {
   int train_length = 0, train_tokens = 0, long_length = 0, long_tokens = 0, samples = 0;
   bool has_separator = false;
   std::vector<double> index_rmse_fit, index_rmse_in_range, index_rmse_beyond;  // [L+1]
-  std::vector<double> index_last_predicted;                                     // [L+1]
+  std::vector<double> index_last_predicted;                                    // [L+1]
   std::vector<double> separator_rmse_in_range, separator_rmse_beyond;          // [L+1]
-  std::vector<double> beyond_accuracy;                                          // [L+1]
-  std::vector<double> ood_in_range, ood_beyond;                                 // [L+1]
+  std::vector<double> beyond_accuracy;                                         // [L+1]
+  std::vector<double> ood_in_range, ood_beyond;                                // [L+1]
 };
 
 PositionProbes MeasurePositionProbes(const std::string& run_file);

@@ -48,8 +48,8 @@ PositionScores MeasurePositionScores(const std::string& run_file) {
   for (uint64_t x = 0; x < E; ++x) {
     const int n = p.lengths[x];
     LengthStreams st = EvalStreams(cfg.seed, n);  // the sequences /eval scored, in its order
-    Rng window_positions = Rng(static_cast<uint64_t>(cfg.seed)).Split("window-only").Split(
-        static_cast<uint64_t>(n));
+    Rng window_positions =
+        Rng(static_cast<uint64_t>(cfg.seed)).Split("window-only").Split(static_cast<uint64_t>(n));
     Tally all, last, only, shifted;
     for (int done = 0; done < cfg.eval_samples; done += cfg.eval_batch_size) {
       const int bs = std::min(cfg.eval_batch_size, cfg.eval_samples - done);

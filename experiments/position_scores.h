@@ -8,11 +8,11 @@
 //    it ("last window"), alone with the position ids the run's scheme gives a W-token sequence
 //    ("window only": 0..W-1 for consecutive positions, a fresh draw for randomized ones; seen
 //    positions, W keys, in distribution), and alone with its original position ids ("window
-//    shifted": the positions of a long sequence, W keys). Last window against window shifted isolates the extra keys (attention
-//    dilution); window shifted against window only isolates the unseen positions (nothing for a
-//    purely relative encoding). A task whose answer needs tokens before the window (copy) cannot be
-//    solved from the window alone: compare the window scores only where the task is local (the
-//    language-modelling sources).
+//    shifted": the positions of a long sequence, W keys). Last window against window shifted
+//    isolates the extra keys (attention dilution); window shifted against window only isolates the
+//    unseen positions (nothing for a purely relative encoding). A task whose answer needs tokens
+//    before the window (copy) cannot be solved from the window alone: compare the window scores
+//    only where the task is local (the language-modelling sources).
 #pragma once
 
 #include <string>

@@ -74,8 +74,8 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
     with_ref = false;
     *ref_note = "the reference has another probe batch";
   }
-  SpreadAccumulator explosion(LH * uT), running_all(LH * uT), entropy(LH * uT),
-      att_mean(LH * uT), att_argmax(LH * uT), sink(LH * uT), local(LH * uT);
+  SpreadAccumulator explosion(LH * uT), running_all(LH * uT), entropy(LH * uT), att_mean(LH * uT),
+      att_argmax(LH * uT), sink(LH * uT), local(LH * uT);
   std::vector<double> by_sum(LH * uT, 0.0), by_sq(LH * uT, 0.0), by_n(LH * uT, 0.0);
   std::vector<double> js(LH * H, 0.0);
   g.visible.assign(uT, 0.0);
@@ -232,16 +232,17 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
         g.out_of_range_content[lh] = out_c[lh] / pairs[lh];
       }
   // Head classes from the per-head means over queries: sink mass over queries 1.. (query 0 sees
-  // only the first token), local mass over queries local_window.. (earlier ones see only near keys).
+  // only the first token), local mass over queries local_window.. (earlier ones see only near
+  // keys).
   g.head_sink_mass.assign(LH, kNaN);
   g.head_local_mass.assign(LH, kNaN);
   g.head_class.assign(LH, 0);
   for (uint64_t lh = 0; lh < LH; ++lh) {
     const size_t at = lh * uT;
     g.head_sink_mass[lh] = MeanOver(g.sink_mass.mean, at + std::min<uint64_t>(1, uT - 1), at + uT);
-    g.head_local_mass[lh] = MeanOver(
-        g.local_mass.mean, at + std::min<uint64_t>(static_cast<uint64_t>(g.local_window), uT - 1),
-        at + uT);
+    g.head_local_mass[lh] =
+        MeanOver(g.local_mass.mean,
+                 at + std::min<uint64_t>(static_cast<uint64_t>(g.local_window), uT - 1), at + uT);
     HeadClass c = HeadClass::kGlobal;
     if (g.head_sink_mass[lh] >= 0.5)
       c = HeadClass::kSink;
@@ -269,10 +270,14 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
 
 const char* HeadClassName(HeadClass c) {
   switch (c) {
-    case HeadClass::kSink: return "sink";
-    case HeadClass::kLocal: return "local";
-    case HeadClass::kContent: return "content";
-    case HeadClass::kGlobal: return "global";
+    case HeadClass::kSink:
+      return "sink";
+    case HeadClass::kLocal:
+      return "local";
+    case HeadClass::kContent:
+      return "content";
+    case HeadClass::kGlobal:
+      return "global";
   }
   return "?";
 }
@@ -346,8 +351,7 @@ std::string WriteGeometry(const GeometryAnalysis& a, const h5::Group& analysis) 
            "tokens: sum_j p_ij (i - j)");
     spread("attended_distance_argmax", g.attended_argmax, "layer,head,query",
            "tokens: distance of the most attended key");
-    spread("sink_mass_by_query", g.sink_mass, "layer,head,query",
-           "attention on the first token");
+    spread("sink_mass_by_query", g.sink_mass, "layer,head,query", "attention on the first token");
     spread("local_mass_by_query", g.local_mass, "layer,head,query",
            "attention on keys with |i - j| < local_window");
     p.WriteDoubles("visible_keys", g.visible, {T}, "query", "keys the query may see");

@@ -51,26 +51,27 @@ struct TrainedLogitRange {
 struct ProbeGeometry {
   int length = 0, sequence_length = 0, samples = 0, train_tokens = 0, local_window = 0;
   uint64_t layers = 0, heads = 0;
-  std::vector<double> visible;                       // [T] keys query i sees (layer 0, head 0)
-  SequenceSpread explosion, running_max_all;         // [L, H, T] by distance
-  SequenceSpread entropy, attended_mean, attended_argmax, sink_mass, local_mass;  // [L, H, T] by query
-  std::vector<double> logit_mean_by_distance, logit_sd_by_distance;              // [L, H, T]
-  std::vector<double> resolution, resolution_b, resolution_window;                // [L, H]
+  std::vector<double> visible;                // [T] keys query i sees (layer 0, head 0)
+  SequenceSpread explosion, running_max_all;  // [L, H, T] by distance
+  SequenceSpread entropy, attended_mean, attended_argmax, sink_mass,
+      local_mass;                                                    // [L, H, T] by query
+  std::vector<double> logit_mean_by_distance, logit_sd_by_distance;  // [L, H, T]
+  std::vector<double> resolution, resolution_b, resolution_window;   // [L, H]
   double resolution_flat = 0, resolution_flat_window = 0;
-  std::vector<double> positional_share;                          // [L, H]
+  std::vector<double> positional_share;                                                   // [L, H]
   std::vector<double> out_of_range_logit, out_of_range_positional, out_of_range_content;  // [L, H]
-  std::vector<double> head_sink_mass, head_local_mass;           // [L, H] mean over queries
-  std::vector<int64_t> head_class;                               // [L, H]
-  std::vector<int64_t> nonfinite;                                // [L, H]
+  std::vector<double> head_sink_mass, head_local_mass;  // [L, H] mean over queries
+  std::vector<int64_t> head_class;                      // [L, H]
+  std::vector<int64_t> nonfinite;                       // [L, H]
   bool has_reference = false;
   std::vector<double> js, js_best, js_mean;  // [L, H, H], [L, H], [L, H]
   TrainedLogitRange range;                   // at this length (used as the trained range)
 };
 
 struct GeometryAnalysis {
-  int train_length = 0;            // task length n of the training-length replay
-  std::string reference;           // reference run file ("" without one)
-  std::string reference_note;      // why there is no JS divergence, when there is none
+  int train_length = 0;                // task length n of the training-length replay
+  std::string reference;               // reference run file ("" without one)
+  std::string reference_note;          // why there is no JS divergence, when there is none
   std::vector<ProbeGeometry> lengths;  // the training length first, then the probe lengths
 };
 

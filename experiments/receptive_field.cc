@@ -118,8 +118,7 @@ std::string WriteReceptiveField(const ReceptiveField& rf, const h5::Group& analy
   return fmt::format(
       "gradient receptive field at n = {}: half the gradient within {:g} tokens, 90% within {:g} "
       "(training sequence: {} tokens); {:.2f} of it beyond that distance\n",
-      rf.lengths[x], rf.context50[x], rf.context90[x], rf.train_tokens,
-      rf.share_beyond_window[x]);
+      rf.lengths[x], rf.context50[x], rf.context90[x], rf.train_tokens, rf.share_beyond_window[x]);
 }
 
 }  // namespace lexp

@@ -20,9 +20,9 @@ struct ReceptiveField {
   int train_tokens = 0, samples = 0;
   std::vector<int> lengths, sequence_lengths;  // [E]
   uint64_t max_tokens = 0;
-  std::vector<double> share;                   // [E, M] by distance d (NaN beyond the length)
-  std::vector<double> context50, context90;    // [E] tokens
-  std::vector<double> share_beyond_window;     // [E] share at d >= train_tokens
+  std::vector<double> share;                 // [E, M] by distance d (NaN beyond the length)
+  std::vector<double> context50, context90;  // [E] tokens
+  std::vector<double> share_beyond_window;   // [E] share at d >= train_tokens
 };
 
 ReceptiveField MeasureReceptiveField(const std::string& run_file);

@@ -1,6 +1,6 @@
 // Figures of the analyses that locate a failure beyond the training length: scores by position and
-// the last-window decomposition (/analysis/position_scores), and heads (/analysis/geometry: sink and
-// local mass, positional share and what leaves the trained range, inside and beyond training).
+// the last-window decomposition (/analysis/position_scores), and heads (/analysis/geometry: sink
+// and local mass, positional share and what leaves the trained range, inside and beyond training).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -120,8 +120,8 @@ std::string DrawPositionScores(const std::string& run_dir) {
   }
   dat.close();
   const int T0 = runs[0].train_tokens;
-  std::string s = "# Scores by position and the last-window decomposition; data in " + name +
-                  ".dat\n";
+  std::string s =
+      "# Scores by position and the last-window decomposition; data in " + name + ".dat\n";
   s += "set terminal pngcairo size 1650,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n" + SeriesStyles(static_cast<int>(R));
   s += fmt::format(
@@ -386,8 +386,7 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   for (size_t k = 0; k < R; ++k) {
     dat << "# " << runs[k].label << " by length\n";
     for (size_t x = 0; x < runs[k].lengths.size(); ++x)
-      dat << runs[k].lengths[x] << " " << Num(runs[k].c50[x]) << " " << Num(runs[k].c90[x])
-          << "\n";
+      dat << runs[k].lengths[x] << " " << Num(runs[k].c50[x]) << " " << Num(runs[k].c90[x]) << "\n";
     dat << "\n\n";
     p2 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:2 with linespoints ls {3} dt 2 title '{4}: 50%', "
@@ -409,9 +408,10 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   s += "set title 'gradient by distance (dashed: a training sequence)'\nplot " + p1 + "\n";
   s += "unset logscale y\nunset arrow 1\nset logscale x 2\n";
   s += "set xlabel 'evaluation length n (log scale)'\nset ylabel 'effective context (tokens)'\n";
-  s += fmt::format("set title 'distance holding 50% / 90% of the gradient'\nplot {}, {} with lines "
-                   "dt 3 lc rgb 'black' title 'training sequence ({} tokens)'\n",
-                   p2, T0, T0);
+  s += fmt::format(
+      "set title 'distance holding 50% / 90% of the gradient'\nplot {}, {} with lines "
+      "dt 3 lc rgb 'black' title 'training sequence ({} tokens)'\n",
+      p2, T0, T0);
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

@@ -88,9 +88,9 @@ Coverage Simulate(double sd, bool censored_fit, uint64_t seed) {
         const double limit = std::log(2 * M_PI) + truth * lb + sd * rng.Normal();
         size_t k = 0;  // last grid length <= limit (k = 0: the training length)
         while (k + 1 < grid.size() && std::log(grid[k + 1]) <= limit) ++k;
-        CensoredPoint p{lb, k == 0 ? -std::numeric_limits<double>::infinity() : std::log(grid[k]),
-                        k + 1 < grid.size() ? std::log(grid[k + 1])
-                                            : std::numeric_limits<double>::infinity()};
+        CensoredPoint p{
+            lb, k == 0 ? -std::numeric_limits<double>::infinity() : std::log(grid[k]),
+            k + 1 < grid.size() ? std::log(grid[k + 1]) : std::numeric_limits<double>::infinity()};
         pts.push_back(p);
         if (k + 1 < grid.size()) {  // the earlier fit: grid values as exact, censored runs dropped
           x.push_back(lb);
@@ -138,10 +138,11 @@ TEST(CensoredRegression, BaseLawIntervalReachesItsNominalCoverageOnSimulatedCens
     // Coverage must not come from uninformative intervals: the median width stays near that of
     // least squares on the same data.
     EXPECT_LT(c.median_width, 2 * old.median_width) << "sd " << sd;
-    std::printf("sd %.1f: censored fit coverage %.3f, mean slope %.4f (se %.4f), median width %.3f, "
-                "sigma held in %d; least squares %.3f, %.4f, width %.3f\n",
-                sd, c.coverage, c.mean_slope, c.slope_se, c.median_width, c.held, old.coverage,
-                old.mean_slope, old.median_width);
+    std::printf(
+        "sd %.1f: censored fit coverage %.3f, mean slope %.4f (se %.4f), median width %.3f, "
+        "sigma held in %d; least squares %.3f, %.4f, width %.3f\n",
+        sd, c.coverage, c.mean_slope, c.slope_se, c.median_width, c.held, old.coverage,
+        old.mean_slope, old.median_width);
   }
 }
 
