@@ -3,7 +3,8 @@
 //  * LastQueryLogitBound: LM-Infinite's logit-explosion statistic (Han et al. 2023,
 //    arXiv:2308.16137): along the last query's row, the logit at distance n = i - j, then its
 //    running maximum over n, bound(n) = max(bound(n - 1), logit(n)); one curve per sequence and
-//    head, whose mean and spread over sequences LM-Infinite plots. NaN before the first visible key.
+//    head, whose mean and spread over sequences LM-Infinite plots. NaN before the first visible
+//    key.
 //  * AllQueriesLogitRunningMax: the largest logit at distance n over every query of the map, then
 //    its running maximum over n. Not LM-Infinite's statistic: a maximum over T - n queries grows
 //    with the probe length even for i.i.d. logits (N(0,1) at n = 32: 3.3 at T = 64, 3.9 at

@@ -24,7 +24,7 @@ AttentionRowStats RowStats(const S* logits, int n);
 // Aggregates of one attention map ([T, T] logits of one sequence, layer and head).
 struct AttentionMapStats {
   double entropy = 0, max_logit = 0, mean_logit = 0, log_visible = 0;  // means over query rows
-  long nonfinite = 0;                                                   // NaN / +inf logits
+  long nonfinite = 0;                                                  // NaN / +inf logits
   std::vector<double> entropy_by_query;                                // [T]
   std::vector<double> max_logit_by_query;                              // [T]
 };

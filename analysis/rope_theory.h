@@ -65,9 +65,9 @@ enum class ResolutionConvention { kSequenceEnds, kDropLast };  // A, B of formul
 // s: scores s[0..N] at distances 0..N; NaN marks a distance with no score (a gap). Across a gap
 // the curve is not joined: the term of distance i is left out when s[i] or s[i + 1] is missing,
 // and a missing score adds nothing to the normalisation. Missing scores after the last one are no
-// gap: the curve ends there (convention A's end term belongs to that last score). NaN when every score is missing. A flat
-// curve of K present scores with no gap has R_A = 1/K^2, whatever its level: compare resolutions of
-// different lengths at the same N, or against that baseline.
+// gap: the curve ends there (convention A's end term belongs to that last score). NaN when every
+// score is missing. A flat curve of K present scores with no gap has R_A = 1/K^2, whatever its
+// level: compare resolutions of different lengths at the same N, or against that baseline.
 double AttentionResolution(const std::vector<double>& s,
                            ResolutionConvention c = ResolutionConvention::kSequenceEnds);
 

@@ -53,10 +53,9 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   }
   if (!reference.empty()) {
     h5::Reader r(reference);
-    LEXP_INPUT_CHECK(r.root().Has("status") && HasFinalWeights(r.root()
-                                                                   .OpenGroup("status")
-                                                                   .AttrString("state")),
-                     "reference '" + reference + "' is not a completed lexp run file");
+    LEXP_INPUT_CHECK(
+        r.root().Has("status") && HasFinalWeights(r.root().OpenGroup("status").AttrString("state")),
+        "reference '" + reference + "' is not a completed lexp run file");
   }
   // Replays of the trained model (before the file is opened for update). The geometry is forward
   // passes of the probe only, so it runs even when probe.replay = 0 skips the costly replays.

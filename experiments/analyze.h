@@ -20,14 +20,13 @@
 namespace lexp {
 
 // reference: optional run file (typically NoPE) trained on the same probe data; its attention rows
-// give the Jensen-Shannon divergence per layer, head and reference head. Without one, the NoPE run beside the file
-// (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists and completed.
-// Returns the report lines.
-// replay = false skips the costly replays (expectation at every evaluation length, entropy
-// variants, rotary pairs): the end-of-training call of recipes with probe.replay = 0; the geometry
-// (forward passes of the probe) always runs. finish = true (the trainer's call) also
-// turns the file's state from "analyzing" into "completed" in the same write, so a file is marked
-// completed only once its analysis is in it.
+// give the Jensen-Shannon divergence per layer, head and reference head. Without one, the NoPE run
+// beside the file (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists
+// and completed. Returns the report lines. replay = false skips the costly replays (expectation at
+// every evaluation length, entropy variants, rotary pairs): the end-of-training call of recipes
+// with probe.replay = 0; the geometry (forward passes of the probe) always runs. finish = true (the
+// trainer's call) also turns the file's state from "analyzing" into "completed" in the same write,
+// so a file is marked completed only once its analysis is in it.
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
                            bool replay = true, bool finish = false);
 

@@ -40,8 +40,8 @@ double PretrainingBase(const std::string& init_from, const std::string& run_file
   namespace fs = std::filesystem;
   fs::path file = init_from;
   if (!fs::is_regular_file(file)) file = fs::path(run_file).parent_path() / init_from;
-  if (!fs::is_regular_file(file)) file = fs::path(run_file).parent_path() /
-                                         fs::path(init_from).filename();
+  if (!fs::is_regular_file(file))
+    file = fs::path(run_file).parent_path() / fs::path(init_from).filename();
   *found = fs::is_regular_file(file);
   if (!*found) return 1e4;
   h5::Reader r(file.string());
@@ -78,9 +78,10 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
         ++small;
         continue;
       }
-      pts.push_back({std::log(r.base), r.limit_lo > 0 ? std::log(r.limit_lo)
-                                                      : -std::numeric_limits<double>::infinity(),
-                     std::log(r.limit_hi)});
+      pts.push_back(
+          {std::log(r.base),
+           r.limit_lo > 0 ? std::log(r.limit_lo) : -std::numeric_limits<double>::infinity(),
+           std::log(r.limit_hi)});
       if (tuned) predicted = static_cast<double>(r.d_extra) / r.rotary_dims;
       if (!tuned && std::isfinite(r.predicted_own)) {
         xo.push_back(std::log(r.base));
@@ -126,9 +127,9 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
                                                                 "interval)"
                                                               : "")
                                : "no fit: " + f.why);
-    report += fmt::format("; predicted {:.3f} ({})\n", predicted,
-                          tuned ? "d_extra / d of the pre-training base"
-                                : "slope of the runs' own ln T_extra");
+    report += fmt::format(
+        "; predicted {:.3f} ({})\n", predicted,
+        tuned ? "d_extra / d of the pre-training base" : "slope of the runs' own ln T_extra");
   }
   return report;
 }
@@ -274,7 +275,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     }
   }
   s += fmt::format(
-      "small-base criticals for {:g} trained positions: b1 = 2T/pi = {:.1f}, b2 = T/pi = {:.1f}, b3 = "
+      "small-base criticals for {:g} trained positions: b1 = 2T/pi = {:.1f}, b2 = T/pi = {:.1f}, "
+      "b3 = "
       "T/2pi = {:.1f}; every pair completes a period for b <= {:.2f} (d = {})\n"
       "runs reaching 4x the training length: {} of {} at b <= {:.2f}, {} of {} above{}\n",
       S0, crit.quarter, crit.half, crit.full, full_base, d0, small_far, small, full_base, large_far,
@@ -344,7 +346,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
                         "(inf: none failed)");
   w.root().WriteInts("immediate_failure", immediate, {R}, "run",
                      "1 when the first evaluated length beyond training already failed");
-  w.root().WriteInts("fine_tuned", tuned, {R}, "run", "1 when the run started from another's "
+  w.root().WriteInts("fine_tuned", tuned, {R}, "run",
+                     "1 when the run started from another's "
                      "weights (train.init_from)");
   w.root().WriteDoubles("train_span", span, {R}, "run",
                         "positions training showed (largest trained distance + 1): the T_train "

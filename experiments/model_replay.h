@@ -46,7 +46,7 @@ class ModelReplay {
   RecipeConfig cfg_;
   AssembledModel parts_;
   EvalBuffers buf_;
-  Batch probe_;                  // the batch ProbeSequences built
+  Batch probe_;                    // the batch ProbeSequences built
   std::vector<int> probe_tokens_;  // the sequence ForwardProbeSequence forwarded
 };
 

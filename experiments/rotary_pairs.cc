@@ -81,8 +81,7 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   RotaryPairProbe<float>* probe = nullptr;
   ModelReplay observed(run_file, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
     auto p = std::make_unique<RotaryPairProbe<float>>(std::move(inner), cfg.n_layers, cfg.n_heads,
-                                                      P, rope->interleaved(),
-                                                      a.train_span);
+                                                      P, rope->interleaved(), a.train_span);
     probe = p.get();
     return p;
   });

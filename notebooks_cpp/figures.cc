@@ -719,14 +719,16 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
         "'{1}.dat' index {2} using 1:4 with lines ls {3} dt 2 title '{4}, every distance'",
         sep, name, idx, r + 1, c.encoding);
   }
-  p6 += fmt::format(", '{}.dat' index {} using 1:5 with lines dt 3 lw 2 lc rgb 'black' title "
-                    "'flat curve, every distance (1/K^2)'",
-                    name, runs[0].eval_length.empty() ? block : block + runs.size());
+  p6 += fmt::format(
+      ", '{}.dat' index {} using 1:5 with lines dt 3 lw 2 lc rgb 'black' title "
+      "'flat curve, every distance (1/K^2)'",
+      name, runs[0].eval_length.empty() ? block : block + runs.size());
   // Resolution at every evaluation length (/analysis/expectation), one block per run (may be
   // empty).
   for (const auto& c : runs) {
-    dat << "# " << c.encoding << " per evaluation length: length, (unused), resolution over the "
-                                 "training window, over every distance, a flat curve's\n";
+    dat << "# " << c.encoding
+        << " per evaluation length: length, (unused), resolution over the "
+           "training window, over every distance, a flat curve's\n";
     for (size_t i = 0; i < c.eval_length.size(); ++i)
       dat << c.eval_length[i] << " NaN " << c.eval_resolution_window[i] << " "
           << c.eval_resolution[i] << " " << c.eval_flat[i] << "\n";
@@ -753,8 +755,10 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
         "set label 1 'longest training sequence' at {0},graph 0.03 left offset 0.5,0 tc rgb "
         "'gray30'\n",
         train_tokens - 1);
-  s += "set xlabel 'distance from the last query (tokens)'\nset ylabel 'running max of its logits'\n";
-  s += "set title 'logit explosion (LM-Infinite: last query, mean over sequences)'\nplot " + p1 + "\n";
+  s += "set xlabel 'distance from the last query (tokens)'\nset ylabel 'running max of its "
+       "logits'\n";
+  s += "set title 'logit explosion (LM-Infinite: last query, mean over sequences)'\nplot " + p1 +
+       "\n";
   s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";
   s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
   s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
@@ -764,12 +768,14 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
   s += fmt::format(
       "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", N);
-  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, best-matching head (nats)'\n";
+  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, best-matching head "
+       "(nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
   s += "set yrange [0:*]\nplot " + p5 + "\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
   s += "set xlabel 'length n (log scale; every evaluation length when analysed)'\n";
-  s += "set title 'resolution of the empirical expectation (same N: training window)'\nplot " + p6 + "\n";
+  s += "set title 'resolution of the empirical expectation (same N: training window)'\nplot " + p6 +
+       "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

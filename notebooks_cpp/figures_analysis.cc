@@ -209,9 +209,10 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
     s += "unset logscale y\nset xlabel 'cut c: pairs k >= c ablated (c = P: none)'\n";
     s += "set ylabel 'loss beyond training (nats/token)'\n";
     s += r.measured_freeze < 0
-             ? fmt::format("set title 'ablation: no length beyond training, no measured cut; "
-                           "predicted {}'\n",
-                           r.predicted)
+             ? fmt::format(
+                   "set title 'ablation: no length beyond training, no measured cut; "
+                   "predicted {}'\n",
+                   r.predicted)
              : fmt::format(
                    "set title 'ablation: measured best cut freeze {}, remove {}; predicted {}'\n",
                    r.measured_freeze, r.measured_remove, r.predicted);
@@ -262,8 +263,8 @@ std::string DrawBaseLaw(const std::string& file) {
   };
   for (size_t i = 0; i < base.size(); ++i)
     dat << base[i] << " " << (learnt[i] ? num(meas[i]) : std::string("NaN")) << " " << cens[i]
-        << " " << num(pred[i]) << " " << num(own[i]) << " " << (lo[i] > 0 ? lo[i] : T / 2)
-        << " " << (std::isfinite(hi[i]) ? hi[i] : longest * 8) << "\n";
+        << " " << num(pred[i]) << " " << num(own[i]) << " " << (lo[i] > 0 ? lo[i] : T / 2) << " "
+        << (std::isfinite(hi[i]) ? hi[i] : longest * 8) << "\n";
   dat.close();
   const double full = root.AttrDouble("full_period_base");
   std::string fit =

@@ -98,8 +98,10 @@ TEST(AttentionGeometry, LastQueryBoundDoesNotGrowWithTheProbeLengthForIidLogits)
     std::vector<float> z(static_cast<size_t>(T) * T);
     for (int m = 0; m < kMaps; ++m) {
       for (int i = 0; i < T; ++i)
-        for (int j = 0; j < T; ++j) z[i * T + j] = j <= i ? static_cast<float>(rng.Normal()) : kNegInf;
-      sum += (last ? LastQueryLogitBound(z.data(), T, T) : AllQueriesLogitRunningMax(z.data(), T, T))[32];
+        for (int j = 0; j < T; ++j)
+          z[i * T + j] = j <= i ? static_cast<float>(rng.Normal()) : kNegInf;
+      sum += (last ? LastQueryLogitBound(z.data(), T, T)
+                   : AllQueriesLogitRunningMax(z.data(), T, T))[32];
     }
     return sum / kMaps;
   };
@@ -112,8 +114,9 @@ TEST(AttentionGeometry, LastQueryBoundDoesNotGrowWithTheProbeLengthForIidLogits)
 
 TEST(AttentionGeometry, NonFiniteLogitsCountNanAndPlusInfNotTheMask) {
   const int T = 3;
-  std::vector<float> z = {0, kNegInf, kNegInf, std::numeric_limits<float>::quiet_NaN(), 1,
-                          kNegInf, 2, std::numeric_limits<float>::infinity(), 3};
+  std::vector<float> z = {0, kNegInf, kNegInf, std::numeric_limits<float>::quiet_NaN(),
+                          1, kNegInf, 2,       std::numeric_limits<float>::infinity(),
+                          3};
   EXPECT_EQ(NonFiniteLogits(z.data(), T, T), 2);
 }
 

@@ -60,8 +60,8 @@ TEST(RotaryPairProbe, CountsBoundsAndLeavesTheEncodingUnchanged) {
   for (int m = 0; m < P; ++m) EXPECT_GT(st.near_abs[m], 0.0);
 }
 
-// rope_partial rotates 4 of 8 dimensions; queries and keys equal and large on the unrotated ones, so
-// their constant q.k dominates every logit. Leaving it out of the supremum (the defect) puts the
+// rope_partial rotates 4 of 8 dimensions; queries and keys equal and large on the unrotated ones,
+// so their constant q.k dominates every logit. Leaving it out of the supremum (the defect) puts the
 // observed maximum above the "supremum".
 TEST(RotaryPairProbe, PartialRotationSupremumCountsTheUnrotatedDimensions) {
   constexpr int T = 12, D = 8, P = 2;

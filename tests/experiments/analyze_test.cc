@@ -125,7 +125,8 @@ TEST(Analyze, GeometryCoversEveryProbeSequenceWithItsSpread) {
 
 // JS divergence compares every head with every reference head of its layer: a reference that is
 // this very model with its two heads swapped (the same function) has a best match of 0 for every
-// head, where pairing head h with reference head h (the earlier statistic) sees two different heads.
+// head, where pairing head h with reference head h (the earlier statistic) sees two different
+// heads.
 TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
   const RecipeConfig c = testing::TinyCopyRecipe(
       {"train.steps=20", "probe.lengths=5,9", "probe.samples=2", "model.encodings=nope"});
@@ -157,8 +158,7 @@ TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
   const std::string report = AnalyzeRunFile(nope, swapped);
   EXPECT_NE(report.find("JS vs reference, best head match 0.000"), std::string::npos) << report;
   h5::Reader r(nope);
-  const h5::Group p =
-      r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9");
+  const h5::Group p = r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9");
   std::vector<uint64_t> dims;
   const auto js = p.ReadDoubles("js_vs_reference", &dims);
   ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 2}));
@@ -178,19 +178,19 @@ TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
 // Logits that overflow (layer 0's q/k/v weights x 1e30) are counted and reported, not silently
 // skipped by the entropies and the explosion curve.
 TEST(Analyze, NonFiniteLogitsAreCountedAndReported) {
-  const RecipeConfig c = testing::TinyCopyRecipe(
-      {"train.steps=10", "probe.lengths=5,9", "probe.samples=2", "model.encodings=nope",
-       "probe.replay=0"});
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"train.steps=10", "probe.lengths=5,9", "probe.samples=2",
+                               "model.encodings=nope", "probe.replay=0"});
   const auto dir = testing::FreshTempDir("analyze_inf");
   RunOptions o;
   o.out_dir = dir.string();
   ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
-  const std::string blown = EditedCopy(
-      RunFilePath(dir.string(), "nope"), (dir / "blown.h5").string(),
-      [](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>&) {
-        if (name == "layer0.attn.qkv.w")
-          for (double& x : v) x *= 1e30;  // still a float (|w| < 3e38); q.k is not
-      });
+  const std::string blown =
+      EditedCopy(RunFilePath(dir.string(), "nope"), (dir / "blown.h5").string(),
+                 [](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>&) {
+                   if (name == "layer0.attn.qkv.w")
+                     for (double& x : v) x *= 1e30;  // still a float (|w| < 3e38); q.k is not
+                 });
   const std::string report = AnalyzeRunFile(blown, "", false);
   EXPECT_NE(report.find("NaN/+inf logits skipped"), std::string::npos) << report;
   h5::Reader r(blown);

@@ -92,14 +92,15 @@ TEST_F(ReplayAnalyses, EntropyUnderLogNLambdaAndYarn) {
   {
     h5::Writer scratch((*dir_ / "entropy_report.h5").string());
     const std::string report = WriteEntropyVariants(ev, scratch.root());
-    EXPECT_NE(report.find(fmt::format("plain {:.2f} (uniform {:.2f})",
-                                      [&] {
-                                        double e = 0;
-                                        for (int lh = 0; lh < ev.layers * H; ++lh)
-                                          e += plain[static_cast<size_t>(lh) * T + T - 1];
-                                        return e / (ev.layers * H);
-                                      }(),
-                                      std::log(T))),
+    EXPECT_NE(report.find(fmt::format(
+                  "plain {:.2f} (uniform {:.2f})",
+                  [&] {
+                    double e = 0;
+                    for (int lh = 0; lh < ev.layers * H; ++lh)
+                      e += plain[static_cast<size_t>(lh) * T + T - 1];
+                    return e / (ev.layers * H);
+                  }(),
+                  std::log(T))),
               std::string::npos)
         << report;
     EXPECT_NE(report.find(fmt::format("(uniform {:.2f})", std::log(lam.visible[T - 1]))),

@@ -226,10 +226,10 @@ INSTANTIATE_TEST_SUITE_P(
       return param_info.param.encoding + (param_info.param.causal ? "_causal" : "_bidirectional");
     });
 
-// The gradient with respect to the embedded input (used by the gradient receptive field): with every
-// token of a sequence distinct, moving row `token` of the embedding table moves exactly the input
-// of that one position, so the central difference of the loss along tok_emb[token][c] must equal
-// InputGradient() at that position and column.
+// The gradient with respect to the embedded input (used by the gradient receptive field): with
+// every token of a sequence distinct, moving row `token` of the embedding table moves exactly the
+// input of that one position, so the central difference of the loss along tok_emb[token][c] must
+// equal InputGradient() at that position and column.
 TEST(GradCheck, InputGradientMatchesFiniteDifferences) {
   for (const bool causal : {true, false}) {
     ModelConfig cfg;
