@@ -39,6 +39,7 @@ const std::vector<BenchConfig>& Configs() {
       {"S", 256, 8, 4, 1024, 32, 128, true, 10},
       {"E512", 256, 8, 4, 1024, 16, 512, false, 5},
       {"E2048", 256, 8, 4, 1024, 4, 2048, false, 5},
+      {"E8192", 256, 8, 4, 1024, 1, 8192, false, 2},  // S at 8192 tokens: evaluation memory
   };
   return k;
 }
@@ -102,7 +103,7 @@ BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, in
   ac.clip_norm = 0;
   ac.warmup_steps = 0;
   AdamW<float> adam(ac);
-  adam.Attach(params);
+  if (c.train) adam.Attach(params);  // evaluation holds no optimizer state
   Rng data(1);
   std::vector<int> tokens(static_cast<size_t>(c.B) * c.T), targets(tokens.size());
   std::vector<uint8_t> mask(tokens.size(), 1);
@@ -226,7 +227,7 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
     auto it = std::find_if(Configs().begin(), Configs().end(),
                            [&](const BenchConfig& c) { return c.name == name; });
     LEXP_INPUT_CHECK(it != Configs().end(),
-                     "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048");
+                     "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048, E8192");
     for (const std::string& pos : opt.positions) {
       LEXP_INPUT_CHECK(pos == "rope" || pos == "alibi",
                        "lexp bench: --pos takes rope or alibi, got " + pos);

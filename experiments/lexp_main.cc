@@ -342,7 +342,10 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand(
       "bench", "time training steps and evaluation passes against the PyTorch reference");
   lexp::BenchOptions bo;
-  bench->add_option("--config", bo.configs, "configurations: T S E512 E2048")->delimiter(',');
+  bench->add_option("--config", bo.configs,
+                    "configurations: T S E512 E2048 (the default set) and E8192 (S evaluated on 8192 "
+                    "tokens: evaluation memory)")
+      ->delimiter(',');
   bench->add_option("--pos", bo.positions, "encodings: rope alibi")->delimiter(',');
   bench->add_option("--steps", bo.steps,
                     "timed steps per measurement (0 = 20 for T, 10 for S, 5 for E*)");

@@ -27,6 +27,7 @@ struct States {
 States Collect(ModelReplay& replay, int n, int samples) {
   const RecipeConfig& cfg = replay.config();
   AssembledModel& m = replay.parts();
+  m.model->set_keep_residuals(true);  // every residual stream, not the two an evaluation keeps
   States st;
   LengthStreams streams = EvalStreams(cfg.seed, n);
   MatF logits;

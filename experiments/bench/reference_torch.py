@@ -22,6 +22,7 @@ CONFIGS = {  # name: (size, batch, sequence, mode)
     "S": ("S", 32, 128, "train"),
     "E512": ("S", 16, 512, "eval"),
     "E2048": ("S", 4, 2048, "eval"),
+    "E8192": ("S", 1, 8192, "eval"),
 }
 
 

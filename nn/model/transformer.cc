@@ -175,10 +175,24 @@ void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c) {
 // x_out = LN2(x_mid + MLP(x_mid))). x_out may be x_in itself.
 template <typename S>
 void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c,
-                                         Mat<S>& x_out) {
+                                         Mat<S>& x_out, bool keep_for_backward) {
   auto& p = p_.blocks[l];
   const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);
+  if (cfg_.pre_ln && !keep_for_backward) {
+    // The same sums in x_out itself (no x_mid), and LN2 into LN1's output, free by now.
+    Resize(x_out, N, C);
+    if (&x_out == &x_in)
+      x_out += c.tmp;
+    else
+      x_out = x_in + c.tmp;
+    LayerNormForward(x_out, p.ln2, c.a_in, c.ln2);
+    LinearForward(c.a_in, p.fc1, c.f1);
+    GeluForward(c.f1, c.f1);
+    LinearForward(c.f1, p.fc2, c.tmp);
+    x_out += c.tmp;
+    return;
+  }
   Resize(c.x_mid, N, C);
   if (cfg_.pre_ln) {
     c.x_mid = x_in + c.tmp;
@@ -189,8 +203,10 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
     c.m_in = c.x_mid;
   }
   LinearForward(c.m_in, p.fc1, c.f1);
-  GeluForward(c.f1, c.g);
-  LinearForward(c.g, p.fc2, c.tmp);
+  // Without a backward pass the pre-GELU values are not needed: GELU in place saves [N, F].
+  Mat<S>& g = keep_for_backward ? c.g : c.f1;
+  GeluForward(c.f1, g);
+  LinearForward(g, p.fc2, c.tmp);
   Resize(x_out, N, C);
   if (cfg_.pre_ln) {
     x_out = c.x_mid + c.tmp;
@@ -204,7 +220,10 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
 
 template <typename S>
 void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
-  auto& c = cache_[l];
+  // Training keeps every layer's activations for Backward, capture every layer's attention; a plain
+  // evaluation needs one layer's at a time, so every layer works in the same cache.
+  const bool keep = training || cache_[l].attn.capture_logits;
+  auto& c = keep ? cache_[l] : cache_[0];
   const long N = x_in.rows(), C = cfg_.d_model;
   BlockQkv(l, x_in, c);
   Resize(c.q, N, C);
@@ -218,9 +237,8 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
     ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
   }
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
-  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l,
-                   training || c.attn.capture_logits, c.attn, c.att);
-  BlockAfterAttention(l, x_in, c, x_out);
+  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, keep, c.attn, c.att);
+  BlockAfterAttention(l, x_in, c, x_out, training);
 }
 
 template <typename S>
@@ -237,8 +255,11 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   enc_->Prepare(pos_, ActivePattern().MaxDistance(PositionSpan(pos_)));
   EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
   if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, tokens, B, xs_[0]);
-  for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, xs_[l], xs_[l + 1], training);
-  LayerNormForward(xs_[cfg_.n_layers], p_.ln_f, hf_, lnf_cache_);
+  // Backward and the residual read-out need every stream; a plain evaluation alternates two.
+  const bool all_streams = training || capture || keep_residuals_;
+  auto stream = [&](int l) -> Mat<S>& { return all_streams ? xs_[l] : xs_[l % 2]; };
+  for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, stream(l), stream(l + 1), training);
+  LayerNormForward(stream(cfg_.n_layers), p_.ln_f, hf_, lnf_cache_);
   LinearForward(hf_, p_.head, logits);
 }
 
@@ -362,7 +383,7 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
   Resize(c.att, static_cast<long>(B) * n, C);
   for (int b = 0; b < B; ++b)
     c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);
-  BlockAfterAttention(l, x, c, x);
+  BlockAfterAttention(l, x, c, x, false);
 }
 
 template <typename S>

@@ -78,6 +78,8 @@ class Transformer {
 
   // tokens: [B*T]; pos: [T] from the encoding's site 1. logits: [B*T, V].
   // `training` keeps what Backward needs; `capture` also keeps pre-softmax logits of every layer.
+  // With neither, every layer works in one shared cache (evaluation memory: one layer's
+  // activations plus the residual streams).
   void Forward(const std::vector<int>& tokens, int B, int T, const std::vector<double>& pos,
                bool training, bool capture, Mat<S>& logits);
   // d_logits: [B*T, V]. Accumulates into the gradients of Parameters().
@@ -85,9 +87,11 @@ class Transformer {
   // After Backward: the gradient with respect to the embedded input Residual(0), [B*T, C].
   const Mat<S>& InputGradient() const { return d_x_; }
 
-  // After a forward: the residual stream entering block l ([B*T, C]; l = 0: the embedded input,
-  // l = n_layers: the output of the last block, before the final LayerNorm).
+  // After a training or capturing forward, or any forward once set_keep_residuals(true): the
+  // residual stream entering block l ([B*T, C]; l = 0: the embedded input, l = n_layers: the
+  // output of the last block, before the final LayerNorm). A plain evaluation otherwise keeps two.
   const Mat<S>& Residual(int l) const { return xs_[l]; }
+  void set_keep_residuals(bool keep) { keep_residuals_ = keep; }
   // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
@@ -112,7 +116,8 @@ class Transformer {
   }
   void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
   void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c);
-  void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out);
+  void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
+                           bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // Site 3 on rows [0, T) of every (sequence, head) of m, sequences `stride` rows apart.
   void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,
@@ -123,6 +128,7 @@ class Transformer {
   PositionEncoding<S>* enc_;
   AttentionPattern pattern_;
   const AttentionPattern* pattern_override_ = nullptr;
+  bool keep_residuals_ = false;
   ModelParams<S> p_, g_;
 
   // Workspace, sized once per (B, T).

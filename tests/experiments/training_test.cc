@@ -17,6 +17,7 @@
 #include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
 #include "tests/testing/run_files.h"
+#include "tests/testing/process_memory.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -26,21 +27,8 @@ namespace fs = std::filesystem;
 
 fs::path TempDir(const std::string& name) { return testing::FreshTempDir(name); }
 
-// A field of /proc/self/status in KiB ("VmRSS:", "VmHWM:"); -1 when absent.
-long ProcStatusKiB(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
-  return -1;
-}
-
-// Resets VmHWM (the peak resident memory) to the current resident memory (Linux >= 4.0).
-bool ResetPeakResidentMemory() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
-}
+using testing::ProcStatusKiB;
+using testing::ResetPeakResidentMemory;
 
 RecipeConfig TinyRecipe() { return testing::TinyCopyRecipe(); }
 

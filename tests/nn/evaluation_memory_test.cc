@@ -1,0 +1,93 @@
+// Evaluation without capture works in one layer's cache and two residual streams: it computes what
+// a training forward pass computes (up to the rounding of streamed against materialised softmax),
+// bit for bit the same whether it keeps every residual stream or two, and adds far less memory than
+// a training pass that keeps every layer's activations.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "nn/model/transformer.h"
+#include "pe/registry.h"
+#include "tests/testing/process_memory.h"
+
+namespace lexp {
+namespace {
+
+struct Model {
+  std::unique_ptr<PositionEncoding<float>> enc;
+  std::unique_ptr<Transformer<float>> net;
+};
+
+Model Make(const std::string& encoding, bool pre_ln, bool causal, int C, int L, int T) {
+  ModelConfig mc;
+  mc.vocab = 11;
+  mc.d_model = C;
+  mc.n_heads = 4;
+  mc.n_layers = L;
+  mc.pre_ln = pre_ln;
+  mc.causal = causal;
+  Model m;
+  m.enc = CreateEncoding<float>(encoding, {}, EncodingShape{C, 4, L, causal, T, T, 11});
+  m.net = std::make_unique<Transformer<float>>(mc, m.enc.get());
+  Rng rng(3);
+  m.net->Init(rng);
+  return m;
+}
+
+TEST(EvaluationForward, MatchesTheTrainingForwardAndKeepsStreamsOnRequest) {
+  const int B = 2, T = 24;
+  for (const std::string enc : {"rope", "alibi", "sinusoidal", "t5"})
+    for (const bool pre_ln : {true, false})
+      for (const bool causal : {true, false}) {
+        Model m = Make(enc, pre_ln, causal, 32, 3, T);
+        Rng rng(7);
+        std::vector<int> tokens(B * T);
+        for (int& t : tokens) t = static_cast<int>(rng.UniformInt(0, 10));
+        std::vector<double> pos(T);
+        for (int t = 0; t < T; ++t) pos[t] = t;
+        MatF train, eval, again;
+        m.net->Forward(tokens, B, T, pos, true, false, train);
+        std::vector<MatF> streams;
+        for (int l = 0; l <= 3; ++l) streams.push_back(m.net->Residual(l));
+        m.net->Forward(tokens, B, T, pos, false, false, eval);
+        const std::string what =
+            enc + (pre_ln ? " pre-LN" : " post-LN") + (causal ? " causal" : " encoder");
+        ASSERT_EQ(eval.rows(), train.rows());
+        EXPECT_LT((eval - train).cwiseAbs().maxCoeff(), 1e-4f * (1 + train.cwiseAbs().maxCoeff()))
+            << what;
+        m.net->set_keep_residuals(true);
+        m.net->Forward(tokens, B, T, pos, false, false, again);
+        EXPECT_EQ(again, eval) << what << ": every stream kept or two, the same sums";
+        for (int l = 0; l <= 3; ++l)
+          EXPECT_LT((m.net->Residual(l) - streams[l]).cwiseAbs().maxCoeff(), 1e-4f) << what << l;
+      }
+}
+
+// Four layers at 4096 tokens (C = 64, F = 256): one layer's activations are about (11 C + F) floats
+// per token, 15 MiB here; keeping every layer's (as evaluation did before) grew the peak by four of
+// them. An evaluation must now stay under two (measured: 20 MiB; a training pass: over 1 GiB, its
+// attention probabilities included).
+TEST(EvaluationForward, KeepsOneLayersActivationsNotEvery) {
+  const int T = 4096;
+  auto growth = [&](bool training) {
+    Model m = Make("rope", true, true, 64, 4, T);
+    std::vector<int> tokens(T, 1);
+    std::vector<double> pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
+    MatF logits;
+    if (!testing::ResetPeakResidentMemory()) return -1L;
+    const long before = testing::ProcStatusKiB("VmRSS:");
+    m.net->Forward(tokens, 1, T, pos, training, false, logits);
+    return testing::ProcStatusKiB("VmHWM:") - before;
+  };
+  const long eval = growth(false), train = growth(true);
+  if (eval < 0 || train < 0) GTEST_SKIP() << "the peak resident memory cannot be reset here";
+  const long one_layer_kib = (11L * 64 + 256) * T * 4 / 1024;
+  EXPECT_LT(eval, 2 * one_layer_kib) << "KiB: evaluation " << eval << ", training " << train;
+  EXPECT_GT(train, 4 * one_layer_kib) << "a training pass keeps every layer";
+  std::printf("peak growth: evaluation %ld KiB, training %ld KiB\n", eval, train);
+}
+
+}  // namespace
+}  // namespace lexp
