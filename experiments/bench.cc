@@ -35,10 +35,8 @@ struct BenchConfig {
 
 const std::vector<BenchConfig>& Configs() {
   static const std::vector<BenchConfig> k = {
-      {"T", 64, 4, 2, 256, 64, 64, true, 20},
-      {"S", 256, 8, 4, 1024, 32, 128, true, 10},
-      {"E512", 256, 8, 4, 1024, 16, 512, false, 5},
-      {"E2048", 256, 8, 4, 1024, 4, 2048, false, 5},
+      {"T", 64, 4, 2, 256, 64, 64, true, 20},        {"S", 256, 8, 4, 1024, 32, 128, true, 10},
+      {"E512", 256, 8, 4, 1024, 16, 512, false, 5},  {"E2048", 256, 8, 4, 1024, 4, 2048, false, 5},
       {"E8192", 256, 8, 4, 1024, 1, 8192, false, 2},  // S at 8192 tokens: evaluation memory
   };
   return k;
@@ -226,8 +224,8 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   for (const std::string& name : opt.configs) {
     auto it = std::find_if(Configs().begin(), Configs().end(),
                            [&](const BenchConfig& c) { return c.name == name; });
-    LEXP_INPUT_CHECK(it != Configs().end(),
-                     "lexp bench: unknown config '" + name + "'; configs: T, S, E512, E2048, E8192");
+    LEXP_INPUT_CHECK(it != Configs().end(), "lexp bench: unknown config '" + name +
+                                                "'; configs: T, S, E512, E2048, E8192");
     for (const std::string& pos : opt.positions) {
       LEXP_INPUT_CHECK(pos == "rope" || pos == "alibi",
                        "lexp bench: --pos takes rope or alibi, got " + pos);

@@ -173,6 +173,11 @@ int main(int argc, char** argv) {
                 "train every model again even where the output directory holds its run file")
       ->excludes("--resume");
   run->add_flag("--no-figures", no_figures, "do not draw figures at the end");
+  int run_jobs = 0;
+  run->add_option("--jobs", run_jobs,
+                  "models of the sweep trained at once, each with its share of --threads (as "
+                  "run.jobs; run files are the same as one at a time)")
+      ->check(CLI::Range(1, 64));
   run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
   run->footer(RecipeKeysHelp());
 
@@ -342,9 +347,11 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand(
       "bench", "time training steps and evaluation passes against the PyTorch reference");
   lexp::BenchOptions bo;
-  bench->add_option("--config", bo.configs,
-                    "configurations: T S E512 E2048 (the default set) and E8192 (S evaluated on 8192 "
-                    "tokens: evaluation memory)")
+  bench
+      ->add_option(
+          "--config", bo.configs,
+          "configurations: T S E512 E2048 (the default set) and E8192 (S evaluated on 8192 "
+          "tokens: evaluation memory)")
       ->delimiter(',');
   bench->add_option("--pos", bo.positions, "encodings: rope alibi")->delimiter(',');
   bench->add_option("--steps", bo.steps,
@@ -473,6 +480,7 @@ int main(int argc, char** argv) {
             ? lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>")
             : lexp::ParseRecipe(ReadRecipeFile(recipe_path), recipe_path);
     lexp::ApplyOverrides(cfg, sets);
+    if (run_jobs > 0) cfg.jobs = run_jobs;
     lexp::ValidateRecipe(cfg);
     if (print_recipe) {
       std::fputs(lexp::RecipeToToml(cfg).c_str(), stdout);
@@ -480,10 +488,13 @@ int main(int argc, char** argv) {
     }
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
     if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
-    PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads, output {}",
+    PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}",
                           cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")),
-                          cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size(),
-                          lexp::ThreadLimit::Active(), out_dir));
+                          cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() *
+                              std::max<size_t>(1, cfg.sweep_values.size()),
+                          lexp::ThreadLimit::Active(),
+                          cfg.jobs > 1 ? fmt::format(", {} models at once", cfg.jobs) : "",
+                          out_dir));
     lexp::SweepOptions so;
     so.out_dir = out_dir;
     so.resume = resume;

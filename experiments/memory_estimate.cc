@@ -157,11 +157,15 @@ void CheckMemoryFits(const RecipeConfig& c) {
       RecipeConfig one = c.For(t, c.Seeds()[0]);
       if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
       const MemoryNeed need = EstimatePeakMemory(one);
-      LEXP_INPUT_CHECK(need.bytes <= avail,
-                       fmt::format("recipe '{}' needs about {} for {}, but about {} are available "
-                                   "(the least of free memory, ulimit -v and the cgroup limit); "
-                                   "ask for shorter lengths or fewer sequences",
-                                   c.source_name, GiB(need.bytes), need.phase, GiB(avail)));
+      // run.jobs models may be at that peak at once.
+      const double bytes = need.bytes * std::max(1, c.jobs);
+      LEXP_INPUT_CHECK(bytes <= avail,
+                       fmt::format("recipe '{}' needs about {} for {}{}, but about {} are "
+                                   "available (the least of free memory, ulimit -v and the cgroup "
+                                   "limit); ask for shorter lengths or fewer sequences{}",
+                                   c.source_name, GiB(bytes), need.phase,
+                                   c.jobs > 1 ? fmt::format(", {} models at once", c.jobs) : "",
+                                   GiB(avail), c.jobs > 1 ? ", or lower run.jobs" : ""));
     }
 }
 

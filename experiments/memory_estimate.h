@@ -22,8 +22,8 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c);
 // Bytes this process may still allocate (infinity when nothing limits it).
 double AvailableMemoryBytes();
 // Throws InputError naming the phase, its keys and both sizes when `c` (every task and key-sweep
-// value of it) needs more than is available. LEXP_MEMORY_CHECK=off in the environment skips it
-// (for tests of what an allocation failure does).
+// value of it, times run.jobs models at once) needs more than is available. LEXP_MEMORY_CHECK=off
+// in the environment skips it (for tests of what an allocation failure does).
 void CheckMemoryFits(const RecipeConfig& c);
 
 }  // namespace lexp

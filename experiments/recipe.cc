@@ -145,6 +145,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.sweep_values},
       {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
        1024},
+      {"run.jobs",
+       "models of the sweep trained at once, each with its share of the threads (the NoPE runs "
+       "first, as the JS references of the others); run files do not depend on it",
+       &c.jobs, 1, 64},
       {"task.name", "synthetic task (lexp list tasks)", &c.task},
       {"task.names",
        "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",

@@ -2,11 +2,18 @@
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "experiments/memory_estimate.h"
 #include "experiments/provenance.h"
@@ -55,7 +62,12 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
       for (const auto& variant : cfg.Variants()) {
         RecipeConfig one = cfg.For(task, seed);
         if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
-        for (const auto& enc : cfg.encodings) {
+        one.jobs = 1;  // a model is one job: its file does not depend on how many ran at once
+        // NoPE first: it is the JS reference the others' analyses look for beside them.
+        std::vector<std::string> encodings = cfg.encodings;
+        std::stable_partition(encodings.begin(), encodings.end(),
+                              [](const std::string& e) { return e == "nope"; });
+        for (const auto& enc : encodings) {
           PlannedRun r{one, enc, enc + variant.suffix, dir, {}};
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
@@ -116,11 +128,25 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   std::filesystem::create_directories(opt.out_dir, ec);
   LEXP_INPUT_CHECK(!ec,
                    "cannot create the output directory '" + opt.out_dir + "': " + ec.message());
-  std::vector<RunSummary> out;
   std::vector<std::string> dirs;
   for (const auto& r : plan) {
     if (std::find(dirs.begin(), dirs.end(), r.dir) == dirs.end()) dirs.push_back(r.dir);
     std::filesystem::create_directories(r.dir);
+  }
+  // Models run concurrently with run.jobs > 1, each in a task arena with its share of the threads;
+  // progress lines are kept whole.
+  const int jobs = std::max(1, std::min(cfg.jobs, static_cast<int>(plan.size())));
+  std::mutex say;
+  const auto progress = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(say);
+    if (opt.progress) opt.progress(line);
+  };
+  std::vector<RunSummary> out(plan.size());
+  auto run_one = [&](size_t k, const std::function<void()>* before_analysis) {
+    const PlannedRun& r = plan[k];
+    RunOptions options = r.options;
+    if (options.progress) options.progress = progress;
+    if (before_analysis) options.before_analysis = *before_analysis;
     RunSummary s;
     auto fail = [&](RunSummary::Failure failure, const std::string& message) {
       s.encoding = r.encoding;
@@ -131,7 +157,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
       WriteFailedRunFile(r.recipe, r.encoding, s.path, s.message);
     };
     try {
-      s = TrainAndEvaluate(r.recipe, r.encoding, r.options);
+      s = TrainAndEvaluate(r.recipe, r.encoding, options);
     } catch (const InputError& e) {
       fail(RunSummary::Failure::kInput, e.what());
     } catch (const Error& e) {
@@ -143,10 +169,57 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     s.task = r.recipe.task;
     s.seed = r.recipe.seed;
     s.label = r.label;
-    if (opt.progress && s.state != "completed")
-      opt.progress(fmt::format("[{}] {}{}", r.options.label, s.state,
-                               s.message.empty() ? "" : ": " + s.message));
-    out.push_back(s);
+    if (s.state != "completed")
+      progress(fmt::format("[{}] {}{}", r.options.label, s.state,
+                           s.message.empty() ? "" : ": " + s.message));
+    out[k] = s;
+  };
+  if (jobs == 1) {
+    for (size_t k = 0; k < plan.size(); ++k) run_one(k, nullptr);
+  } else {
+    // Models start in plan order (each group's NoPE run first), jobs at a time; a model's analysis
+    // waits for its group's NoPE run to be finished, as a sequential sweep would have it.
+    std::vector<long> reference(plan.size(), -1);
+    auto group = [&](const PlannedRun& r) {
+      const std::string name = r.options.name.empty() ? r.encoding : r.options.name;
+      return r.dir + "|" + name.substr(std::min(name.size(), r.encoding.size()));
+    };
+    for (size_t k = 0; k < plan.size(); ++k)
+      for (size_t n = 0; n < k; ++n)
+        if (plan[n].encoding == "nope" && plan[k].encoding != "nope" &&
+            group(plan[n]) == group(plan[k]))
+          reference[k] = static_cast<long>(n);
+    std::vector<char> done(plan.size(), 0);
+    std::mutex done_mu;
+    std::condition_variable done_cv;
+    const int per_job = std::max(1, ThreadLimit::Active() / jobs);
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::vector<std::thread> workers;
+    for (int w = 0; w < jobs; ++w)
+      workers.emplace_back([&] {
+        tbb::task_arena arena(per_job);
+        for (size_t k = next++; k < plan.size(); k = next++) {
+          const std::function<void()> wait = [&, k] {
+            if (reference[k] < 0) return;
+            std::unique_lock<std::mutex> lock(done_mu);
+            done_cv.wait(lock, [&] { return done[static_cast<size_t>(reference[k])] != 0; });
+          };
+          try {
+            arena.execute([&] { run_one(k, &wait); });
+          } catch (...) {
+            std::lock_guard<std::mutex> lock(done_mu);
+            if (!error) error = std::current_exception();
+          }
+          {
+            std::lock_guard<std::mutex> lock(done_mu);
+            done[k] = 1;
+          }
+          done_cv.notify_all();
+        }
+      });
+    for (auto& t : workers) t.join();
+    if (error) std::rethrow_exception(error);
   }
   if (opt.figures) {
     for (const auto& dir : dirs)

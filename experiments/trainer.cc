@@ -146,6 +146,7 @@ class Runner {
         sum.state = "interrupted";
         return sum;
       }
+      if (opt_.before_analysis) opt_.before_analysis();
       if (!FinishAnalysis(cfg_, sum, [&](const std::string& l) { Say("analysis: " + l); })) {
         std::filesystem::remove(ckpt);
         return sum;
@@ -624,6 +625,7 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
     s.path = path;
     if (state == "analyzing") {  // killed during the end-of-training analysis: finish it
       if (opt.progress) opt.progress("[" + opt.label + "] resuming the analysis of " + path);
+      if (opt.before_analysis) opt.before_analysis();
       if (!FinishAnalysis(cfg, s, nullptr)) return s;
       state = "completed";
     }

@@ -36,6 +36,9 @@ struct RunOptions {
   std::string weights_from;
   // Run-file name (without .h5) and figure label; empty = the encoding name.
   std::string name;
+  // Called before the end-of-training analysis (a sweep with run.jobs > 1 waits there for the NoPE
+  // run beside this one, the analysis's JS reference); may be empty.
+  std::function<void()> before_analysis;
 };
 
 struct RunSummary {

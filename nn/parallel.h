@@ -4,6 +4,7 @@
 
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <memory>
@@ -43,9 +44,12 @@ class ThreadLimit {
                              : nullptr) {}
   ThreadLimit(ThreadLimit&&) = default;
   ThreadLimit& operator=(ThreadLimit&&) = default;
+  // The threads work here may use: the global limit, or less inside a task arena (a model of a
+  // sweep trained with run.jobs > 1).
   static int Active() {
-    return static_cast<int>(
-        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+    return std::min(static_cast<int>(tbb::global_control::active_value(
+                        tbb::global_control::max_allowed_parallelism)),
+                    tbb::this_task_arena::max_concurrency());
   }
 
  private:

@@ -9,10 +9,14 @@
 namespace lexp::h5 {
 namespace {
 
+// HDF5 prints its error stack unless told not to; lexp reports errors itself. The setting belongs
+// to the calling thread (thread-safe HDF5 keeps one error stack per thread), so every thread that
+// opens a file silences its own (models of a sweep run on worker threads with run.jobs > 1).
 struct SilenceHdf5 {
   SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
 };
 const SilenceHdf5 kSilence;
+void SilenceThisThread() { thread_local const SilenceHdf5 silence; }
 
 Handle Check(hid_t id, herr_t (*closer)(hid_t), const std::string& what) {
   LEXP_CHECK(id >= 0, "HDF5: " + what);
@@ -362,6 +366,7 @@ std::string Group::ChildAttrString(const std::string& child, const std::string& 
 }
 
 Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".tmp") {
+  SilenceThisThread();
   namespace fs = std::filesystem;
   const fs::path parent = fs::path(path).parent_path();
   std::error_code ec;
@@ -410,6 +415,7 @@ void Writer::Commit() {
 }
 
 Reader::Reader(const std::string& path) {
+  SilenceThisThread();
   LEXP_INPUT_CHECK(std::filesystem::exists(path), "no such file: '" + path + "'");
   LEXP_INPUT_CHECK(std::filesystem::is_regular_file(path),
                    "'" + path + "' is not a file (an HDF5 file was expected)");

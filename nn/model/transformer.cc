@@ -174,8 +174,8 @@ void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c) {
 // x_mid = x + proj, x_out = x_mid + MLP(LN2(x_mid)); post-LN: x_mid = LN1(x + proj),
 // x_out = LN2(x_mid + MLP(x_mid))). x_out may be x_in itself.
 template <typename S>
-void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c,
-                                         Mat<S>& x_out, bool keep_for_backward) {
+void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
+                                         bool keep_for_backward) {
   auto& p = p_.blocks[l];
   const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);

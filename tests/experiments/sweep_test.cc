@@ -2,14 +2,20 @@
 // file's protocol scores (mean, spread, max over seeds) and the score-table figure.
 #include "experiments/sweep.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/parallel.h"
+#include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -98,6 +104,48 @@ TEST(Sweep, KeySweepErrorsNameTheKey) {
             std::string::npos);
   EXPECT_NE(error_of({"run.sweep=model.n_layers", "run.sweep_values=0"}).find("model.n_layers"),
             std::string::npos);
+}
+
+// run.jobs = 2 trains two models at once, each in a one-thread arena: every run file is bit for bit
+// the one a sequential sweep writes (four models, two seeds; rope is listed before nope, and both
+// ways the NoPE runs finish first, so rope's analysis has its JS reference).
+TEST(Sweep, JobsRunModelsAtOnceAndWriteTheFilesOfASequentialSweep) {
+  ThreadLimit two(2);
+  const RecipeConfig base = testing::TinyCopyRecipe(
+      {"model.encodings=rope,nope", "run.seeds=1,2", "train.steps=20", "probe.replay=0"});
+  std::vector<std::filesystem::path> dirs;
+  std::vector<std::string> lines;
+  std::mutex mu;
+  for (const int jobs : {1, 2}) {
+    RecipeConfig c = base;
+    c.jobs = jobs;
+    dirs.push_back(testing::FreshTempDir(fmt::format("jobs{}", jobs)));
+    SweepOptions so;
+    so.out_dir = dirs.back().string();
+    so.figures = false;
+    so.progress = [&](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(line);
+    };
+    const auto runs = RunRecipe(c, so);
+    ASSERT_EQ(runs.size(), 4u);
+    for (const auto& r : runs) EXPECT_EQ(r.state, "completed") << r.label;
+    EXPECT_EQ(runs[0].label, "nope") << "NoPE first";
+  }
+  for (const char* f : {"nope-seed1.h5", "rope-seed1.h5", "nope-seed2.h5", "rope-seed2.h5"})
+    EXPECT_GT(testing::ExpectSameRunFiles((dirs[0] / f).string(), (dirs[1] / f).string()), 20) << f;
+  h5::Reader r((dirs[1] / "rope-seed2.h5").string());
+  EXPECT_TRUE(r.root().OpenGroup("analysis").OpenGroup("geometry").HasAttr("reference"));
+  // Every model reported its evaluation, under its own prefix.
+  for (const char* label : {"[nope seed 1", "[rope seed 1", "[nope seed 2", "[rope seed 2"})
+    EXPECT_EQ(std::count_if(lines.begin(), lines.end(),
+                            [&](const std::string& l) {
+                              return l.rfind(label, 0) == 0 &&
+                                     l.find("evaluated") != std::string::npos;
+                            }),
+              2)
+        << label << ": once per sweep";
+  for (const auto& d : dirs) std::filesystem::remove_all(d);
 }
 
 }  // namespace

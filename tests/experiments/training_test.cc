@@ -16,8 +16,8 @@
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
-#include "tests/testing/run_files.h"
 #include "tests/testing/process_memory.h"
+#include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
