@@ -8,6 +8,7 @@
 
 #include "experiments/model_replay.h"
 #include "nn/check.h"
+#include "nn/parallel.h"
 #include "pe/rope.h"
 
 namespace lexp {
@@ -88,25 +89,29 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   observed.ForEachProbeSequence(a.probe_length, [&](int, int) { probe->EndSequence(); });
   a.contributions = probe->Stats();
 
-  // Post-critical ablation: every cut, both modes, every evaluation length.
+  // Post-critical ablation: every cut, both modes, every evaluation length. The 2 (P + 1) replays
+  // are independent: they run in parallel, each writing its own row (the same numbers whatever
+  // the thread count).
   const size_t E = a.eval_lengths.size();
   a.ablation_loss.assign(2 * (P + 1) * E, 0.0);
   const std::string opt = "encoding_options." + enc + ".";
+  ParallelFor(2L * (P + 1), [&](long task) {
+    const int m = static_cast<int>(task / (P + 1)), c = static_cast<int>(task % (P + 1));
+    ModelReplay ablated(
+        run_file, {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
+    for (size_t e = 0; e < E; ++e)
+      a.ablation_loss[(m * (P + 1) + c) * E + e] = ablated.EvalLoss(a.eval_lengths[e]);
+  });
   for (int m = 0; m < 2; ++m) {
     double best = std::numeric_limits<double>::infinity();
     for (int c = 0; c <= P; ++c) {
-      ModelReplay ablated(
-          run_file, {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
       double beyond = 0;
       int nb = 0;
-      for (size_t e = 0; e < E; ++e) {
-        const double loss = ablated.EvalLoss(a.eval_lengths[e]);
-        a.ablation_loss[(m * (P + 1) + c) * E + e] = loss;
+      for (size_t e = 0; e < E; ++e)
         if (a.eval_lengths[e] > a.train_max_length) {
-          beyond += loss;
+          beyond += a.ablation_loss[(m * (P + 1) + c) * E + e];
           ++nb;
         }
-      }
       beyond = nb ? beyond / nb : std::numeric_limits<double>::quiet_NaN();
       if (nb == 0) a.measured_boundary[m] = -1;  // no length beyond training: nothing to measure
       if (beyond < best) {
