@@ -179,37 +179,27 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
   auto& p = p_.blocks[l];
   const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);
-  if (cfg_.pre_ln && !keep_for_backward) {
-    // The same sums in x_out itself (no x_mid), and LN2 into LN1's output, free by now.
-    Resize(x_out, N, C);
-    if (&x_out == &x_in)
-      x_out += c.tmp;
-    else
-      x_out = x_in + c.tmp;
-    LayerNormForward(x_out, p.ln2, c.a_in, c.ln2);
-    LinearForward(c.a_in, p.fc1, c.f1);
-    GeluForward(c.f1, c.f1);
-    LinearForward(c.f1, p.fc2, c.tmp);
-    x_out += c.tmp;
-    return;
-  }
-  Resize(c.x_mid, N, C);
+  // Without a backward pass nothing between the sums is kept: pre-LN sums straight into x_out and
+  // normalises into LN1's output (free by now), and GELU runs in place. The sums are the same.
+  const bool lean = !keep_for_backward;
+  Mat<S>& mid = cfg_.pre_ln && lean ? x_out : c.x_mid;
+  Mat<S>& m_in = cfg_.pre_ln && lean ? c.a_in : c.m_in;
+  Mat<S>& g = lean ? c.f1 : c.g;
+  Resize(mid, N, C);
   if (cfg_.pre_ln) {
-    c.x_mid = x_in + c.tmp;
-    LayerNormForward(c.x_mid, p.ln2, c.m_in, c.ln2);
+    mid = x_in + c.tmp;
+    LayerNormForward(mid, p.ln2, m_in, c.ln2);
   } else {
     c.tmp += x_in;
     LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
     c.m_in = c.x_mid;
   }
-  LinearForward(c.m_in, p.fc1, c.f1);
-  // Without a backward pass the pre-GELU values are not needed: GELU in place saves [N, F].
-  Mat<S>& g = keep_for_backward ? c.g : c.f1;
+  LinearForward(m_in, p.fc1, c.f1);
   GeluForward(c.f1, g);
   LinearForward(g, p.fc2, c.tmp);
   Resize(x_out, N, C);
   if (cfg_.pre_ln) {
-    x_out = c.x_mid + c.tmp;
+    x_out = mid + c.tmp;
   } else {
     c.tmp += c.x_mid;
     // c.a_in is free in post-LN (attention reads x_in); use it as LN2's input copy.
