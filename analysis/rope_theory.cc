@@ -148,4 +148,18 @@ double AttentionResolution(const std::vector<double>& s, ResolutionConvention c)
   return num / (den * den);
 }
 
+CurveResolutions ResolutionsOf(const std::vector<double>& s, size_t window) {
+  const size_t W = std::min(window, s.size());
+  std::vector<double> flat(s.size());
+  for (size_t d = 0; d < s.size(); ++d)
+    flat[d] = std::isnan(s[d]) ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+  CurveResolutions r;
+  r.a = AttentionResolution(s);
+  r.b = AttentionResolution(s, ResolutionConvention::kDropLast);
+  r.window = AttentionResolution(std::vector<double>(s.begin(), s.begin() + W));
+  r.flat = AttentionResolution(flat);
+  r.flat_window = AttentionResolution(std::vector<double>(flat.begin(), flat.begin() + W));
+  return r;
+}
+
 }  // namespace lexp::theory

@@ -16,6 +16,7 @@
 // formulas.md; the numbers of 8.12/8.13 are evaluations of exactly these expressions.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 namespace lexp::theory {
@@ -70,5 +71,13 @@ enum class ResolutionConvention { kSequenceEnds, kDropLast };  // A, B of formul
 // level: compare resolutions of different lengths at the same N, or against that baseline.
 double AttentionResolution(const std::vector<double>& s,
                            ResolutionConvention c = ResolutionConvention::kSequenceEnds);
+
+// What lexp reports of a measured curve s (NaN gaps allowed): convention A and B over every
+// distance, A over the first `window` distances only (the same N at every length), and A of a flat
+// curve with the same gaps over both (1/K^2 for K distances: the fall that length alone causes).
+struct CurveResolutions {
+  double a = 0, b = 0, window = 0, flat = 0, flat_window = 0;
+};
+CurveResolutions ResolutionsOf(const std::vector<double>& s, std::size_t window);
 
 }  // namespace lexp::theory

@@ -54,9 +54,7 @@ EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
       }
     });
     // The curve keeps its gaps (NaN: no visible pair at that distance), so the resolution never
-    // joins distances across one; the training window gives the same N at every length, and a flat
-    // curve with the same gaps is the baseline length alone sets.
-    const uint64_t W = std::min<uint64_t>(T, static_cast<uint64_t>(e.train_tokens));
+    // joins distances across one (theory::ResolutionsOf).
     for (uint64_t lh = 0; lh < LH; ++lh) {
       std::vector<double> curve(T, nan);
       for (uint64_t n = 0; n < T; ++n) {
@@ -67,16 +65,14 @@ EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
         e.sd[(x * LH + lh) * M + n] = std::sqrt(std::max(0.0, sq[lh * T + n] / k - m * m));
         curve[n] = m;
       }
-      e.resolution[x * LH + lh] = theory::AttentionResolution(curve);
-      e.resolution_b[x * LH + lh] =
-          theory::AttentionResolution(curve, theory::ResolutionConvention::kDropLast);
-      e.resolution_window[x * LH + lh] =
-          theory::AttentionResolution(std::vector<double>(curve.begin(), curve.begin() + W));
-      if (lh == 0) {
-        for (double& v : curve) v = std::isnan(v) ? nan : 0.0;
-        e.resolution_flat[x] = theory::AttentionResolution(curve);
-        e.resolution_flat_window[x] =
-            theory::AttentionResolution(std::vector<double>(curve.begin(), curve.begin() + W));
+      const theory::CurveResolutions res =
+          theory::ResolutionsOf(curve, static_cast<size_t>(e.train_tokens));
+      e.resolution[x * LH + lh] = res.a;
+      e.resolution_b[x * LH + lh] = res.b;
+      e.resolution_window[x * LH + lh] = res.window;
+      if (lh == 0) {  // the gaps are the visibility's, the same for every head
+        e.resolution_flat[x] = res.flat;
+        e.resolution_flat_window[x] = res.flat_window;
       }
     }
   }

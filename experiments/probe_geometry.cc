@@ -148,7 +148,6 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   g.resolution_b.assign(LH, kNaN);
   g.resolution_window.assign(LH, kNaN);
   g.positional_share.assign(LH, kNaN);
-  const uint64_t W = std::min<uint64_t>(uT, static_cast<uint64_t>(train_tokens));
   for (uint64_t lh = 0; lh < LH; ++lh) {
     double total = 0, zsum = 0, zsq = 0;
     for (uint64_t d = 0; d < uT; ++d) {
@@ -162,19 +161,16 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
       zsum += by_sum[lh * uT + d];
       zsq += by_sq[lh * uT + d];
     }
-    const std::vector<double> curve(g.logit_mean_by_distance.begin() + lh * uT,
-                                    g.logit_mean_by_distance.begin() + (lh + 1) * uT);
-    g.resolution[lh] = theory::AttentionResolution(curve);
-    g.resolution_b[lh] =
-        theory::AttentionResolution(curve, theory::ResolutionConvention::kDropLast);
-    g.resolution_window[lh] =
-        theory::AttentionResolution(std::vector<double>(curve.begin(), curve.begin() + W));
-    if (lh == 0) {
-      std::vector<double> flat(curve.size());
-      for (size_t d = 0; d < flat.size(); ++d) flat[d] = std::isnan(curve[d]) ? kNaN : 0.0;
-      g.resolution_flat = theory::AttentionResolution(flat);
-      g.resolution_flat_window =
-          theory::AttentionResolution(std::vector<double>(flat.begin(), flat.begin() + W));
+    const theory::CurveResolutions res = theory::ResolutionsOf(
+        std::vector<double>(g.logit_mean_by_distance.begin() + lh * uT,
+                            g.logit_mean_by_distance.begin() + (lh + 1) * uT),
+        static_cast<size_t>(train_tokens));
+    g.resolution[lh] = res.a;
+    g.resolution_b[lh] = res.b;
+    g.resolution_window[lh] = res.window;
+    if (lh == 0) {  // the gaps are the visibility's, the same for every head
+      g.resolution_flat = res.flat;
+      g.resolution_flat_window = res.flat_window;
     }
     // Share of the logit variance the positional part explains: Var(mean at distance) / Var.
     if (total > 0) {

@@ -138,5 +138,19 @@ TEST(RopeTheory, AttentionResolutionLeavesGapsUnjoined) {
     EXPECT_NEAR(AttentionResolution(std::vector<double>(K, 2.5)), 1.0 / (K * K), 1e-15) << K;
 }
 
+// The resolutions reported for a measured curve: A and B over every distance, A over the window,
+// and a flat curve's with the same gaps (0, gap, 0, 0: three scores, only the last term of A).
+TEST(RopeTheory, ResolutionsOfACurveWithItsWindowAndFlatBaseline) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> s = {0, -1, nan, -3};
+  const CurveResolutions r = ResolutionsOf(s, 2);
+  EXPECT_EQ(r.a, AttentionResolution(s));
+  EXPECT_EQ(r.b, AttentionResolution(s, ResolutionConvention::kDropLast));
+  EXPECT_EQ(r.window, AttentionResolution({0, -1}));
+  EXPECT_NEAR(r.flat, 1.0 / 9, 1e-15);
+  EXPECT_NEAR(r.flat_window, 1.0 / 4, 1e-15);
+  EXPECT_EQ(ResolutionsOf(s, 99).window, r.a) << "a window past the curve is the whole curve";
+}
+
 }  // namespace
 }  // namespace lexp::theory
