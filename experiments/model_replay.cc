@@ -31,6 +31,18 @@ double ModelReplay::EvalLoss(int n) {
       .loss;
 }
 
+void ModelReplay::ForEachEvalBatch(
+    int n, int samples,
+    const std::function<void(const Batch& b, const std::vector<double>& pos, int first)>& f) {
+  LengthStreams st = EvalStreams(cfg_.seed, n);
+  for (int done = 0; done < samples; done += cfg_.eval_batch_size) {
+    const Batch b =
+        parts_.layout->MakeBatch(n, std::min(cfg_.eval_batch_size, samples - done), st.data, -1);
+    parts_.encoding->PositionIds(b.T, false, st.positions, buf_.pos);
+    f(b, buf_.pos, done);
+  }
+}
+
 void ModelReplay::ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f) {
   const int S = ProbeSequences(n);
   for (int s = 0; s < S; ++s) {

@@ -35,6 +35,12 @@ class ModelReplay {
   // forwarded one sequence at a time with attention kept; after sequence s, f(s, T) may read
   // model().Logits(l) / Probs(l) ([H*T, T]).
   void ForEachProbeSequence(int n, const std::function<void(int s, int T)>& f);
+  // The first `samples` sequences of the evaluation stream of length n (those /eval scored, in its
+  // order), in batches of eval.batch_size: f(b, pos, first) with the batch, its position ids and
+  // the index of its first sequence. f runs the model as it needs (parts().model).
+  void ForEachEvalBatch(
+      int n, int samples,
+      const std::function<void(const Batch& b, const std::vector<double>& pos, int first)>& f);
   // The same one sequence at a time, to walk two runs in step: ProbeSequences(n) builds the probe
   // batch of length n and returns its size; ForwardProbeSequence(s) forwards sequence s of it
   // (attention kept) and returns its tokens.

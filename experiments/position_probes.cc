@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "analysis/linear_probe.h"
-#include "experiments/evaluation.h"
 #include "experiments/model_replay.h"
 
 namespace lexp {
@@ -29,32 +28,28 @@ States Collect(ModelReplay& replay, int n, int samples) {
   AssembledModel& m = replay.parts();
   m.model->set_keep_residuals(true);  // every residual stream, not the two an evaluation keeps
   States st;
-  LengthStreams streams = EvalStreams(cfg.seed, n);
   MatF logits;
-  std::vector<double> pos;
   const int L = cfg.n_layers, C = cfg.d_model;
   st.x.assign(L + 1, Eigen::MatrixXd());
   long row = 0;
-  for (int done = 0; done < samples; done += cfg.eval_batch_size) {
-    const int bs = std::min(cfg.eval_batch_size, samples - done);
-    const Batch b = m.layout->MakeBatch(n, bs, streams.data, -1);
-    m.encoding->PositionIds(b.T, false, streams.positions, pos);
-    m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
-    st.T = b.T;
-    st.prompt = b.prompt;
-    const long rows = static_cast<long>(b.B) * b.T;
-    for (int l = 0; l <= L; ++l) {
-      st.x[l].conservativeResize(row + rows, C);
-      const MatF& h = m.model->Residual(l);
-      for (long r = 0; r < rows; ++r)
-        for (int c = 0; c < C; ++c) st.x[l](row + r, c) = h(r, c);
-    }
-    for (long r = 0; r < rows; ++r) {
-      st.position.push_back(static_cast<int>(r % b.T));
-      st.sequence.push_back(done + static_cast<int>(r / b.T));
-    }
-    row += rows;
-  }
+  replay.ForEachEvalBatch(n, samples,
+                          [&](const Batch& b, const std::vector<double>& pos, int first) {
+                            m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
+                            st.T = b.T;
+                            st.prompt = b.prompt;
+                            const long rows = static_cast<long>(b.B) * b.T;
+                            for (int l = 0; l <= L; ++l) {
+                              st.x[l].conservativeResize(row + rows, C);
+                              const MatF& h = m.model->Residual(l);
+                              for (long r = 0; r < rows; ++r)
+                                for (int c = 0; c < C; ++c) st.x[l](row + r, c) = h(r, c);
+                            }
+                            for (long r = 0; r < rows; ++r) {
+                              st.position.push_back(static_cast<int>(r % b.T));
+                              st.sequence.push_back(first + static_cast<int>(r / b.T));
+                            }
+                            row += rows;
+                          });
   return st;
 }
 

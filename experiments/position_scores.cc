@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 
-#include "experiments/evaluation.h"
 #include "experiments/model_replay.h"
 #include "nn/ops/cross_entropy.h"
 
@@ -40,65 +39,63 @@ PositionScores MeasurePositionScores(const std::string& run_file) {
   p.accuracy_by_position.assign(E * M, 0.0);
   p.scored_by_position.assign(E * M, 0.0);
   MatF logits;
-  std::vector<double> pos, pos_w, row_loss;
+  std::vector<double> pos_w, row_loss;
   std::vector<uint8_t> row_correct;
   std::vector<int> tokens_w, targets_w;
   std::vector<uint8_t> mask_w;
   const int W = p.window;
   for (uint64_t x = 0; x < E; ++x) {
     const int n = p.lengths[x];
-    LengthStreams st = EvalStreams(cfg.seed, n);  // the sequences /eval scored, in its order
     Rng window_positions =
         Rng(static_cast<uint64_t>(cfg.seed)).Split("window-only").Split(static_cast<uint64_t>(n));
     Tally all, last, only, shifted;
-    for (int done = 0; done < cfg.eval_samples; done += cfg.eval_batch_size) {
-      const int bs = std::min(cfg.eval_batch_size, cfg.eval_samples - done);
-      const Batch b = m.layout->MakeBatch(n, bs, st.data, -1);
-      m.encoding->PositionIds(b.T, false, st.positions, pos);
-      m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
-      CrossEntropyForwardBackward<float>(logits, b.targets, b.mask, nullptr, &row_loss,
-                                         &row_correct);
-      for (int s = 0; s < b.B; ++s)
-        for (int t = 0; t < b.T; ++t) {
-          const size_t i = static_cast<size_t>(s) * b.T + t;
-          if (!b.mask[i]) continue;
-          p.loss_by_position[x * M + t] += row_loss[i];
-          p.accuracy_by_position[x * M + t] += row_correct[i];
-          p.scored_by_position[x * M + t] += 1;
-          for (Tally* k : {&all, t >= b.T - W ? &last : nullptr})
-            if (k) {
-              k->loss += row_loss[i];
-              k->correct += row_correct[i];
-              k->count += 1;
-            }
-        }
-      if (b.T <= W) continue;  // the window is the whole sequence
-      // The last W tokens alone, with position ids from 0 and with their own.
-      tokens_w.resize(static_cast<size_t>(b.B) * W);
-      targets_w.resize(tokens_w.size());
-      mask_w.resize(tokens_w.size());
-      for (int s = 0; s < b.B; ++s)
-        for (int t = 0; t < W; ++t) {
-          const size_t from = static_cast<size_t>(s) * b.T + (b.T - W + t),
-                       to = static_cast<size_t>(s) * W + t;
-          tokens_w[to] = b.tokens[from];
-          targets_w[to] = b.targets[from];
-          mask_w[to] = b.mask[from];
-        }
-      for (const bool keep_positions : {false, true}) {
-        if (keep_positions)
-          pos_w.assign(pos.end() - W, pos.end());
-        else
-          m.encoding->PositionIds(W, false, window_positions, pos_w);
-        m.model->Forward(tokens_w, b.B, W, pos_w, false, false, logits);
-        const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
-            logits, targets_w, mask_w, nullptr, &row_loss, &row_correct);
-        Tally& k = keep_positions ? shifted : only;
-        k.loss += ce.loss_sum;
-        k.correct += static_cast<double>(ce.correct);
-        k.count += static_cast<double>(ce.count);
-      }
-    }
+    replay.ForEachEvalBatch(n, cfg.eval_samples,
+                            [&](const Batch& b, const std::vector<double>& pos, int) {
+                              m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
+                              CrossEntropyForwardBackward<float>(logits, b.targets, b.mask, nullptr,
+                                                                 &row_loss, &row_correct);
+                              for (int s = 0; s < b.B; ++s)
+                                for (int t = 0; t < b.T; ++t) {
+                                  const size_t i = static_cast<size_t>(s) * b.T + t;
+                                  if (!b.mask[i]) continue;
+                                  p.loss_by_position[x * M + t] += row_loss[i];
+                                  p.accuracy_by_position[x * M + t] += row_correct[i];
+                                  p.scored_by_position[x * M + t] += 1;
+                                  for (Tally* k : {&all, t >= b.T - W ? &last : nullptr})
+                                    if (k) {
+                                      k->loss += row_loss[i];
+                                      k->correct += row_correct[i];
+                                      k->count += 1;
+                                    }
+                                }
+                              if (b.T <= W) return;  // the window is the whole sequence
+                              // The last W tokens alone, with position ids from 0 and with their
+                              // own.
+                              tokens_w.resize(static_cast<size_t>(b.B) * W);
+                              targets_w.resize(tokens_w.size());
+                              mask_w.resize(tokens_w.size());
+                              for (int s = 0; s < b.B; ++s)
+                                for (int t = 0; t < W; ++t) {
+                                  const size_t from = static_cast<size_t>(s) * b.T + (b.T - W + t),
+                                               to = static_cast<size_t>(s) * W + t;
+                                  tokens_w[to] = b.tokens[from];
+                                  targets_w[to] = b.targets[from];
+                                  mask_w[to] = b.mask[from];
+                                }
+                              for (const bool keep_positions : {false, true}) {
+                                if (keep_positions)
+                                  pos_w.assign(pos.end() - W, pos.end());
+                                else
+                                  m.encoding->PositionIds(W, false, window_positions, pos_w);
+                                m.model->Forward(tokens_w, b.B, W, pos_w, false, false, logits);
+                                const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
+                                    logits, targets_w, mask_w, nullptr, &row_loss, &row_correct);
+                                Tally& k = keep_positions ? shifted : only;
+                                k.loss += ce.loss_sum;
+                                k.correct += static_cast<double>(ce.correct);
+                                k.count += static_cast<double>(ce.count);
+                              }
+                            });
     for (uint64_t t = 0; t < M; ++t) {
       double& c = p.scored_by_position[x * M + t];
       p.loss_by_position[x * M + t] = c > 0 ? p.loss_by_position[x * M + t] / c : kNaN;

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <limits>
 
-#include "experiments/evaluation.h"
 #include "experiments/model_replay.h"
 
 namespace lexp {
@@ -31,52 +30,48 @@ ReceptiveField MeasureReceptiveField(const std::string& run_file) {
   const uint64_t E = rf.lengths.size(), M = rf.max_tokens;
   rf.share.assign(E * M, kNaN);
   MatF logits, d_logits;
-  std::vector<double> pos;
   const long V = m.model->config().vocab, C = m.model->config().d_model;
   for (uint64_t x = 0; x < E; ++x) {
-    LengthStreams st = EvalStreams(cfg.seed, rf.lengths[x]);
     const uint64_t T = static_cast<uint64_t>(rf.sequence_lengths[x]);
     std::vector<double> share(T, 0.0);
     int sequences = 0;
-    for (int done = 0; done < rf.samples; done += cfg.eval_batch_size) {
-      const int bs = std::min(cfg.eval_batch_size, rf.samples - done);
-      const Batch b = m.layout->MakeBatch(rf.lengths[x], bs, st.data, -1);
-      m.encoding->PositionIds(b.T, false, st.positions, pos);
-      m.model->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
-      // d ln p(top) / d logits = onehot(top) - softmax, at the last position of each sequence.
-      d_logits.setZero(logits.rows(), logits.cols());
-      for (int s = 0; s < b.B; ++s) {
-        const long row = static_cast<long>(s) * b.T + (b.T - 1);
-        long top = 0;
-        double mx = logits(row, 0), z = 0;
-        for (long v = 1; v < V; ++v)
-          if (logits(row, v) > mx) {
-            mx = logits(row, v);
-            top = v;
+    replay.ForEachEvalBatch(
+        rf.lengths[x], rf.samples, [&](const Batch& b, const std::vector<double>& pos, int) {
+          m.model->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
+          // d ln p(top) / d logits = onehot(top) - softmax, at the last position of each sequence.
+          d_logits.setZero(logits.rows(), logits.cols());
+          for (int s = 0; s < b.B; ++s) {
+            const long row = static_cast<long>(s) * b.T + (b.T - 1);
+            long top = 0;
+            double mx = logits(row, 0), z = 0;
+            for (long v = 1; v < V; ++v)
+              if (logits(row, v) > mx) {
+                mx = logits(row, v);
+                top = v;
+              }
+            for (long v = 0; v < V; ++v) z += std::exp(logits(row, v) - mx);
+            for (long v = 0; v < V; ++v)
+              d_logits(row, v) = static_cast<float>((v == top) - std::exp(logits(row, v) - mx) / z);
           }
-        for (long v = 0; v < V; ++v) z += std::exp(logits(row, v) - mx);
-        for (long v = 0; v < V; ++v)
-          d_logits(row, v) = static_cast<float>((v == top) - std::exp(logits(row, v) - mx) / z);
-      }
-      m.model->Backward(b.tokens, d_logits);
-      const MatF& g = m.model->InputGradient();
-      for (int s = 0; s < b.B; ++s) {
-        std::vector<double> norm(T, 0.0);
-        double total = 0;
-        for (uint64_t j = 0; j < T; ++j) {
-          double sq = 0;
-          for (long c = 0; c < C; ++c) {
-            const double v = g(static_cast<long>(s) * b.T + static_cast<long>(j), c);
-            sq += v * v;
+          m.model->Backward(b.tokens, d_logits);
+          const MatF& g = m.model->InputGradient();
+          for (int s = 0; s < b.B; ++s) {
+            std::vector<double> norm(T, 0.0);
+            double total = 0;
+            for (uint64_t j = 0; j < T; ++j) {
+              double sq = 0;
+              for (long c = 0; c < C; ++c) {
+                const double v = g(static_cast<long>(s) * b.T + static_cast<long>(j), c);
+                sq += v * v;
+              }
+              norm[j] = std::sqrt(sq);
+              total += norm[j];
+            }
+            if (!(total > 0)) continue;
+            for (uint64_t j = 0; j < T; ++j) share[T - 1 - j] += norm[j] / total;
+            ++sequences;
           }
-          norm[j] = std::sqrt(sq);
-          total += norm[j];
-        }
-        if (!(total > 0)) continue;
-        for (uint64_t j = 0; j < T; ++j) share[T - 1 - j] += norm[j] / total;
-        ++sequences;
-      }
-    }
+        });
     double cum = 0, beyond = 0, c50 = kNaN, c90 = kNaN;
     for (uint64_t d = 0; d < T; ++d) {
       const double v = sequences ? share[d] / sequences : kNaN;
