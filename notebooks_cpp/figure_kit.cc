@@ -60,6 +60,10 @@ fs::path FigureDirNextTo(const std::string& file) {
 }
 
 // "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
+std::string DatNumber(double x) {
+  return std::isfinite(x) ? fmt::format("{:g}", x) : std::string("NaN");
+}
+
 std::vector<std::string> SplitCommas(const std::string& text) {
   std::vector<std::string> out;
   std::stringstream ss(text);

@@ -26,6 +26,8 @@ std::filesystem::path FigureDir(const std::string& run_dir);
 // Mean over the LH leading blocks of v ([LH, X], e.g. layers x heads), ignoring NaN entries (NaN
 // where every block is NaN).
 std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uint64_t X);
+// A number for a .dat file: "NaN" when it is not finite (gnuplot leaves such points out).
+std::string DatNumber(double x);
 // "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
 std::vector<std::string> SplitCommas(const std::string& text);
 

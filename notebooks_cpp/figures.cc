@@ -830,29 +830,18 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
   if (depth) out.push_back(DrawDepthHeatmap(run_dir));
   if (!ReadGeometry(run_dir).empty()) out.push_back(DrawAttentionGeometry(run_dir));
-  bool variants = false, rotary = false;
+  bool variants = false, rotary = false, positions = false, heads = false, probes = false,
+       field = false;
   for (const auto& path : FindRunFiles(run_dir)) {
     h5::Reader r(path);
     if (!r.root().Has("analysis")) continue;
     const h5::Group an = r.root().OpenGroup("analysis");
     variants = variants || an.Has("entropy_variants");
     rotary = rotary || (an.Has("rotary") && an.OpenGroup("rotary").Has("ablation_loss"));
-  }
-  bool positions = false, heads = false, probes = false, field = false;
-  for (const auto& path : FindRunFiles(run_dir)) {
-    h5::Reader r(path);
-    if (!r.root().Has("analysis")) continue;
-    const h5::Group an = r.root().OpenGroup("analysis");
     positions = positions || an.Has("position_scores");
     probes = probes || an.Has("position_probes");
     field = field || an.Has("receptive_field");
-    if (an.Has("geometry")) {
-      const h5::Group geo = an.OpenGroup("geometry");
-      for (const auto& child : geo.Children())
-        heads = heads || (child.rfind("length_", 0) == 0 && geo.HasAttr("train_length") &&
-                          geo.OpenGroup(child).AttrInt("length") > geo.AttrInt("train_length") &&
-                          geo.OpenGroup(child).Has("head_class"));
-    }
+    heads = heads || (an.Has("geometry") && HasHeadsData(an.OpenGroup("geometry")));
   }
   if (positions) out.push_back(DrawPositionScores(run_dir));
   if (heads) out.push_back(DrawHeads(run_dir));

@@ -65,6 +65,9 @@ std::string DrawPositionScores(const std::string& run_dir);
 // training length against the longest probe, and over the probe lengths the fraction of logits,
 // positional parts and content parts outside their trained range.
 std::string DrawHeads(const std::string& run_dir);
+// True when a run's /analysis/geometry holds what DrawHeads draws: the training length and a
+// longer one with head classes.
+bool HasHeadsData(const h5::Group& geometry);
 // /analysis/position_probes of the runs: per residual stream, the position probe's error in range
 // and beyond, the beyond-training classifier's accuracy, and the out-of-distribution fractions.
 std::string DrawPositionProbes(const std::string& run_dir);

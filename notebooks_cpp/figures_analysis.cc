@@ -258,13 +258,11 @@ std::string DrawBaseLaw(const std::string& file) {
          "lower bound), predicted T_extra with d_extra of the pre-training base (NaN below 1e4), "
          "predicted with the run's own d_extra (NaN: unlimited), the interval the grid gives for "
          "the limit: low and high (tokens; drawn at the plot's edge where unbounded)\n";
-  auto num = [](double x) {
-    return std::isfinite(x) ? fmt::format("{:g}", x) : std::string("NaN");
-  };
   for (size_t i = 0; i < base.size(); ++i)
-    dat << base[i] << " " << (learnt[i] ? num(meas[i]) : std::string("NaN")) << " " << cens[i]
-        << " " << num(pred[i]) << " " << num(own[i]) << " " << (lo[i] > 0 ? lo[i] : T / 2) << " "
-        << (std::isfinite(hi[i]) ? hi[i] : longest * 8) << "\n";
+    dat << base[i] << " " << (learnt[i] ? DatNumber(meas[i]) : std::string("NaN")) << " " << cens[i]
+        << " " << DatNumber(pred[i]) << " " << DatNumber(own[i]) << " "
+        << (lo[i] > 0 ? lo[i] : T / 2) << " " << (std::isfinite(hi[i]) ? hi[i] : longest * 8)
+        << "\n";
   dat.close();
   const double full = root.AttrDouble("full_period_base");
   std::string fit =

@@ -20,8 +20,6 @@ namespace {
 
 constexpr uint64_t kAny = h5::Group::kAnySize;
 
-std::string Num(double x) { return std::isfinite(x) ? fmt::format("{:.6g}", x) : "NaN"; }
-
 // The geometry group of the longest probe length, and that of the training length.
 bool GeometryEnds(const h5::Group& geo, std::string* train, std::string* longest) {
   int64_t best = -1;
@@ -40,6 +38,11 @@ bool GeometryEnds(const h5::Group& geo, std::string* train, std::string* longest
 }
 
 }  // namespace
+
+bool HasHeadsData(const h5::Group& geometry) {
+  std::string train, longest;
+  return GeometryEnds(geometry, &train, &longest);
+}
 
 std::string DrawPositionScores(const std::string& run_dir) {
   struct Run {
@@ -95,7 +98,7 @@ std::string DrawPositionScores(const std::string& run_dir) {
   for (size_t k = 0; k < R; ++k) {
     dat << "# " << runs[k].label << " n = " << runs[k].longest << "\n";
     for (size_t t = 0; t < runs[k].loss_at_longest.size(); ++t)
-      dat << t << " " << Num(runs[k].loss_at_longest[t]) << "\n";
+      dat << t << " " << DatNumber(runs[k].loss_at_longest[t]) << "\n";
     dat << "\n\n";
     p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{} (n = {})'",
                       k ? ", " : "", name, k, k + 1, runs[k].label, runs[k].longest);
@@ -104,8 +107,9 @@ std::string DrawPositionScores(const std::string& run_dir) {
     const Run& run = runs[k];
     dat << "# " << run.label << " by length\n";
     for (size_t x = 0; x < run.lengths.size(); ++x)
-      dat << run.lengths[x] << " " << Num(run.full[x]) << " " << Num(run.last[x]) << " "
-          << Num(run.only[x]) << " " << Num(run.dilution[x]) << " " << Num(run.unseen[x]) << "\n";
+      dat << run.lengths[x] << " " << DatNumber(run.full[x]) << " " << DatNumber(run.last[x]) << " "
+          << DatNumber(run.only[x]) << " " << DatNumber(run.dilution[x]) << " "
+          << DatNumber(run.unseen[x]) << "\n";
     dat << "\n\n";
     p2 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:5 with linespoints ls {3} title '{4}: extra keys', "
@@ -209,10 +213,10 @@ std::string DrawHeads(const std::string& run_dir) {
     dat << "# " << run.label << " heads (training length " << run.train_length << ", longest "
         << run.longest << ")\n";
     for (size_t h = 0; h < run.sink_in.size(); ++h)
-      dat << h << " " << Num(run.sink_in[h]) << " " << Num(run.sink_out[h]) << " "
-          << Num(run.share_in[h]) << " " << Num(run.share_out[h]) << " " << Num(run.local_in[h])
-          << " " << Num(run.local_out[h]) << " " << run.class_in[h] << " " << run.class_out[h]
-          << "\n";
+      dat << h << " " << DatNumber(run.sink_in[h]) << " " << DatNumber(run.sink_out[h]) << " "
+          << DatNumber(run.share_in[h]) << " " << DatNumber(run.share_out[h]) << " "
+          << DatNumber(run.local_in[h]) << " " << DatNumber(run.local_out[h]) << " "
+          << run.class_in[h] << " " << run.class_out[h] << "\n";
     dat << "\n\n";
     const std::string sep = k ? ", " : "";
     p1 += fmt::format("{}'{}.dat' index {} using 2:3 with points ls {} ps 1.5 title '{} (n = {})'",
@@ -226,8 +230,8 @@ std::string DrawHeads(const std::string& run_dir) {
     const Run& run = runs[k];
     dat << "# " << run.label << " out of range by probe length\n";
     for (size_t x = 0; x < run.lengths.size(); ++x)
-      dat << run.lengths[x] << " " << Num(run.out_logit[x]) << " " << Num(run.out_pos[x]) << " "
-          << Num(run.out_content[x]) << "\n";
+      dat << run.lengths[x] << " " << DatNumber(run.out_logit[x]) << " "
+          << DatNumber(run.out_pos[x]) << " " << DatNumber(run.out_content[x]) << "\n";
     dat << "\n\n";
     p4 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:2 with linespoints ls {3} title '{4}: logit', '{1}.dat' "
@@ -299,8 +303,9 @@ std::string DrawPositionProbes(const std::string& run_dir) {
     const Run& run = runs[k];
     dat << "# " << run.label << "\n";
     for (size_t l = 0; l < run.rmse_in.size(); ++l)
-      dat << l << " " << Num(run.rmse_in[l]) << " " << Num(run.rmse_out[l]) << " "
-          << Num(run.acc[l]) << " " << Num(run.ood_in[l]) << " " << Num(run.ood_out[l]) << "\n";
+      dat << l << " " << DatNumber(run.rmse_in[l]) << " " << DatNumber(run.rmse_out[l]) << " "
+          << DatNumber(run.acc[l]) << " " << DatNumber(run.ood_in[l]) << " "
+          << DatNumber(run.ood_out[l]) << "\n";
     dat << "\n\n";
     const std::string sep = k ? ", " : "";
     p1 += fmt::format(
@@ -378,7 +383,7 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   for (size_t k = 0; k < R; ++k) {
     dat << "# " << runs[k].label << " n = " << runs[k].longest << "\n";
     for (size_t d = 0; d < runs[k].share.size(); ++d)
-      dat << d << " " << Num(runs[k].share[d]) << "\n";
+      dat << d << " " << DatNumber(runs[k].share[d]) << "\n";
     dat << "\n\n";
     p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{} (n = {})'",
                       k ? ", " : "", name, k, k + 1, runs[k].label, runs[k].longest);
@@ -386,7 +391,8 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   for (size_t k = 0; k < R; ++k) {
     dat << "# " << runs[k].label << " by length\n";
     for (size_t x = 0; x < runs[k].lengths.size(); ++x)
-      dat << runs[k].lengths[x] << " " << Num(runs[k].c50[x]) << " " << Num(runs[k].c90[x]) << "\n";
+      dat << runs[k].lengths[x] << " " << DatNumber(runs[k].c50[x]) << " "
+          << DatNumber(runs[k].c90[x]) << "\n";
     dat << "\n\n";
     p2 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:2 with linespoints ls {3} dt 2 title '{4}: 50%', "
