@@ -24,6 +24,14 @@
 
 namespace lexp {
 
+std::string ReferenceBeside(const std::string& run_file, const std::string& encoding,
+                            const std::string& label) {
+  if (encoding == "nope" || label.rfind(encoding, 0) != 0) return "";
+  return (std::filesystem::path(run_file).parent_path() /
+          ("nope" + label.substr(encoding.size()) + ".h5"))
+      .string();
+}
+
 std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
                            bool finish) {
   std::string report, reference = reference_given;
@@ -38,17 +46,13 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
     encoding = r.root().AttrString("encoding");
     label = RunLabel(r.root());
   }
-  // No reference given: the NoPE run of the same directory and sweep point, when there is one.
-  if (reference.empty() && encoding != "nope" && label.rfind(encoding, 0) == 0) {
-    const auto candidate = std::filesystem::path(path).parent_path() /
-                           ("nope" + label.substr(encoding.size()) + ".h5");
-    if (std::filesystem::exists(candidate)) {
-      h5::Reader r(candidate.string());
-      if (r.root().Has("status") &&
-          r.root().OpenGroup("status").AttrString("state") == "completed") {
-        reference = candidate.string();
-        report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
-      }
+  // No reference given: the NoPE run beside this one, when it is there and completed.
+  const std::string candidate = ReferenceBeside(path, encoding, label);
+  if (reference.empty() && !candidate.empty() && std::filesystem::exists(candidate)) {
+    h5::Reader r(candidate);
+    if (r.root().Has("status") && r.root().OpenGroup("status").AttrString("state") == "completed") {
+      reference = candidate;
+      report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
     }
   }
   if (!reference.empty()) {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <thread>
 
+#include "experiments/analyze.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
@@ -49,6 +50,9 @@ struct PlannedRun {
   RecipeConfig recipe;  // this model's own recipe (task, seed and key-sweep value applied)
   std::string encoding, label, dir;
   RunOptions options;
+  // The run's name (its file's, and the label it records) and its file.
+  std::string Name() const { return options.name.empty() ? encoding : options.name; }
+  std::string File() const { return RunFilePath(dir, Name()); }
 };
 
 std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& opt) {
@@ -93,9 +97,7 @@ void RefuseToOverwrite(const std::vector<PlannedRun>& plan, const SweepOptions& 
   if (opt.resume || opt.overwrite) return;
   std::vector<std::string> found;
   for (const auto& r : plan) {
-    const std::string path =
-        RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
-    if (std::filesystem::exists(path)) found.push_back(path);
+    if (std::filesystem::exists(r.File())) found.push_back(r.File());
   }
   if (found.empty()) return;
   std::string list;
@@ -153,7 +155,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
       s.state = "failed";
       s.failure = failure;
       s.message = message;
-      s.path = RunFilePath(r.dir, r.options.name.empty() ? r.encoding : r.options.name);
+      s.path = r.File();
       WriteFailedRunFile(r.recipe, r.encoding, s.path, s.message);
     };
     try {
@@ -180,15 +182,13 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     // Models start in plan order (each group's NoPE run first), jobs at a time; a model's analysis
     // waits for its group's NoPE run to be finished, as a sequential sweep would have it.
     std::vector<long> reference(plan.size(), -1);
-    auto group = [&](const PlannedRun& r) {
-      const std::string name = r.options.name.empty() ? r.encoding : r.options.name;
-      return r.dir + "|" + name.substr(std::min(name.size(), r.encoding.size()));
-    };
-    for (size_t k = 0; k < plan.size(); ++k)
-      for (size_t n = 0; n < k; ++n)
-        if (plan[n].encoding == "nope" && plan[k].encoding != "nope" &&
-            group(plan[n]) == group(plan[k]))
+    for (size_t k = 0; k < plan.size(); ++k) {
+      const std::string beside = ReferenceBeside(plan[k].File(), plan[k].encoding, plan[k].Name());
+      for (size_t n = 0; n < k && !beside.empty(); ++n)
+        if (std::filesystem::path(plan[n].File()).lexically_normal() ==
+            std::filesystem::path(beside).lexically_normal())
           reference[k] = static_cast<long>(n);
+    }
     std::vector<char> done(plan.size(), 0);
     std::mutex done_mu;
     std::condition_variable done_cv;

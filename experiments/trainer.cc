@@ -39,11 +39,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The end-of-training analysis of a run file in state "analyzing", which turns it "completed".
-// When the analysis fails, the trained and evaluated file is kept as it is ("analyzing": --resume
-// retries the analysis) and the summary says "failed" with the reason; returns false then.
-bool FinishAnalysis(const RecipeConfig& cfg, RunSummary& sum,
+// The end-of-training analysis of a run file in state "analyzing", which turns it "completed"
+// (after opt.before_analysis, when set). When the analysis fails, the trained and evaluated file is
+// kept as it is ("analyzing": --resume retries the analysis) and the summary says "failed" with
+// the reason; returns false then.
+bool FinishAnalysis(const RecipeConfig& cfg, const RunOptions& opt, RunSummary& sum,
                     const std::function<void(const std::string&)>& say) {
+  if (opt.before_analysis) opt.before_analysis();
   try {
     std::stringstream lines(AnalyzeRunFile(sum.path, "", cfg.probe_replay == 1, true));
     if (say)
@@ -146,8 +148,7 @@ class Runner {
         sum.state = "interrupted";
         return sum;
       }
-      if (opt_.before_analysis) opt_.before_analysis();
-      if (!FinishAnalysis(cfg_, sum, [&](const std::string& l) { Say("analysis: " + l); })) {
+      if (!FinishAnalysis(cfg_, opt_, sum, [&](const std::string& l) { Say("analysis: " + l); })) {
         std::filesystem::remove(ckpt);
         return sum;
       }
@@ -625,8 +626,7 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
     s.path = path;
     if (state == "analyzing") {  // killed during the end-of-training analysis: finish it
       if (opt.progress) opt.progress("[" + opt.label + "] resuming the analysis of " + path);
-      if (opt.before_analysis) opt.before_analysis();
-      if (!FinishAnalysis(cfg, s, nullptr)) return s;
+      if (!FinishAnalysis(cfg, opt, s, nullptr)) return s;
       state = "completed";
     }
     if (state == "completed" || state == "diverged") {
