@@ -119,6 +119,8 @@ CensoredLineFit FitCensoredLine(const std::vector<CensoredPoint>& pts, double co
       ++f.exact;
     else if (std::isinf(p.hi))
       ++f.right_censored;
+    else if (std::isinf(p.lo))
+      ++f.left_censored;
     else
       ++f.interval;
     xmin = std::isnan(xmin) ? p.x : std::min(xmin, p.x);

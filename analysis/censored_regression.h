@@ -36,7 +36,8 @@ struct CensoredPoint {
 struct CensoredLineFit {
   bool ok = false;  // false: no maximum (why says so); every number is NaN
   std::string why;
-  int n = 0, exact = 0, interval = 0, right_censored = 0;
+  // Points by kind: exact, both bounds finite, lo = -inf, hi = +inf.
+  int n = 0, exact = 0, interval = 0, left_censored = 0, right_censored = 0;
   double intercept = 0, slope = 0, sigma = 0;
   double slope_se = 0, slope_lo = 0, slope_hi = 0;
   int iterations = 0;

@@ -100,12 +100,9 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
     root.SetAttr(a + "not_learnt", not_learnt);
     root.SetAttr(a + "below_1e4", small);
     root.SetAttr(a + "points", f.n);
-    // FitCensoredLine counts a point bounded on one side only as an interval: split them here.
-    const int immediate = static_cast<int>(std::count_if(
-        pts.begin(), pts.end(), [](const CensoredPoint& p) { return std::isinf(p.lo); }));
-    root.SetAttr(a + "interval", f.interval - immediate);
+    root.SetAttr(a + "interval", f.interval);
     root.SetAttr(a + "right_censored", f.right_censored);
-    root.SetAttr(a + "immediate", immediate);
+    root.SetAttr(a + "immediate", f.left_censored);  // only below the first longer length
     root.SetAttr(a + "exponent", f.slope);
     root.SetAttr(a + "intercept", f.intercept);
     root.SetAttr(a + "exponent_lo", f.slope_lo);
@@ -117,7 +114,7 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
     const std::string counts = fmt::format(
         "{} runs: {} not learnt and {} below base 1e4 left out; {} in the fit ({} between two "
         "lengths, {} failing right after training, {} beyond the longest length)",
-        runs, not_learnt, small, f.n, f.interval - immediate, immediate, f.right_censored);
+        runs, not_learnt, small, f.n, f.interval, f.left_censored, f.right_censored);
     report += fmt::format("{} fit of ln(limit) on ln(base), limits as grid intervals: {}\n  {}",
                           tuned ? "fine-tuned" : "from-scratch", counts,
                           f.ok ? fmt::format("exponent {:.3f} [95% CI {:.3f}, {:.3f}], sigma "

@@ -48,6 +48,17 @@ TEST(CensoredRegression, ALineThroughEveryIntervalHoldsSigmaAndKeepsAFiniteInter
   EXPECT_TRUE(f.slope_lo <= 1 && 1 <= f.slope_hi) << f.slope_lo << " " << f.slope_hi;
 }
 
+TEST(CensoredRegression, CountsEachKindOfPoint) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const CensoredLineFit f =
+      FitCensoredLine({{0, -inf, 1}, {1, 1, 2}, {2, 2.5, inf}, {3, 3, 3}, {4, 3.5, 4.5}});
+  EXPECT_EQ(f.n, 5);
+  EXPECT_EQ(f.left_censored, 1);
+  EXPECT_EQ(f.interval, 2);
+  EXPECT_EQ(f.right_censored, 1);
+  EXPECT_EQ(f.exact, 1);
+}
+
 TEST(CensoredRegression, RefusesWhatHasNoFit) {
   EXPECT_FALSE(FitCensoredLine({{0, 1, 1}, {1, 2, 2}}).ok) << "two points";
   EXPECT_FALSE(FitCensoredLine({{1, 1, 1}, {1, 2, 2}, {1, 3, 3}}).ok) << "one x";
