@@ -32,6 +32,14 @@ struct Row {
   bool censored, immediate, learnt, fine_tuned;
 };
 
+// The RoPE base a run file's recipe gave (RoPE's default 1e4 when it names none).
+double RopeBaseOf(const h5::Group& root) {
+  if (!root.Has("config")) return 1e4;
+  const h5::Group cfg = root.OpenGroup("config");
+  return cfg.HasAttr("encoding_option.base") ? std::stod(cfg.AttrString("encoding_option.base"))
+                                             : 1e4;
+}
+
 // The RoPE base of the run a fine-tuned run started from: its recipe's base (RoPE's default 1e4
 // when it names none). init_from is the path the recipe gave (relative to where it ran); it is
 // also tried relative to the fine-tuned run's directory. *found = false when neither file exists:
@@ -45,10 +53,7 @@ double PretrainingBase(const std::string& init_from, const std::string& run_file
   *found = fs::is_regular_file(file);
   if (!*found) return 1e4;
   h5::Reader r(file.string());
-  if (!r.root().Has("config")) return 1e4;
-  const h5::Group cfg = r.root().OpenGroup("config");
-  return cfg.HasAttr("encoding_option.base") ? std::stod(cfg.AttrString("encoding_option.base"))
-                                             : 1e4;
+  return RopeBaseOf(r.root());
 }
 
 // The exponent of ln(limit) on ln(base) over the learnt runs at bases >= 1e4, fitted separately
@@ -153,9 +158,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       if (!IsRopeEncoding(encoding) || state != "completed") continue;
       label = RunLabel(r.root());
       N = static_cast<int>(r.root().AttrInt("train_max_length"));
-      const h5::Group cfg = r.root().OpenGroup("config");
-      if (cfg.HasAttr("encoding_option.base"))
-        base = std::stod(cfg.AttrString("encoding_option.base"));
+      base = RopeBaseOf(r.root());
       // Fine-tuned runs keep the critical dimension of the model they started from.
       if (r.root().HasAttr("init_from")) {
         fine_tuned = true;
@@ -172,11 +175,10 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
         tokens.push_back(static_cast<double>(v));
       loss = ev.ReadDoublesShaped("loss", got);
     }
-    std::string name;
-    EncodingShape shape;
-    auto enc = LoadTrainedEncoding(path, &name, &shape);
-    const int d = dynamic_cast<const Rope<double>&>(*enc).rotary_dims();
+    // The trained model once: its rotary width, training tokens and the positions training showed.
     ModelReplay replay(path);
+    const int d = FindRope(replay.encoding())->rotary_dims();
+    const int train_tokens = replay.SequenceLength(N);
     const double span = TrainedDistance(replay) + 1;
     // Reference: the loss at the longest evaluated length within training; the scan starts beyond
     // it (shorter sequences have higher loss on a source whose structure is learnt from context).
@@ -192,7 +194,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     row.pretrain_base = pretrain_base;
     row.fine_tuned = fine_tuned;
     row.rotary_dims = d;
-    row.train_tokens = shape.train_length;
+    row.train_tokens = train_tokens;
     row.train_span = span;
     // The critical dimension counts the pairs whose period fits in the positions training showed
     // (the token count for consecutive positions; more under randomized or shifted positions).

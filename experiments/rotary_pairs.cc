@@ -17,13 +17,6 @@ namespace {
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 const char* const kModes[2] = {"freeze", "remove"};
 
-// The Rope inside decorators (position schemes, observers).
-const Rope<float>* FindRope(const PositionEncoding<float>& e) {
-  if (auto* r = dynamic_cast<const Rope<float>*>(&e)) return r;
-  if (auto* f = dynamic_cast<const ForwardingEncoding<float>*>(&e)) return FindRope(f->inner());
-  return nullptr;
-}
-
 // Largest p_i - p_j the encoding's position ids reach for T tokens (training: over 256 draws).
 double LargestDistance(PositionEncoding<float>& enc, int T, bool training, Rng rng) {
   std::vector<double> pos;
@@ -37,6 +30,12 @@ double LargestDistance(PositionEncoding<float>& enc, int T, bool training, Rng r
 }
 
 }  // namespace
+
+const Rope<float>* FindRope(const PositionEncoding<float>& e) {
+  if (auto* r = dynamic_cast<const Rope<float>*>(&e)) return r;
+  if (auto* f = dynamic_cast<const ForwardingEncoding<float>*>(&e)) return FindRope(f->inner());
+  return nullptr;
+}
 
 double TrainedDistance(ModelReplay& replay) {
   const RecipeConfig& cfg = replay.config();
@@ -97,8 +96,8 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   const std::string opt = "encoding_options." + enc + ".";
   ParallelFor(2L * (P + 1), [&](long task) {
     const int m = static_cast<int>(task / (P + 1)), c = static_cast<int>(task % (P + 1));
-    ModelReplay ablated(
-        run_file, {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
+    ModelReplay ablated(run_file,
+                        {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
     for (size_t e = 0; e < E; ++e)
       a.ablation_loss[(m * (P + 1) + c) * E + e] = ablated.EvalLoss(a.eval_lengths[e]);
   });

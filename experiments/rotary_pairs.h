@@ -21,6 +21,7 @@
 
 #include "analysis/rotary_pair_probe.h"
 #include "nn/io/hdf5.h"
+#include "pe/rope.h"
 
 namespace lexp {
 
@@ -41,6 +42,8 @@ struct RotaryPairAnalysis {
 };
 
 class ModelReplay;
+// The Rope inside decorators (position schemes, observers); null when the encoding does not rotate.
+const Rope<float>* FindRope(const PositionEncoding<float>& e);
 // The largest distance p_i - p_j the run's position scheme produced at the training length (over
 // 256 training draws; T - 1 for consecutive positions).
 double TrainedDistance(ModelReplay& replay);
