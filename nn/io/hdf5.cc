@@ -10,13 +10,13 @@ namespace lexp::h5 {
 namespace {
 
 // HDF5 prints its error stack unless told not to; lexp reports errors itself. The setting belongs
-// to the calling thread (thread-safe HDF5 keeps one error stack per thread), so every thread that
-// opens a file silences its own (models of a sweep run on worker threads with run.jobs > 1).
-struct SilenceHdf5 {
-  SilenceHdf5() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
-};
-const SilenceHdf5 kSilence;
-void SilenceThisThread() { thread_local const SilenceHdf5 silence; }
+// to the calling thread (thread-safe HDF5 keeps one error stack per thread), so every thread
+// silences its own, once, when it first opens a file (Reader and Writer: every access goes through
+// one; models of a sweep run on worker threads with run.jobs > 1).
+void SilenceThisThread() {
+  thread_local const bool silenced = H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr) >= 0;
+  (void)silenced;
+}
 
 Handle Check(hid_t id, herr_t (*closer)(hid_t), const std::string& what) {
   LEXP_CHECK(id >= 0, "HDF5: " + what);
