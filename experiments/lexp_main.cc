@@ -488,13 +488,12 @@ int main(int argc, char** argv) {
     }
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
     if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
-    PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}",
-                          cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")),
-                          cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() *
-                              std::max<size_t>(1, cfg.sweep_values.size()),
-                          lexp::ThreadLimit::Active(),
-                          cfg.jobs > 1 ? fmt::format(", {} models at once", cfg.jobs) : "",
-                          out_dir));
+    PrintLine(fmt::format(
+        "lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}", cfg.source_name,
+        fmt::format("{}", fmt::join(cfg.Tasks(), ",")),
+        cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() * cfg.Variants().size(),
+        lexp::ThreadLimit::Active(),
+        cfg.jobs > 1 ? fmt::format(", {} models at once", cfg.jobs) : "", out_dir));
     lexp::SweepOptions so;
     so.out_dir = out_dir;
     so.resume = resume;
