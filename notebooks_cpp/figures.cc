@@ -580,6 +580,14 @@ struct GeometryCurves {
   std::vector<double> eval_length, eval_resolution_window, eval_resolution, eval_flat;
 };
 
+// /analysis/geometry as this lexp writes it (LM-Infinite's last-query bound in its length groups).
+bool HasCurrentGeometry(const h5::Group& geo) {
+  for (const auto& child : geo.Children())
+    if (child.rfind("length_", 0) == 0 && geo.OpenGroup(child).Has("logit_bound_last_query"))
+      return true;
+  return false;
+}
+
 std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
   std::vector<GeometryCurves> out;
   for (const auto& path : FindRunFiles(run_dir)) {
@@ -591,14 +599,12 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     c.encoding = RunLabel(root);
     c.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
     if (geo.HasAttr("train_tokens")) c.train_tokens = static_cast<int>(geo.AttrInt("train_tokens"));
-    std::string best;
+    std::vector<std::pair<int64_t, std::string>> lengths;  // ascending
     for (const auto& child : geo.Children())
-      if (child.rfind("length_", 0) == 0 &&
-          (best.empty() ||
-           geo.OpenGroup(child).AttrInt("length") > geo.OpenGroup(best).AttrInt("length")))
-        best = child;
-    if (best.empty()) continue;
-    if (!geo.OpenGroup(best).Has("logit_bound_last_query")) {
+      if (child.rfind("length_", 0) == 0)
+        lengths.emplace_back(geo.OpenGroup(child).AttrInt("length"), child);
+    if (lengths.empty()) continue;
+    if (!HasCurrentGeometry(geo)) {
       // Analysed by a lexp before the geometry was measured over every probe sequence.
       std::fprintf(stderr,
                    "attention_geometry: '%s' left out: its /analysis/geometry is from an earlier "
@@ -606,11 +612,8 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
                    path.c_str());
       continue;
     }
-    std::vector<std::pair<int64_t, std::string>> lengths;
-    for (const auto& child : geo.Children())
-      if (child.rfind("length_", 0) == 0)
-        lengths.emplace_back(geo.OpenGroup(child).AttrInt("length"), child);
     std::sort(lengths.begin(), lengths.end());
+    const std::string best = lengths.back().second;
     for (const auto& [n, child] : lengths) {
       const h5::Group pg = geo.OpenGroup(child);
       std::vector<uint64_t> lh;  // [layer, head]
@@ -829,9 +832,8 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
   bool depth = false;
   for (const auto& r : ReadRuns(run_dir)) depth = depth || !r.depth_exact.empty();
   if (depth) out.push_back(DrawDepthHeatmap(run_dir));
-  if (!ReadGeometry(run_dir).empty()) out.push_back(DrawAttentionGeometry(run_dir));
-  bool variants = false, rotary = false, positions = false, heads = false, probes = false,
-       field = false;
+  bool geometry = false, variants = false, rotary = false, positions = false, heads = false,
+       probes = false, field = false;
   for (const auto& path : FindRunFiles(run_dir)) {
     h5::Reader r(path);
     if (!r.root().Has("analysis")) continue;
@@ -841,8 +843,12 @@ std::vector<std::string> DrawAllFigures(const std::string& run_dir) {
     positions = positions || an.Has("position_scores");
     probes = probes || an.Has("position_probes");
     field = field || an.Has("receptive_field");
-    heads = heads || (an.Has("geometry") && HasHeadsData(an.OpenGroup("geometry")));
+    if (an.Has("geometry")) {
+      geometry = geometry || HasCurrentGeometry(an.OpenGroup("geometry"));
+      heads = heads || HasHeadsData(an.OpenGroup("geometry"));
+    }
   }
+  if (geometry) out.push_back(DrawAttentionGeometry(run_dir));
   if (positions) out.push_back(DrawPositionScores(run_dir));
   if (heads) out.push_back(DrawHeads(run_dir));
   if (probes) out.push_back(DrawPositionProbes(run_dir));
