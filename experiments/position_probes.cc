@@ -28,27 +28,22 @@ States Collect(ModelReplay& replay, int n, int samples) {
   AssembledModel& m = replay.parts();
   m.model->set_keep_residuals(true);  // every residual stream, not the two an evaluation keeps
   States st;
+  st.T = replay.SequenceLength(n);
+  const long T = st.T, C = cfg.d_model;
+  st.x.assign(cfg.n_layers + 1, Eigen::MatrixXd(samples * T, C));
+  for (long r = 0; r < samples * T; ++r) {
+    st.position.push_back(static_cast<int>(r % T));
+    st.sequence.push_back(static_cast<int>(r / T));
+  }
   MatF logits;
-  const int L = cfg.n_layers, C = cfg.d_model;
-  st.x.assign(L + 1, Eigen::MatrixXd());
-  long row = 0;
   replay.ForEachEvalBatch(n, samples,
                           [&](const Batch& b, const std::vector<double>& pos, int first) {
                             m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
-                            st.T = b.T;
                             st.prompt = b.prompt;
-                            const long rows = static_cast<long>(b.B) * b.T;
-                            for (int l = 0; l <= L; ++l) {
-                              st.x[l].conservativeResize(row + rows, C);
-                              const MatF& h = m.model->Residual(l);
-                              for (long r = 0; r < rows; ++r)
-                                for (int c = 0; c < C; ++c) st.x[l](row + r, c) = h(r, c);
-                            }
-                            for (long r = 0; r < rows; ++r) {
-                              st.position.push_back(static_cast<int>(r % b.T));
-                              st.sequence.push_back(first + static_cast<int>(r / b.T));
-                            }
-                            row += rows;
+                            // The batch's rows, sequence-major like the states.
+                            for (size_t l = 0; l < st.x.size(); ++l)
+                              st.x[l].middleRows(first * T, b.B * T) =
+                                  m.model->Residual(static_cast<int>(l)).cast<double>();
                           });
   return st;
 }
