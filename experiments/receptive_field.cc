@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "experiments/model_replay.h"
+#include "nn/ops/cross_entropy.h"
 
 namespace lexp {
 namespace {
@@ -30,7 +31,9 @@ ReceptiveField MeasureReceptiveField(const std::string& run_file) {
   const uint64_t E = rf.lengths.size(), M = rf.max_tokens;
   rf.share.assign(E * M, kNaN);
   MatF logits, d_logits;
-  const long V = m.model->config().vocab, C = m.model->config().d_model;
+  std::vector<int> targets;
+  std::vector<uint8_t> mask;
+  const long C = m.model->config().d_model;
   for (uint64_t x = 0; x < E; ++x) {
     const uint64_t T = static_cast<uint64_t>(rf.sequence_lengths[x]);
     std::vector<double> share(T, 0.0);
@@ -38,21 +41,19 @@ ReceptiveField MeasureReceptiveField(const std::string& run_file) {
     replay.ForEachEvalBatch(
         rf.lengths[x], rf.samples, [&](const Batch& b, const std::vector<double>& pos, int) {
           m.model->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
-          // d ln p(top) / d logits = onehot(top) - softmax, at the last position of each sequence.
-          d_logits.setZero(logits.rows(), logits.cols());
+          // The gradient of -ln p(top) at the last position of each sequence, over B of them
+          // (the cross-entropy against the model's own top token there): shares of its norm are
+          // those of ln p(top)'s, sign and the 1/B scale cancelling.
+          targets.assign(b.tokens.size(), 0);
+          mask.assign(b.tokens.size(), 0);
           for (int s = 0; s < b.B; ++s) {
             const long row = static_cast<long>(s) * b.T + (b.T - 1);
-            long top = 0;
-            double mx = logits(row, 0), z = 0;
-            for (long v = 1; v < V; ++v)
-              if (logits(row, v) > mx) {
-                mx = logits(row, v);
-                top = v;
-              }
-            for (long v = 0; v < V; ++v) z += std::exp(logits(row, v) - mx);
-            for (long v = 0; v < V; ++v)
-              d_logits(row, v) = static_cast<float>((v == top) - std::exp(logits(row, v) - mx) / z);
+            Eigen::Index top;
+            logits.row(row).maxCoeff(&top);
+            targets[row] = static_cast<int>(top);
+            mask[row] = 1;
           }
+          CrossEntropyForwardBackward<float>(logits, targets, mask, &d_logits, nullptr, nullptr);
           m.model->Backward(b.tokens, d_logits);
           const MatF& g = m.model->InputGradient();
           for (int s = 0; s < b.B; ++s) {
