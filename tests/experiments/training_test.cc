@@ -328,10 +328,8 @@ TEST(Training, EvaluationAt16kTokensStreamsOverKeys) {
   // The process's peak resident memory, reset to the current one (Linux: "5" > clear_refs), must
   // grow by far less than one 16k x 16k float map during the forward pass: activations and
   // logits take a few MiB; any T x T buffer, touched as it is filled, takes 1 GiB per head.
-  const bool peak_reset = ResetPeakResidentMemory();
+  const bool peak_tracked = ResetPeakResidentMemory();  // false: this kernel cannot reset it
   const long rss_before = ProcStatusKiB("VmRSS:");
-  const bool peak_tracked =
-      peak_reset && rss_before > 0 && ProcStatusKiB("VmHWM:") <= rss_before + 1024;
   model.Forward(tokens, 1, T, pos, false, false, logits);
   const long peak_growth_kib = ProcStatusKiB("VmHWM:") - rss_before;
   EXPECT_EQ(logits.rows(), T);
