@@ -161,10 +161,10 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
       zsum += by_sum[lh * uT + d];
       zsq += by_sq[lh * uT + d];
     }
-    const theory::CurveResolutions res = theory::ResolutionsOf(
-        std::vector<double>(g.logit_mean_by_distance.begin() + lh * uT,
-                            g.logit_mean_by_distance.begin() + (lh + 1) * uT),
-        static_cast<size_t>(train_tokens));
+    const theory::CurveResolutions res =
+        theory::ResolutionsOf(std::vector<double>(g.logit_mean_by_distance.begin() + lh * uT,
+                                                  g.logit_mean_by_distance.begin() + (lh + 1) * uT),
+                              static_cast<size_t>(train_tokens));
     g.resolution[lh] = res.a;
     g.resolution_b[lh] = res.b;
     g.resolution_window[lh] = res.window;
