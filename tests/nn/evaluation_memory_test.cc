@@ -69,6 +69,11 @@ TEST(EvaluationForward, MatchesTheTrainingForwardAndKeepsStreamsOnRequest) {
 // them. An evaluation must now stay under two (measured: 20 MiB; a training pass: over 1 GiB, its
 // attention probabilities included).
 TEST(EvaluationForward, KeepsOneLayersActivationsNotEvery) {
+#ifdef __SANITIZE_ADDRESS__
+  // AddressSanitizer keeps freed blocks in quarantine and adds shadow memory: the resident peak
+  // (measured 224 MiB here) says nothing about what the pass keeps.
+  GTEST_SKIP() << "resident memory is not the model's under AddressSanitizer";
+#endif
   const int T = 4096;
   auto growth = [&](bool training) {
     Model m = Make("rope", true, true, 64, 4, T);
