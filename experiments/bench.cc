@@ -132,6 +132,19 @@ BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, in
   return r;
 }
 
+// A build without AVX-512 run on an AVX-512 machine stands for an AVX2 machine (the `avx2`
+// preset); the reference is then held to AVX2 as well: oneDNN's and ATen's kernels by their
+// instruction-set caps, OpenBLAS by its Haswell kernels. Empty otherwise.
+std::string TorchInstructionSetLimit() {
+#if defined(__x86_64__) && !defined(__AVX512F__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return "ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 "
+           "OPENBLAS_CORETYPE=Haswell ";
+#endif
+  return "";
+}
+
 double JsonNumber(const std::string& line, const std::string& key) {
   const auto p = line.find("\"" + key + "\":");
   LEXP_CHECK(p != std::string::npos, "reference output has no '" + key + "': " + line);
@@ -149,9 +162,10 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   const std::string preload =
       std::filesystem::exists(tcmalloc) ? "LD_PRELOAD=" + tcmalloc + " " : std::string();
   const std::string cmd = fmt::format(
-      "OMP_WAIT_POLICY=PASSIVE {}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
+      "OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
       "--json - 2>&1",
-      preload, opt.python, script, c.name, pos, threads, steps, opt.warmup);
+      TorchInstructionSetLimit(), preload, opt.python, script, c.name, pos, threads, steps,
+      opt.warmup);
   FILE* p = popen(cmd.c_str(), "r");
   LEXP_CHECK(p != nullptr, "cannot run " + cmd);
   std::string out;
@@ -208,6 +222,9 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));
+  if (opt.compare && !TorchInstructionSetLimit().empty())
+    print("this build has no AVX-512 on an AVX-512 machine: the PyTorch reference is held to AVX2 "
+          "too (" + TorchInstructionSetLimit() + ")");
   if (opt.compare) {
     // Debian's torch takes its BLAS from the libblas.so.3 alternative; the reference netlib BLAS
     // there makes PyTorch about 12x slower, which would flatter lexp.

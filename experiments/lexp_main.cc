@@ -15,6 +15,7 @@
 #include "experiments/assembled_model.h"
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"
+#include "experiments/gemm_bench.h"
 #include "experiments/default_recipe.h"
 #include "experiments/eval_command.h"
 #include "experiments/memory_estimate.h"
@@ -362,6 +363,11 @@ int main(int argc, char** argv) {
                   "also run the PyTorch reference (needs Debian's python3-torch), alternating");
   bench->add_option("--python", bo.python, "python interpreter for --compare");
   bench->add_option("--out", bo.out_file, "HDF5 results file (default data/bench/bench-<time>.h5)");
+  bool gemm_bench = false;
+  bench->add_flag("--gemm", gemm_bench,
+                  "instead: GFLOP/s, one thread, of every matrix-product shape of the layers of "
+                  "--config (default T S E2048) for each GEMM backend installed (Eigen, serial "
+                  "OpenBLAS, serial BLIS, libxsmm) and lexp's choice, beside a 2048^3 sgemm");
 
   // Hidden: fails an internal check, so that tests can see exit code 3 and its message.
   auto* internal_error = app.add_subcommand("internal-error-for-tests", "")->group("");
@@ -466,6 +472,14 @@ int main(int argc, char** argv) {
         for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
       const std::filesystem::path law = std::filesystem::path(fig_dir) / "base_law.h5";
       if (std::filesystem::exists(law)) PrintLine("figure: " + lexp::DrawBaseLaw(law.string()));
+      return 0;
+    }
+    if (*bench && gemm_bench) {
+      lexp::GemmBenchOptions go;
+      if (bench->get_option("--config")->count() > 0) go.configs = bo.configs;
+      go.out_file = bo.out_file;
+      go.print = PrintLine;
+      lexp::RunGemmBench(go);
       return 0;
     }
     if (*bench) {

@@ -71,6 +71,7 @@ void WriteProvenance(const h5::Group& root, int threads) {
   root.SetAttr("build_type", kBuildType);
   root.SetAttr("compile_flags", kCompileFlags);
   root.SetAttr("build_flavour", kBuildFlavour);
+  root.SetAttr("gemm_backend", kGemmBackend);
   // Native code (the release preset) makes results depend on the CPU's instruction sets; the
   // portable preset does not.
   root.SetAttr("simd_compiled", std::string(Eigen::SimdInstructionSetsInUse()));

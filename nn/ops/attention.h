@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/ops/gemm.h"
 #include "nn/parallel.h"
 #include "nn/position_hooks.h"
 #include "nn/tensor.h"
@@ -43,6 +44,8 @@ template <typename S>
 struct AttentionScratch {
   Mat<S> a;    // [64, T] scores or d_probs
   Mat<S> acc;  // [64, D] streaming accumulator
+  Mat<S> kt;   // [D, T] the task's keys (forward) or values (backward), transposed: the products
+               // q.k and d_o.v then run as plain (NN) products, which have the fastest kernels
   Vec<S> m, l;
 };
 
@@ -99,18 +102,32 @@ inline bool SeesAKey(const AttentionPattern& pat, int i, int T) {
   return false;
 }
 
+// Copies the task's [T, D] rows of x (row stride ld) into xt as [D, T].
+template <typename S>
+void TransposeHead(const S* x, long ld, int T, int D, Mat<S>& xt) {
+  Resize(xt, D, T);
+  for (int t = 0; t < T; ++t)
+    for (int d = 0; d < D; ++d) xt(d, t) = x[static_cast<long>(t) * ld + d];
+}
+
 // Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
+// kt: the task's keys transposed, [D, T], or null (a few queries: k is read as it is).
 template <typename S>
 void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
-                   const S* k, long ld, int i0, int i1, int j0, int j1, S* s, long lds) {
+                   const S* k, const Mat<S>* kt, long ld, int i0, int i1, int j0, int j1, S* s,
+                   long lds) {
   const int D = ctx.head_dim;
   const int n = i1 - i0, m = j1 - j0;
   if (m <= 0) return;
-  ConstRows<S> Q(q + static_cast<long>(i0) * ld, n, D, Eigen::OuterStride<>(ld));
-  ConstRows<S> K(k + static_cast<long>(j0) * ld, m, D, Eigen::OuterStride<>(ld));
   Rows<S> out(s, n, m, Eigen::OuterStride<>(lds));
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
-  out.noalias() = (Q * K.transpose()) * inv_sqrt_d;
+  if (kt != nullptr)
+    Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0,
+            kt->cols(), false, s, lds);
+  else
+    Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld, k + static_cast<long>(j0) * ld,
+            ld, false, s, lds);
+  out *= inv_sqrt_d;
   if (enc.Uses(kSiteLogitScale)) {
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
   }
@@ -158,6 +175,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
     Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
     AttentionScratch<S>& sc = cache.scratch.local();
+    // Transposing the keys costs T*D copies: worth it for a block of queries, not for the one
+    // query of a decoding step.
+    const Mat<S>* kt = nullptr;
+    if (T - sh.first_query >= kQueryBlock / 4) {
+      TransposeHead(kh, C, T, D, sc.kt);
+      kt = &sc.kt;
+    }
     for (int i0 = sh.first_query; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
       int jb, je;
@@ -166,7 +190,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
         auto P = cache.probs.block(task * T + i0, 0, n, T);
         P.setZero();
         S* s = cache.probs.data() + (task * T + i0) * T + jb;
-        ComputeLogits(enc, ctx, qh, kh, C, i0, i1, jb, je, s, T);
+        ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, jb, je, s, T);
         if (cache.capture_logits) {
           auto Lg = cache.logits.block(task * T + i0, 0, n, T);
           Lg.setConstant(neg_inf);
@@ -187,7 +211,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           SetMasked(pattern, i0 + r, T, jb, je, row.data(), S(0));
           row /= row.sum();
         }
-        O.middleRows(i0, n).noalias() = P.middleCols(jb, je - jb) * V.middleRows(jb, je - jb);
+        Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,
+                O.data() + i0 * C, C);
         if (has_value_term)
           enc.AddValueTerm(ctx, i0, i1, jb, je, P.data() + jb, T, O.data() + i0 * C, C);
       } else {
@@ -198,7 +223,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
         sc.acc.setZero();
         for (int j0 = jb; j0 < je; j0 += kKeyBlock) {
           const int j1 = std::min(je, j0 + kKeyBlock), m = j1 - j0;
-          ComputeLogits(enc, ctx, qh, kh, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
+          ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
           for (int r = 0; r < n; ++r) {
             auto row = sc.a.row(r).head(m);
             const S bmax = row.maxCoeff();
@@ -214,7 +239,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             sc.acc.row(r) *= corr;
             sc.m[r] = m_new;
           }
-          sc.acc.topRows(n).noalias() += sc.a.topLeftCorner(n, m) * V.middleRows(j0, m);
+          Gemm<S>(false, false, n, D, m, sc.a.data(), kKeyBlock, V.data() + j0 * C, C, true,
+                  sc.acc.data(), D);
           if (has_value_term)
             enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
         }
@@ -265,6 +291,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
     Rows<S> dV(d_v.data() + base, T, D, Eigen::OuterStride<>(C));
     AttentionScratch<S>& sc = cache.scratch.local();
     Resize(sc.a, kQueryBlock, T);
+    TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
     for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
       int jb, je;
@@ -272,8 +299,10 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
       const int m = je - jb;
       auto P = cache.probs.block(task * T + i0, jb, n, m);
       auto dA = sc.a.topLeftCorner(n, m);
-      dA.noalias() = dO.middleRows(i0, n) * V.middleRows(jb, m).transpose();
-      dV.middleRows(jb, m).noalias() += P.transpose() * dO.middleRows(i0, n);
+      Gemm<S>(false, false, n, m, D, dO.data() + i0 * C, C, sc.kt.data() + jb, T, false,
+              sc.a.data(), T);  // d_p = d_o v^T
+      Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV.data() + jb * C,
+              C);  // d_v += p^T d_o
       if (has_value_term) {
         enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
                               T, static_cast<int>(task));
@@ -291,8 +320,10 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         for (int r = 0; r < n; ++r) dA.row(r) *= enc.LogitScale(ctx, i0 + r);
       }
       dA *= inv_sqrt_d;
-      dQ.middleRows(i0, n).noalias() += dA * K.middleRows(jb, m);
-      dK.middleRows(jb, m).noalias() += dA.transpose() * Q.middleRows(i0, n);
+      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true,
+              dQ.data() + i0 * C, C);  // d_q += d_a k
+      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true,
+              dK.data() + jb * C, C);  // d_k += d_a^T q
     }
   });
   if (has_term || has_value_term) enc.EndBackward();

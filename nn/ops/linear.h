@@ -2,6 +2,7 @@
 // have fixed sizes, so results do not depend on the thread count.
 #pragma once
 
+#include "nn/ops/gemm.h"
 #include "nn/parallel.h"
 #include "nn/tensor.h"
 
@@ -23,7 +24,8 @@ template <typename S>
 void LinearForward(const Mat<S>& x, const LinearParams<S>& p, Mat<S>& y) {
   Resize(y, x.rows(), p.w.cols());
   ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-    y.middleRows(r0, r1 - r0).noalias() = x.middleRows(r0, r1 - r0) * p.w;
+    Gemm<S>(false, false, r1 - r0, p.w.cols(), x.cols(), x.data() + r0 * x.cols(), x.cols(),
+            p.w.data(), p.w.cols(), false, y.data() + r0 * y.cols(), y.cols());
     y.middleRows(r0, r1 - r0).rowwise() += p.b;
   });
 }
@@ -35,11 +37,14 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
                     LinearParams<S>& d_p) {
   if (d_x != nullptr) {
     ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-      d_x->middleRows(r0, r1 - r0).noalias() += d_y.middleRows(r0, r1 - r0) * p.w.transpose();
+      Gemm<S>(false, true, r1 - r0, p.w.rows(), d_y.cols(), d_y.data() + r0 * d_y.cols(),
+              d_y.cols(), p.w.data(), p.w.cols(), true, d_x->data() + r0 * d_x->cols(),
+              d_x->cols());
     });
   }
   ParallelChunks(p.w.cols(), kWeightGradColGrain, [&](long c0, long c1) {
-    d_p.w.middleCols(c0, c1 - c0).noalias() += x.transpose() * d_y.middleCols(c0, c1 - c0);
+    Gemm<S>(true, false, x.cols(), c1 - c0, x.rows(), x.data(), x.cols(), d_y.data() + c0,
+            d_y.cols(), true, d_p.w.data() + c0, d_p.w.cols());
     d_p.b.segment(c0, c1 - c0) += d_y.middleCols(c0, c1 - c0).colwise().sum();
   });
 }

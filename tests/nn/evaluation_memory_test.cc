@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "nn/model/transformer.h"
+#include "nn/ops/gemm.h"
 #include "pe/registry.h"
 #include "tests/testing/process_memory.h"
 
@@ -81,6 +82,7 @@ TEST(EvaluationForward, KeepsOneLayersActivationsNotEvery) {
     std::vector<double> pos(T);
     for (int t = 0; t < T; ++t) pos[t] = t;
     MatF logits;
+    InitGemmBackends();  // libxsmm's code registry: allocated once per process, not per pass
     if (!testing::ResetPeakResidentMemory()) return -1L;
     const long before = testing::ProcStatusKiB("VmRSS:");
     m.net->Forward(tokens, 1, T, pos, training, false, logits);

@@ -1,0 +1,139 @@
+// Gemm dispatches each product to libxsmm, serial OpenBLAS or Eigen by instruction set and shape
+// (nn/ops/gemm.h). Whatever it picks must be the product of the definition, on every layout the
+// layers use, and the same bits whether calls run on one thread or many.
+#include "nn/ops/gemm.h"
+
+#include <gtest/gtest.h>
+#include <tbb/parallel_for.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "nn/parallel.h"
+#include "nn/rng.h"
+
+namespace lexp {
+namespace {
+
+struct Case {
+  long m, n, k;
+  bool ta, tb, accumulate;
+  long pad;  // extra row stride of every operand (strided sub-blocks, as attention's heads are)
+};
+
+template <typename S>
+struct Operands {
+  std::vector<S> a, b, c;
+  long lda, ldb, ldc;
+};
+
+template <typename S>
+Operands<S> Make(const Case& t, uint64_t seed) {
+  Rng rng(seed);
+  Operands<S> o;
+  const long a_rows = t.ta ? t.k : t.m, a_cols = t.ta ? t.m : t.k;
+  const long b_rows = t.tb ? t.n : t.k, b_cols = t.tb ? t.k : t.n;
+  o.lda = a_cols + t.pad;
+  o.ldb = b_cols + t.pad;
+  o.ldc = t.n + t.pad;
+  o.a.resize(a_rows * o.lda);
+  o.b.resize(b_rows * o.ldb);
+  o.c.resize(t.m * o.ldc);
+  for (auto& x : o.a) x = static_cast<S>(rng.Normal());
+  for (auto& x : o.b) x = static_cast<S>(rng.Normal());
+  for (auto& x : o.c) x = static_cast<S>(rng.Normal());
+  return o;
+}
+
+// The definition: C_ij (+)= sum_p op(A)_ip op(B)_pj, in double.
+template <typename S>
+std::vector<double> Definition(const Case& t, const Operands<S>& o) {
+  std::vector<double> c(o.c.begin(), o.c.end());
+  for (long i = 0; i < t.m; ++i)
+    for (long j = 0; j < t.n; ++j) {
+      double s = 0;
+      for (long p = 0; p < t.k; ++p) {
+        const double a = t.ta ? o.a[p * o.lda + i] : o.a[i * o.lda + p];
+        const double b = t.tb ? o.b[j * o.ldb + p] : o.b[p * o.ldb + j];
+        s += a * b;
+      }
+      c[i * o.ldc + j] = (t.accumulate ? c[i * o.ldc + j] : 0.0) + s;
+    }
+  return c;
+}
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> k = {
+      // the linear layers' chunks (forward NN, d_x NT, d_W TN) and attention blocks
+      {512, 192, 64, false, false, false, 0},  {512, 64, 192, false, true, true, 0},
+      {64, 128, 1024, true, false, true, 0},   {64, 48, 16, false, true, false, 5},
+      {64, 16, 48, false, false, true, 5},     {48, 16, 64, true, false, true, 5},
+      {300, 300, 300, false, false, false, 0}, {7, 5, 3, true, true, false, 2},
+      {33, 1, 9, false, false, true, 0},       {1, 1, 1, false, false, false, 0},
+      {4, 3, 0, false, false, false, 0},  // empty sum: C = 0
+      {4, 3, 0, false, false, true, 0},   // empty sum: C unchanged
+  };
+  return k;
+}
+
+template <typename S>
+void ExpectDefinition(double tol) {
+  for (const Case& t : Cases()) {
+    Operands<S> o = Make<S>(t, 1 + t.m * 7 + t.n * 3 + t.k);
+    const std::vector<double> want = Definition(t, o);
+    Gemm<S>(t.ta, t.tb, t.m, t.n, t.k, o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate,
+            o.c.data(), o.ldc);
+    double err = 0;
+    for (long i = 0; i < t.m; ++i)
+      for (long j = 0; j < t.n; ++j)
+        err = std::max(err, std::abs(o.c[i * o.ldc + j] - want[i * o.ldc + j]));
+    EXPECT_LT(err, tol * std::sqrt(static_cast<double>(std::max(1L, t.k))))
+        << t.m << "x" << t.n << "x" << t.k << (t.ta ? " T" : " N") << (t.tb ? "T" : "N")
+        << (t.accumulate ? " +=" : " =") << " backends: " << GemmBackendName();
+    // The padding between rows is never written.
+    for (long i = 0; i < t.m; ++i)
+      for (long j = t.n; j < o.ldc; ++j)
+        EXPECT_EQ(o.c[i * o.ldc + j], static_cast<S>(want[i * o.ldc + j]));
+  }
+}
+
+TEST(Gemm, FloatProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<float>(1e-5); }
+TEST(Gemm, DoubleProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<double>(1e-12); }
+
+// The same products, run concurrently on every thread, give the bits of a sequential run.
+TEST(Gemm, ConcurrentCallsGiveTheBitsOfSequentialOnes) {
+  const auto& cases = Cases();
+  std::vector<std::vector<float>> sequential, concurrent;
+  auto run = [&](size_t i) {
+    const Case& t = cases[i % cases.size()];
+    Operands<float> o = Make<float>(t, 100 + i);
+    Gemm<float>(t.ta, t.tb, t.m, t.n, t.k, o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate,
+                o.c.data(), o.ldc);
+    return o.c;
+  };
+  const size_t n = 4 * cases.size();
+  {
+    ThreadLimit one(1);
+    for (size_t i = 0; i < n; ++i) sequential.push_back(run(i));
+  }
+  concurrent.resize(n);
+  tbb::parallel_for(size_t{0}, n, [&](size_t i) { concurrent[i] = run(i); });
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(sequential[i], concurrent[i]) << "call " << i;
+}
+
+// libxsmm's set-up sets OMP_PROC_BIND=TRUE; the processes lexp starts must not inherit it (it made
+// the PyTorch reference of `lexp bench --compare` 1.5x slower).
+TEST(Gemm, SettingUpTheBackendsLeavesTheEnvironmentAlone) {
+  const char* before = std::getenv("OMP_PROC_BIND");
+  const std::string saved = before != nullptr ? before : "<unset>";
+  InitGemmBackends();
+  float a = 1, b = 2, c = 0;
+  Gemm<float>(false, false, 1, 1, 1, &a, 1, &b, 1, false, &c, 1);
+  const char* after = std::getenv("OMP_PROC_BIND");
+  EXPECT_EQ(after != nullptr ? std::string(after) : "<unset>", saved);
+}
+
+}  // namespace
+}  // namespace lexp
