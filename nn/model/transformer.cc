@@ -180,11 +180,11 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
   const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);
   // Without a backward pass nothing between the sums is kept: pre-LN sums straight into x_out and
-  // normalises into LN1's output (free by now), and GELU runs in place. The sums are the same.
+  // normalises into LN1's output (free by now), and the MLP runs a chunk of rows at a time. The
+  // sums are the same.
   const bool lean = !keep_for_backward;
   Mat<S>& mid = cfg_.pre_ln && lean ? x_out : c.x_mid;
   Mat<S>& m_in = cfg_.pre_ln && lean ? c.a_in : c.m_in;
-  Mat<S>& g = lean ? c.f1 : c.g;
   Resize(mid, N, C);
   if (cfg_.pre_ln) {
     mid = x_in + c.tmp;
@@ -194,9 +194,13 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
     LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
     c.m_in = c.x_mid;
   }
-  LinearForward(m_in, p.fc1, c.f1);
-  GeluForward(c.f1, g);
-  LinearForward(g, p.fc2, c.tmp);
+  if (lean) {
+    MlpForwardInChunks(m_in, p.fc1, p.fc2, mlp_hidden_, c.tmp);
+  } else {
+    LinearForward(m_in, p.fc1, c.f1);
+    GeluForward(c.f1, c.g);
+    LinearForward(c.g, p.fc2, c.tmp);
+  }
   Resize(x_out, N, C);
   if (cfg_.pre_ln) {
     x_out = mid + c.tmp;

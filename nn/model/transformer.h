@@ -14,6 +14,7 @@
 #include "nn/ops/gelu.h"
 #include "nn/ops/layernorm.h"
 #include "nn/ops/linear.h"
+#include "nn/ops/mlp.h"
 #include "nn/position_hooks.h"
 #include "nn/rng.h"
 
@@ -140,6 +141,7 @@ class Transformer {
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
   std::vector<S> w_t_;  // a weight matrix transposed, scratch of LinearBackward
+  tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 
   // Incremental decoding: per layer the keys (before site 3) and values of every position so far,
   // [B*capacity, C] with sequence b at rows b*capacity...; queries, transformed keys and attention

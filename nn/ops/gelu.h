@@ -8,15 +8,19 @@
 
 namespace lexp {
 
+// The GELU of an Eigen array expression, element by element: 0.5 x (1 + erf(x / sqrt 2)).
+template <typename S, typename Array>
+auto GeluOf(const Array& x) {
+  return S(0.5) * x * (S(1) + (x * S(0.70710678118654752)).erf());
+}
+
 // x: [N, F] -> y: [N, F]
 template <typename S>
 void GeluForward(const Mat<S>& x, Mat<S>& y) {
   Resize(y, x.rows(), x.cols());
   ParallelChunks(x.rows(), kRowGrain / 4, [&](long r0, long r1) {
     const long n = r1 - r0;
-    y.middleRows(r0, n).array() =
-        S(0.5) * x.middleRows(r0, n).array() *
-        (S(1) + (x.middleRows(r0, n).array() * S(0.70710678118654752)).erf());
+    y.middleRows(r0, n).array() = GeluOf<S>(x.middleRows(r0, n).array());
   });
 }
 

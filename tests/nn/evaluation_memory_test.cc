@@ -9,6 +9,7 @@
 
 #include "nn/model/transformer.h"
 #include "nn/ops/gemm.h"
+#include "nn/ops/mlp.h"
 #include "pe/registry.h"
 #include "tests/testing/process_memory.h"
 
@@ -63,6 +64,35 @@ TEST(EvaluationForward, MatchesTheTrainingForwardAndKeepsStreamsOnRequest) {
         for (int l = 0; l <= 3; ++l)
           EXPECT_LT((m.net->Residual(l) - streams[l]).cwiseAbs().maxCoeff(), 1e-4f) << what << l;
       }
+}
+
+// The evaluation MLP, a chunk of rows at a time, against the layer-by-layer MLP of training: the
+// same bits, for a last chunk that is partial and hidden widths that are and are not a multiple of
+// the SIMD width.
+TEST(EvaluationForward, ChunkedMlpHasTheBitsOfTheLayerByLayerOne) {
+  for (const long F : {256L, 100L}) {
+    const long N = 1100, C = 48;
+    Rng rng(5);
+    auto fill = [&](auto& m) {
+      for (long i = 0; i < m.size(); ++i) m.data()[i] = static_cast<float>(rng.Normal());
+    };
+    MatF x(N, C);
+    LinearParams<float> fc1{MatF(C, F), RowVec<float>(F)}, fc2{MatF(F, C), RowVec<float>(C)};
+    fill(x);
+    fill(fc1.w);
+    fill(fc1.b);
+    fill(fc2.w);
+    fill(fc2.b);
+    MatF f1, g, want, got;
+    LinearForward(x, fc1, f1);
+    GeluForward(f1, g);
+    LinearForward(g, fc2, want);
+    tbb::enumerable_thread_specific<MatF> hidden;
+    MlpForwardInChunks(x, fc1, fc2, hidden, got);
+    ASSERT_EQ(got.rows(), N);
+    EXPECT_TRUE(got == want) << "F = " << F << ": max difference "
+                             << (got - want).cwiseAbs().maxCoeff();
+  }
 }
 
 // Four layers at 4096 tokens (C = 64, F = 256): one layer's activations are about (11 C + F) floats
