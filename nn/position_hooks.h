@@ -98,6 +98,9 @@ struct AttentionContext {
   const double* pos = nullptr;  // [T] position ids from site 1
   const AttentionPattern* pattern = nullptr;
   bool plain_distance = true;  // pattern->PlainDistance(), cached
+  // Site 3 transforms rows [first_row, T) only (x still points at row 0): incremental decoding
+  // transforms the new rows of a sequence whose earlier rows were transformed before.
+  int first_row = 0;
   double Distance(int i, int j) const {
     return plain_distance ? pos[i] - pos[j] : pattern->EffectiveDistance(i, j, pos);
   }
@@ -211,6 +214,10 @@ class PositionEncoding {
   // True when the tables of sites 1-3 at a position depend on the sequence's length (RoPE's
   // dynamic scaling rules): incremental decoding then recomputes the whole prefix at every step.
   virtual bool TablesDependOnLength() const { return false; }
+  // True unless site 3 transforms the row at position p the same whatever the other positions:
+  // then incremental decoding keeps the cached keys transformed and transforms only the new rows.
+  // xPos, whose scale is centred on the middle position, keeps the default (every key again).
+  virtual bool QKTransformDependsOnOtherPositions() const { return true; }
   // What a run file should record that the options do not show: defaults resolved against the
   // run (FIRE's threshold, xPos's scale base) and values derived from learned parameters (FIRE's
   // threshold after training), by name.

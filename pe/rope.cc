@@ -169,22 +169,30 @@ void Rope<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   }
   if (pos == prepared_pos_) return;
   const int T = static_cast<int>(pos.size()), P = rot_ / 2;
-  cos_.resize(T, P);
-  sin_.resize(T, P);
-  for (int t = 0; t < T; ++t)
+  // Positions that extend the prepared ones (a decoding step) keep the rows already computed.
+  const bool extends = prepared_pos_.size() <= pos.size() &&
+                       std::equal(prepared_pos_.begin(), prepared_pos_.end(), pos.begin());
+  const int t_begin = extends ? static_cast<int>(prepared_pos_.size()) : 0;
+  cos_.resize(static_cast<size_t>(T) * P);
+  sin_.resize(static_cast<size_t>(T) * P);
+  for (int t = t_begin; t < T; ++t)
     for (int k = 0; k < P; ++k) {
       const double a = pos[t] * inv_freq_[k];
-      cos_(t, k) = static_cast<S>(std::cos(a));
-      sin_(t, k) = static_cast<S>(std::sin(a));
+      cos_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::cos(a));
+      sin_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::sin(a));
     }
+  table_rows_ = T;
   prepared_pos_ = pos;
 }
 
 template <typename S>
 void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) const {
-  LEXP_CHECK(cos_.rows() == ctx.T, "rope: Prepare() was not called for this length");
-  RotatePairs(x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(1));
-  ZeroRemovedPairs(x, ld, ctx.T);
+  LEXP_CHECK(table_rows_ == ctx.T, "rope: Prepare() was not called for this length");
+  const int P = rot_ / 2, r0 = ctx.first_row;
+  S* x0 = x + static_cast<long>(r0) * ld;
+  RotatePairs(x0, ld, ctx.T - r0, P, interleaved_, cos_.data() + static_cast<long>(r0) * P,
+              sin_.data() + static_cast<long>(r0) * P, S(1));
+  ZeroRemovedPairs(x0, ld, ctx.T - r0);
 }
 
 // Forward: y = R(pos) x.  Backward: d_x = R(pos)^T d_y = R(-pos) d_y.

@@ -71,6 +71,8 @@ class Rope final : public PositionEncoding<S> {
   int rotary_dims() const { return rot_; }
   unsigned Sites() const override;
   bool TablesDependOnLength() const override;
+  // A rotation by the row's own position (the dynamic rules recompute every step anyway).
+  bool QKTransformDependsOnOtherPositions() const override { return false; }
   void Prepare(const std::vector<double>& pos, double max_distance) override;
   void TransformQK(const AttentionContext& ctx, bool is_query, S* x, long ld) const override;
   void TransformQKBackward(const AttentionContext& ctx, bool is_query, S* d_x,
@@ -96,7 +98,10 @@ class Rope final : public PositionEncoding<S> {
   std::vector<double> inv_freq_;
   double mscale_ = 1;
   bool log_n_ = false;
-  Mat<S> cos_, sin_;   // [T, D/2]
+  // [T, D/2] row-major; vectors keep their capacity, so decoding that extends the positions by a
+  // token appends a row without allocating.
+  std::vector<S> cos_, sin_;
+  int table_rows_ = 0;
   double window_ = 0;  // rerope w (tokens)
   // Rotates n rows of x (stride ld; row r is token t0 + r) into out ([n, D]) by offset(t0 + r).
   template <typename Offset>

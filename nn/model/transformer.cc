@@ -142,14 +142,15 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
 
 template <typename S>
 void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride,
-                                      const std::vector<double>& pos, bool is_query,
-                                      bool backward) {
+                                      const std::vector<double>& pos, bool is_query, bool backward,
+                                      int first_row) {
   const int H = cfg_.n_heads, D = cfg_.HeadDim();
   const long C = cfg_.d_model;
   ParallelFor(static_cast<long>(B) * H, [&](long task) {
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     AttentionContext ctx{
         l, h, H, D, T, pos.data(), &ActivePattern(), ActivePattern().PlainDistance()};
+    ctx.first_row = first_row;
     S* x = m.data() + static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
     if (backward)
       enc_->TransformQKBackward(ctx, is_query, x, C);
@@ -342,7 +343,8 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
     ResizeZero(dec_v_[l], rows, C);
   }
   ResizeZero(dec_q_, rows, C);
-  ResizeZero(dec_kt_, rows, C);
+  if (enc_->Uses(kSiteQKTransform) && enc_->QKTransformDependsOnOtherPositions())
+    ResizeZero(dec_kt_, rows, C);
   ResizeZero(dec_att_, rows, C);
 }
 
@@ -361,14 +363,24 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
       dec_k_[l].row(dst) = c.qkv.row(src).segment(C, C);
       dec_v_[l].row(dst) = c.qkv.row(src).tail(C);
     }
-  for (int b = 0; b < B; ++b) dec_kt_.middleRows(b * cap, T) = dec_k_[l].middleRows(b * cap, T);
-  if (enc_->Uses(kSiteQKTransform)) {
+  AttentionShape sh{B, T, H, D, t0, dec_cap_};
+  if (enc_->Uses(kSiteQKTransform) && !enc_->QKTransformDependsOnOtherPositions()) {
+    // The cached keys stay transformed: only the new rows are (RoPE: O(n) a step, not O(T)).
+    ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false, t0);
+    ApplyQKTransform(l, dec_k_[l], B, T, cap, dec_pos_, false, false, t0);
+    AttentionForward(dec_q_, dec_k_[l], dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
+                     c.attn, dec_att_);
+  } else if (enc_->Uses(kSiteQKTransform)) {
+    // Every key transformed again from the raw cache, as the transform of a row may have moved.
+    for (int b = 0; b < B; ++b) dec_kt_.middleRows(b * cap, T) = dec_k_[l].middleRows(b * cap, T);
     ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false);
     ApplyQKTransform(l, dec_kt_, B, T, cap, dec_pos_, false, false);
+    AttentionForward(dec_q_, dec_kt_, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
+                     c.attn, dec_att_);
+  } else {
+    AttentionForward(dec_q_, dec_k_[l], dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
+                     c.attn, dec_att_);
   }
-  AttentionShape sh{B, T, H, D, t0, dec_cap_};
-  AttentionForward(dec_q_, dec_kt_, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
-                   c.attn, dec_att_);
   Resize(c.att, static_cast<long>(B) * n, C);
   for (int b = 0; b < B; ++b)
     c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);

@@ -120,9 +120,9 @@ class Transformer {
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
-  // Site 3 on rows [0, T) of every (sequence, head) of m, sequences `stride` rows apart.
+  // Site 3 on rows [first_row, T) of every (sequence, head) of m, sequences `stride` rows apart.
   void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,
-                        bool is_query, bool backward);
+                        bool is_query, bool backward, int first_row = 0);
   void DecodeBlock(int l, Mat<S>& x, int t0, int n);
 
   ModelConfig cfg_;
@@ -151,8 +151,9 @@ class Transformer {
   std::vector<int> dec_tokens_, dec_prefix_;  // recompute: [B*capacity] tokens, [B*T] prefix
   Mat<S> dec_logits_;                         // recompute: [B*T, V]
   std::vector<double> dec_pos_all_, dec_pos_, dec_pos_new_;
+  // Per layer [B*capacity, C]; the keys after site 3 when its rows are transformed independently.
   std::vector<Mat<S>> dec_k_, dec_v_;
-  Mat<S> dec_q_, dec_kt_, dec_att_, dec_x_, dec_y_;
+  Mat<S> dec_q_, dec_kt_, dec_att_, dec_x_, dec_y_;  // dec_kt_: keys transformed again (xPos)
   BlockCache<S> dec_c_;
   LayerNormCache<S> dec_lnf_;
 };
