@@ -6,9 +6,6 @@
 
 #include "nn/tensor.h"
 
-#ifdef LEXP_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 #ifdef LEXP_HAVE_LIBXSMM
 #include <libxsmm.h>
 #endif
@@ -65,7 +62,7 @@ bool LibxsmmGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda,
   return true;
 }
 
-// The shape class libxsmm takes: everything on AVX-512, short products on AVX2.
+// The shape class libxsmm takes: everything on AVX-512, short products on AVX2 (Eigen the rest).
 bool LibxsmmShape(long n, long k) {
 #if defined(__AVX512F__)
   (void)n;
@@ -74,29 +71,6 @@ bool LibxsmmShape(long n, long k) {
 #else
   return k <= 256 && n <= 256;
 #endif
-}
-#endif
-
-#ifdef LEXP_HAVE_OPENBLAS
-// Serial OpenBLAS takes what libxsmm does not on AVX2 builds; on AVX-512 Eigen's kernels are faster.
-bool OpenBlasShape() {
-#if defined(__AVX512F__)
-  return false;
-#else
-  return true;
-#endif
-}
-
-template <typename S>
-void OpenBlasGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b,
-                  long ldb, bool accumulate, S* c, long ldc) {
-  const auto opa = ta ? CblasTrans : CblasNoTrans, opb = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<S, float>)
-    cblas_sgemm(CblasRowMajor, opa, opb, m, n, k, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, c,
-                ldc);
-  else
-    cblas_dgemm(CblasRowMajor, opa, opb, m, n, k, 1.0, a, lda, b, ldb, accumulate ? 1.0 : 0.0, c,
-                ldc);
 }
 #endif
 
@@ -127,12 +101,8 @@ void InitGemmBackends() {
 }
 
 const char* GemmBackendName() {
-#if defined(LEXP_HAVE_LIBXSMM) && defined(LEXP_HAVE_OPENBLAS)
-  return "libxsmm + openblas-serial + eigen";
-#elif defined(LEXP_HAVE_LIBXSMM)
+#if defined(LEXP_HAVE_LIBXSMM)
   return "libxsmm + eigen";
-#elif defined(LEXP_HAVE_OPENBLAS)
-  return "openblas-serial + eigen";
 #else
   return "eigen";
 #endif
@@ -151,12 +121,6 @@ void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const 
 #ifdef LEXP_HAVE_LIBXSMM
   if (LibxsmmShape(n, k) && LibxsmmGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc))
     return;
-#endif
-#ifdef LEXP_HAVE_OPENBLAS
-  if (OpenBlasShape()) {
-    OpenBlasGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
-    return;
-  }
 #endif
   EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }

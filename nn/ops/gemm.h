@@ -2,20 +2,21 @@
 // buffers. The backend is chosen per instruction set and shape class from `lexp bench --gemm`
 // (single-thread GFLOP/s; AMD EPYC Zen 5, 2026-11-30):
 //  * AVX-512 builds: libxsmm's JIT kernels (160-260 GFLOP/s) beat Eigen 3.4 (100-185) and Debian's
-//    OpenBLAS 0.3.21 (105-128) on every NN and TN shape of the T, S and E models; libxsmm has no
-//    kernel for a transposed B, and those (NT) products stay with Eigen.
+//    serial OpenBLAS 0.3.21 (105-128) on every NN and TN shape of the T, S and E models; libxsmm
+//    has no kernel for a transposed B, and those (NT) products stay with Eigen.
 //  * AVX2 builds: libxsmm wins on products with k <= 256 and n <= 256 (attention blocks, the T
 //    model, the head: 98-132 against 84-125) but falls to 43-80 on long reductions (the weight
-//    gradients, k = B*T); serial OpenBLAS takes the rest (about 1.6x Eigen on AMD Zen 3, on par
-//    with it on Zen 5 restricted to AVX2).
-//  * A build without libxsmm or OpenBLAS (or the `portable` preset) uses Eigen everywhere.
-// Every backend runs single-threaded inside lexp's fixed TBB chunks and picks its kernel from the
+//    gradients, k = B*T), which Eigen keeps (84-127). Serial OpenBLAS, as fast as Eigen there (and
+//    about 1.6x Eigen on an AMD Zen 3), is not used: training with it gave other bits on 2 threads
+//    than on 1 (Training.RunFilesAreBitIdenticalWithOneAndTwoThreads failed under the avx2 preset).
+//  * A build without libxsmm (or the `portable` preset) uses Eigen everywhere.
+// Both backends run single-threaded inside lexp's fixed TBB chunks and pick their kernel from the
 // shape and the CPU only, so a product is bit-identical whatever the thread count.
 #pragma once
 
 namespace lexp {
 
-// Which backends this build has, e.g. "libxsmm + openblas-serial + eigen".
+// Which backends this build has: "libxsmm + eigen" or "eigen".
 const char* GemmBackendName();
 
 // Sets the backends up (idempotent, thread-safe; Gemm calls it itself).
