@@ -60,20 +60,8 @@ class EigenBackend : public Backend {
  public:
   std::string Name() const override { return "eigen"; }
   void Run(const GemmShape& s, const Operands& o) override {
-    using CMap = Eigen::Map<const MatF, 0, Eigen::OuterStride<>>;
-    StridedMap<float> C(o.c, s.m, s.n, Eigen::OuterStride<>(o.ldc));
-    const CMap A(o.a, s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, Eigen::OuterStride<>(o.lda));
-    const CMap B(o.b, s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, Eigen::OuterStride<>(o.ldb));
-    auto run = [&](const auto& a, const auto& b) {
-      if (s.accumulate)
-        C.noalias() += a * b;
-      else
-        C.noalias() = a * b;
-    };
-    if (!s.trans_a && !s.trans_b) run(A, B);
-    if (!s.trans_a && s.trans_b) run(A, B.transpose());
-    if (s.trans_a && !s.trans_b) run(A.transpose(), B);
-    if (s.trans_a && s.trans_b) run(A.transpose(), B.transpose());
+    EigenGemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, o.a, o.lda, o.b, o.ldb, s.accumulate,
+                     o.c, o.ldc);
   }
 };
 

@@ -181,13 +181,13 @@ void Rope<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
       cos_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::cos(a));
       sin_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::sin(a));
     }
-  table_rows_ = T;
   prepared_pos_ = pos;
 }
 
 template <typename S>
 void Rope<S>::TransformQK(const AttentionContext& ctx, bool, S* x, long ld) const {
-  LEXP_CHECK(table_rows_ == ctx.T, "rope: Prepare() was not called for this length");
+  LEXP_CHECK(static_cast<int>(prepared_pos_.size()) == ctx.T,
+             "rope: Prepare() was not called for this length");
   const int P = rot_ / 2, r0 = ctx.first_row;
   S* x0 = x + static_cast<long>(r0) * ld;
   RotatePairs(x0, ld, ctx.T - r0, P, interleaved_, cos_.data() + static_cast<long>(r0) * P,

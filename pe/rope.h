@@ -98,10 +98,9 @@ class Rope final : public PositionEncoding<S> {
   std::vector<double> inv_freq_;
   double mscale_ = 1;
   bool log_n_ = false;
-  // [T, D/2] row-major; vectors keep their capacity, so decoding that extends the positions by a
-  // token appends a row without allocating.
+  // [T, D/2] row-major, T = prepared_pos_.size(); vectors keep their capacity, so decoding that
+  // extends the positions by a token appends a row without allocating.
   std::vector<S> cos_, sin_;
-  int table_rows_ = 0;
   double window_ = 0;  // rerope w (tokens)
   // Rotates n rows of x (stride ld; row r is token t0 + r) into out ([n, D]) by offset(t0 + r).
   template <typename Offset>

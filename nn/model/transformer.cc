@@ -363,24 +363,21 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
       dec_k_[l].row(dst) = c.qkv.row(src).segment(C, C);
       dec_v_[l].row(dst) = c.qkv.row(src).tail(C);
     }
-  AttentionShape sh{B, T, H, D, t0, dec_cap_};
+  const Mat<S>* keys = &dec_k_[l];
   if (enc_->Uses(kSiteQKTransform) && !enc_->QKTransformDependsOnOtherPositions()) {
     // The cached keys stay transformed: only the new rows are (RoPE: O(n) a step, not O(T)).
     ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false, t0);
     ApplyQKTransform(l, dec_k_[l], B, T, cap, dec_pos_, false, false, t0);
-    AttentionForward(dec_q_, dec_k_[l], dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
-                     c.attn, dec_att_);
   } else if (enc_->Uses(kSiteQKTransform)) {
     // Every key transformed again from the raw cache, as the transform of a row may have moved.
     for (int b = 0; b < B; ++b) dec_kt_.middleRows(b * cap, T) = dec_k_[l].middleRows(b * cap, T);
     ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false);
     ApplyQKTransform(l, dec_kt_, B, T, cap, dec_pos_, false, false);
-    AttentionForward(dec_q_, dec_kt_, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
-                     c.attn, dec_att_);
-  } else {
-    AttentionForward(dec_q_, dec_k_[l], dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
-                     c.attn, dec_att_);
+    keys = &dec_kt_;
   }
+  AttentionShape sh{B, T, H, D, t0, dec_cap_};
+  AttentionForward(dec_q_, *keys, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
+                   c.attn, dec_att_);
   Resize(c.att, static_cast<long>(B) * n, C);
   for (int b = 0; b < B; ++b)
     c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);

@@ -291,7 +291,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
     Rows<S> dV(d_v.data() + base, T, D, Eigen::OuterStride<>(C));
     AttentionScratch<S>& sc = cache.scratch.local();
     Resize(sc.a, kQueryBlock, T);
-    TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
+    TransposeHead(V.data(), C, T, D, sc.kt);  // values, transposed
     for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
       int jb, je;

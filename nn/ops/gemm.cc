@@ -11,7 +11,6 @@
 #endif
 
 namespace lexp {
-namespace {
 
 template <typename S>
 void EigenGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b, long ldb,
@@ -32,19 +31,17 @@ void EigenGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, c
   if (ta && tb) run(A.transpose(), B.transpose());
 }
 
-#ifdef LEXP_HAVE_LIBXSMM
-bool LibxsmmReady() {
-  InitGemmBackends();
-  return true;
-}
+namespace {
 
+#ifdef LEXP_HAVE_LIBXSMM
 // libxsmm is column-major: the row-major C = op(A) op(B) is the column-major C' = op(B)' op(A)',
 // with A and B swapping places. Its JIT has no kernel for a transposed first operand (a
 // transposed row-major B); returns false when there is no kernel.
 template <typename S>
 bool LibxsmmGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b,
                  long ldb, bool accumulate, S* c, long ldc) {
-  if (tb || !LibxsmmReady()) return false;
+  if (tb) return false;
+  InitGemmBackends();
   const libxsmm_blasint xlda = ldb, xldb = lda, xldc = ldc;
   const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
   const S alpha = 1, beta = accumulate ? S(1) : S(0);
@@ -125,6 +122,10 @@ void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const 
   EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }
 
+template void EigenGemm<float>(bool, bool, long, long, long, const float*, long, const float*,
+                               long, bool, float*, long);
+template void EigenGemm<double>(bool, bool, long, long, long, const double*, long, const double*,
+                                long, bool, double*, long);
 template void Gemm<float>(bool, bool, long, long, long, const float*, long, const float*, long,
                           bool, float*, long);
 template void Gemm<double>(bool, bool, long, long, long, const double*, long, const double*, long,

@@ -28,6 +28,16 @@ template <typename S>
 void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b, long ldb,
           bool accumulate, S* c, long ldc);
 
+// The same product with Eigen's own kernels only (the fallback of Gemm; `lexp bench --gemm`
+// measures it as a backend of its own).
+template <typename S>
+void EigenGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b, long ldb,
+               bool accumulate, S* c, long ldc);
+
+extern template void EigenGemm<float>(bool, bool, long, long, long, const float*, long,
+                                      const float*, long, bool, float*, long);
+extern template void EigenGemm<double>(bool, bool, long, long, long, const double*, long,
+                                       const double*, long, bool, double*, long);
 extern template void Gemm<float>(bool, bool, long, long, long, const float*, long, const float*,
                                  long, bool, float*, long);
 extern template void Gemm<double>(bool, bool, long, long, long, const double*, long,

@@ -21,14 +21,20 @@ struct LinearParams {
   RowVec<S> b;  // [out]
 };
 
+// One chunk of rows: y[n, out] = x[n, in] W + b (contiguous rows).
+template <typename S>
+void LinearRows(const S* x, long n, const LinearParams<S>& p, S* y) {
+  const long in = p.w.rows(), out = p.w.cols();
+  Gemm<S>(false, false, n, out, in, x, in, p.w.data(), out, false, y, out);
+  MatMap<S>(y, n, out).rowwise() += p.b;
+}
+
 // x: [N, in] -> y: [N, out]
 template <typename S>
 void LinearForward(const Mat<S>& x, const LinearParams<S>& p, Mat<S>& y) {
   Resize(y, x.rows(), p.w.cols());
   ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-    Gemm<S>(false, false, r1 - r0, p.w.cols(), x.cols(), x.data() + r0 * x.cols(), x.cols(),
-            p.w.data(), p.w.cols(), false, y.data() + r0 * y.cols(), y.cols());
-    y.middleRows(r0, r1 - r0).rowwise() += p.b;
+    LinearRows(x.data() + r0 * x.cols(), r1 - r0, p, y.data() + r0 * y.cols());
   });
 }
 

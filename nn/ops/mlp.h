@@ -22,15 +22,12 @@ void MlpForwardInChunks(const Mat<S>& x, const LinearParams<S>& fc1, const Linea
     const long n = r1 - r0;
     Mat<S>& h = hidden.local();
     Resize(h, kRowGrain, F);
-    Gemm<S>(false, false, n, F, C, x.data() + r0 * C, C, fc1.w.data(), F, false, h.data(), F);
-    h.topRows(n).rowwise() += fc1.b;
+    LinearRows(x.data() + r0 * C, n, fc1, h.data());
     for (long g0 = 0; g0 < n; g0 += kRowGrain / 4) {  // GeluForward's chunks
       const long m = std::min(n - g0, kRowGrain / 4);
       h.middleRows(g0, m).array() = GeluOf<S>(h.middleRows(g0, m).array());
     }
-    Gemm<S>(false, false, n, out, F, h.data(), F, fc2.w.data(), out, false, y.data() + r0 * out,
-            out);
-    y.middleRows(r0, n).rowwise() += fc2.b;
+    LinearRows(h.data(), n, fc2, y.data() + r0 * out);
   });
 }
 
