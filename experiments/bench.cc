@@ -223,8 +223,10 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));
   if (opt.compare && !TorchInstructionSetLimit().empty())
-    print("this build has no AVX-512 on an AVX-512 machine: the PyTorch reference is held to AVX2 "
-          "too (" + TorchInstructionSetLimit() + ")");
+    print(
+        "this build has no AVX-512 on an AVX-512 machine: the PyTorch reference is held to AVX2 "
+        "too (" +
+        TorchInstructionSetLimit() + ")");
   if (opt.compare) {
     // Debian's torch takes its BLAS from the libblas.so.3 alternative; the reference netlib BLAS
     // there makes PyTorch about 12x slower, which would flatter lexp.

@@ -60,8 +60,8 @@ class EigenBackend : public Backend {
  public:
   std::string Name() const override { return "eigen"; }
   void Run(const GemmShape& s, const Operands& o) override {
-    EigenGemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, o.a, o.lda, o.b, o.ldb, s.accumulate,
-                     o.c, o.ldc);
+    EigenGemm<float>(s.trans_a, s.trans_b, s.m, s.n, s.k, o.a, o.lda, o.b, o.ldb, s.accumulate, o.c,
+                     o.ldc);
   }
 };
 
@@ -182,8 +182,12 @@ std::vector<std::unique_ptr<Backend>> OpenBackends() {
 struct Buffers {
   MatF a, b, c, c_ref;
   Operands Ops() {
-    return {a.data(), b.data(), c.data(), static_cast<long>(a.cols()),
-            static_cast<long>(b.cols()), static_cast<long>(c.cols())};
+    return {a.data(),
+            b.data(),
+            c.data(),
+            static_cast<long>(a.cols()),
+            static_cast<long>(b.cols()),
+            static_cast<long>(c.cols())};
   }
 };
 
@@ -276,7 +280,8 @@ std::vector<GemmBenchPoint> RunGemmBench(const GemmBenchOptions& opt) {
   }
   const GemmShape peak{"peak", "sgemm 2048^3", 2048, 2048, 2048, false, false, false};
   shapes.insert(shapes.begin(), peak);
-  std::string header = fmt::format("{:<6} {:<22} {:>16} {:>3}", "config", "site", "m x n x k", "op");
+  std::string header =
+      fmt::format("{:<6} {:<22} {:>16} {:>3}", "config", "site", "m x n x k", "op");
   for (const auto& b : backends) header += fmt::format(" {:>16}", b->Name());
   print(header);
   std::vector<GemmBenchPoint> points;
@@ -286,10 +291,9 @@ std::vector<GemmBenchPoint> RunGemmBench(const GemmBenchOptions& opt) {
     x.c.setZero();
     reference.Run(s, x.Ops());
     x.c_ref = x.c;
-    std::string line =
-        fmt::format("{:<6} {:<22} {:>16} {}{}{}", s.config, s.site,
-                    fmt::format("{}x{}x{}", s.m, s.n, s.k), s.trans_a ? 'T' : 'N',
-                    s.trans_b ? 'T' : 'N', s.accumulate ? '+' : ' ');
+    std::string line = fmt::format("{:<6} {:<22} {:>16} {}{}{}", s.config, s.site,
+                                   fmt::format("{}x{}x{}", s.m, s.n, s.k), s.trans_a ? 'T' : 'N',
+                                   s.trans_b ? 'T' : 'N', s.accumulate ? '+' : ' ');
     double best = 0;
     std::string best_name;
     for (auto& b : backends) {
@@ -310,9 +314,9 @@ std::vector<GemmBenchPoint> RunGemmBench(const GemmBenchOptions& opt) {
   std::string labels;
   std::vector<double> gf, mnk;
   for (const auto& p : points) {
-    labels += fmt::format("{}/{}/{}{}{}/{}\n", p.shape.config, p.shape.site,
-                          p.shape.trans_a ? 'T' : 'N', p.shape.trans_b ? 'T' : 'N',
-                          p.shape.accumulate ? "+" : "", p.backend);
+    labels +=
+        fmt::format("{}/{}/{}{}{}/{}\n", p.shape.config, p.shape.site, p.shape.trans_a ? 'T' : 'N',
+                    p.shape.trans_b ? 'T' : 'N', p.shape.accumulate ? "+" : "", p.backend);
     gf.push_back(p.gflops);
     mnk.push_back(p.shape.m);
     mnk.push_back(p.shape.n);

@@ -1,5 +1,6 @@
-// TBB wrappers. Work is cut into chunks whose boundaries depend only on the problem size and a fixed
-// grain, never on the number of threads, so every result is bit-identical whatever the thread count.
+// TBB wrappers. Work is cut into chunks whose boundaries depend only on the problem size and a
+// fixed grain, never on the number of threads, so every result is bit-identical whatever the thread
+// count.
 #pragma once
 
 #include <tbb/global_control.h>

@@ -65,8 +65,8 @@ void XPos<S>::TransformQK(const AttentionContext& ctx, bool is_query, S* x, long
   const Mat<S>& c = is_query ? cq_ : ck_;
   const Mat<S>& s = is_query ? sq_ : sk_;
   const long r0 = ctx.first_row;
-  RotatePairs(x + r0 * ld, ld, ctx.T - ctx.first_row, D_ / 2, interleaved_, c.data() + r0 * c.cols(),
-              s.data() + r0 * s.cols(), S(1));
+  RotatePairs(x + r0 * ld, ld, ctx.T - ctx.first_row, D_ / 2, interleaved_,
+              c.data() + r0 * c.cols(), s.data() + r0 * s.cols(), S(1));
 }
 
 // Forward: y = z R(p) x (z the per-pair scale).  Backward: d_x = z R(p)^T d_y.

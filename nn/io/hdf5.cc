@@ -54,9 +54,9 @@ void WriteRaw(hid_t group, const std::string& name, hid_t mem_type, hid_t file_t
                                   " values for dims of " + std::to_string(expect));
   if (H5Lexists(group, name.c_str(), H5P_DEFAULT) > 0) H5Ldelete(group, name.c_str(), H5P_DEFAULT);
   Handle space = Space(dims);
-  Handle ds = Check(H5Dcreate2(group, name.c_str(), file_type, space.id(), H5P_DEFAULT,
-                               H5P_DEFAULT, H5P_DEFAULT),
-                    H5Dclose, "create dataset '" + name + "'");
+  Handle ds = Check(
+      H5Dcreate2(group, name.c_str(), file_type, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "create dataset '" + name + "'");
   if (count > 0)
     LEXP_CHECK(H5Dwrite(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
                "HDF5: write dataset '" + name + "'");
@@ -176,8 +176,10 @@ std::string Group::AttrAsText(const std::string& name) const {
                        "no attribute '" + name + "'");
   Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
   switch (H5Tget_class(type.id())) {
-    case H5T_STRING: return AttrString(name);
-    case H5T_INTEGER: return std::to_string(AttrInt(name));
+    case H5T_STRING:
+      return AttrString(name);
+    case H5T_INTEGER:
+      return std::to_string(AttrInt(name));
     default: {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.17g", AttrDouble(name));
@@ -187,7 +189,8 @@ std::string Group::AttrAsText(const std::string& name) const {
 }
 
 void Group::Remove(const std::string& name) const {
-  if (Has(name)) LEXP_CHECK(H5Ldelete(id(), name.c_str(), H5P_DEFAULT) >= 0, "cannot remove " + name);
+  if (Has(name))
+    LEXP_CHECK(H5Ldelete(id(), name.c_str(), H5P_DEFAULT) >= 0, "cannot remove " + name);
 }
 
 std::vector<std::string> Group::Children() const {
@@ -232,9 +235,9 @@ void Group::WriteString(const std::string& name, const std::string& text) const 
   H5Tset_size(type.id(), std::max<size_t>(1, text.size()));
   H5Tset_cset(type.id(), H5T_CSET_UTF8);
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
-  Handle ds = Check(H5Dcreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT,
-                               H5P_DEFAULT, H5P_DEFAULT),
-                    H5Dclose, "create dataset '" + name + "'");
+  Handle ds = Check(
+      H5Dcreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      H5Dclose, "create dataset '" + name + "'");
   const std::string padded = text.empty() ? std::string(1, '\0') : text;
   LEXP_CHECK(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, padded.data()) >= 0,
              "HDF5: write text '" + name + "'");
@@ -307,25 +310,25 @@ void Group::SetAttr(const std::string& name, const std::string& value) const {
 void Group::SetAttr(const std::string& name, double value) const {
   if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
-  Handle a = Check(
-      H5Acreate2(id(), name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
-      H5Aclose, "create attribute '" + name + "'");
+  Handle a =
+      Check(H5Acreate2(id(), name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose, "create attribute '" + name + "'");
   H5Awrite(a.id(), H5T_NATIVE_DOUBLE, &value);
 }
 
 void Group::SetAttr(const std::string& name, int64_t value) const {
   if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
-  Handle a = Check(
-      H5Acreate2(id(), name.c_str(), H5T_STD_I64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
-      H5Aclose, "create attribute '" + name + "'");
+  Handle a =
+      Check(H5Acreate2(id(), name.c_str(), H5T_STD_I64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+            H5Aclose, "create attribute '" + name + "'");
   H5Awrite(a.id(), H5T_NATIVE_INT64, &value);
 }
 
 void Group::SetChildAttr(const std::string& child, const std::string& name,
                          const std::string& value) const {
-  Handle obj = Check(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose,
-                     "open object '" + child + "'");
+  Handle obj =
+      Check(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + child + "'");
   SetStringAttr(obj.id(), name, value);
 }
 

@@ -376,8 +376,8 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
     keys = &dec_kt_;
   }
   AttentionShape sh{B, T, H, D, t0, dec_cap_};
-  AttentionForward(dec_q_, *keys, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false,
-                   c.attn, dec_att_);
+  AttentionForward(dec_q_, *keys, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false, c.attn,
+                   dec_att_);
   Resize(c.att, static_cast<long>(B) * n, C);
   for (int b = 0; b < B; ++b)
     c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);

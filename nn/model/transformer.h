@@ -1,7 +1,7 @@
-// The decoder-only (causal) or encoder (bidirectional) transformer of lexp: token embedding, L blocks
-// of multi-head attention and a GELU MLP with pre-LN (default) or post-LN residuals, a final LayerNorm
-// and an untied output head (Vaswani et al. 2017, arXiv:1706.03762; pre-LN as in Xiong et al. 2020,
-// arXiv:2002.04745). The encoding enters only through nn/position_hooks.h.
+// The decoder-only (causal) or encoder (bidirectional) transformer of lexp: token embedding, L
+// blocks of multi-head attention and a GELU MLP with pre-LN (default) or post-LN residuals, a final
+// LayerNorm and an untied output head (Vaswani et al. 2017, arXiv:1706.03762; pre-LN as in Xiong et
+// al. 2020, arXiv:2002.04745). The encoding enters only through nn/position_hooks.h.
 //
 // Templated on the scalar: float is the fast path, double is the reference for gradient checks.
 #pragma once
@@ -51,16 +51,16 @@ struct ModelParams {
 
 template <typename S>
 struct BlockCache {
-  Mat<S> a_in;                 // [N, C] attention input (LN1(x) for pre-LN, x for post-LN)
+  Mat<S> a_in;  // [N, C] attention input (LN1(x) for pre-LN, x for post-LN)
   LayerNormCache<S> ln1, ln2;
-  Mat<S> qkv;                  // [N, 3C]
-  Mat<S> q, k, v;              // [N, C] after site 3
+  Mat<S> qkv;      // [N, 3C]
+  Mat<S> q, k, v;  // [N, C] after site 3
   AttentionCache<S> attn;
-  Mat<S> att;                  // [N, C] attention output before the projection
-  Mat<S> x_mid;                // [N, C] residual stream after attention (post-LN: after LN1)
-  Mat<S> m_in;                 // [N, C] MLP input
-  Mat<S> f1, g;                // [N, F] pre- and post-GELU
-  Mat<S> tmp;                  // [N, C] scratch
+  Mat<S> att;    // [N, C] attention output before the projection
+  Mat<S> x_mid;  // [N, C] residual stream after attention (post-LN: after LN1)
+  Mat<S> m_in;   // [N, C] MLP input
+  Mat<S> f1, g;  // [N, F] pre- and post-GELU
+  Mat<S> tmp;    // [N, C] scratch
 };
 
 template <typename S>
@@ -137,7 +137,7 @@ class Transformer {
   std::vector<double> pos_;
   std::vector<Mat<S>> xs_;  // L+1 residual streams; xs_[0] is the embedded input
   std::vector<BlockCache<S>> cache_;
-  Mat<S> hf_;               // [N, C] final-norm output
+  Mat<S> hf_;  // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
   std::vector<S> w_t_;  // a weight matrix transposed, scratch of LinearBackward

@@ -122,11 +122,11 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
   Rows<S> out(s, n, m, Eigen::OuterStride<>(lds));
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
   if (kt != nullptr)
-    Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0,
-            kt->cols(), false, s, lds);
+    Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0, kt->cols(),
+            false, s, lds);
   else
-    Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld, k + static_cast<long>(j0) * ld,
-            ld, false, s, lds);
+    Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld,
+            k + static_cast<long>(j0) * ld, ld, false, s, lds);
   out *= inv_sqrt_d;
   if (enc.Uses(kSiteLogitScale)) {
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
@@ -320,10 +320,10 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         for (int r = 0; r < n; ++r) dA.row(r) *= enc.LogitScale(ctx, i0 + r);
       }
       dA *= inv_sqrt_d;
-      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true,
-              dQ.data() + i0 * C, C);  // d_q += d_a k
-      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true,
-              dK.data() + jb * C, C);  // d_k += d_a^T q
+      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ.data() + i0 * C,
+              C);  // d_q += d_a k
+      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK.data() + jb * C,
+              C);  // d_k += d_a^T q
     }
   });
   if (has_term || has_value_term) enc.EndBackward();

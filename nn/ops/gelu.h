@@ -31,10 +31,9 @@ void GeluBackward(const Mat<S>& x, const Mat<S>& d_y, Mat<S>& d_x) {
   ParallelChunks(x.rows(), kRowGrain / 4, [&](long r0, long r1) {
     const long n = r1 - r0;
     const auto xa = x.middleRows(r0, n).array();
-    d_x.middleRows(r0, n).array() +=
-        d_y.middleRows(r0, n).array() *
-        (S(0.5) * (S(1) + (xa * S(0.70710678118654752)).erf()) +
-         xa * (S(-0.5) * xa.square()).exp() * S(0.39894228040143268));
+    d_x.middleRows(r0, n).array() += d_y.middleRows(r0, n).array() *
+                                     (S(0.5) * (S(1) + (xa * S(0.70710678118654752)).erf()) +
+                                      xa * (S(-0.5) * xa.square()).exp() * S(0.39894228040143268));
   });
 }
 

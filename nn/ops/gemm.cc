@@ -43,7 +43,8 @@ bool LibxsmmGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda,
   if (tb) return false;
   InitGemmBackends();
   const libxsmm_blasint xlda = ldb, xldb = lda, xldc = ldc;
-  const int flags = (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
+  const int flags =
+      (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
   const S alpha = 1, beta = accumulate ? S(1) : S(0);
   if constexpr (std::is_same_v<S, float>) {
     const libxsmm_smmfunction f =
@@ -122,8 +123,8 @@ void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const 
   EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }
 
-template void EigenGemm<float>(bool, bool, long, long, long, const float*, long, const float*,
-                               long, bool, float*, long);
+template void EigenGemm<float>(bool, bool, long, long, long, const float*, long, const float*, long,
+                               bool, float*, long);
 template void EigenGemm<double>(bool, bool, long, long, long, const double*, long, const double*,
                                 long, bool, double*, long);
 template void Gemm<float>(bool, bool, long, long, long, const float*, long, const float*, long,

@@ -40,7 +40,7 @@ extern template void EigenGemm<double>(bool, bool, long, long, long, const doubl
                                        const double*, long, bool, double*, long);
 extern template void Gemm<float>(bool, bool, long, long, long, const float*, long, const float*,
                                  long, bool, float*, long);
-extern template void Gemm<double>(bool, bool, long, long, long, const double*, long,
-                                  const double*, long, bool, double*, long);
+extern template void Gemm<double>(bool, bool, long, long, long, const double*, long, const double*,
+                                  long, bool, double*, long);
 
 }  // namespace lexp

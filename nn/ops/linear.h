@@ -1,5 +1,5 @@
-// Affine map y = x W + b with W stored [in, out]. Row chunks (forward, d_x) and column chunks (d_W, d_b)
-// have fixed sizes, so results do not depend on the thread count.
+// Affine map y = x W + b with W stored [in, out]. Row chunks (forward, d_x) and column chunks (d_W,
+// d_b) have fixed sizes, so results do not depend on the thread count.
 #pragma once
 
 #include <vector>
@@ -43,8 +43,9 @@ void LinearForward(const Mat<S>& x, const LinearParams<S>& p, Mat<S>& y) {
 enum class GradWrite { kAdd, kOverwrite };
 
 // Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y.
-// d_x may be null when the input needs no gradient. w_t, when given, is scratch for W^T: d_x is then
-// the plain (NN) product d_y W^T, which has faster kernels than the transposed one (nn/ops/gemm.h).
+// d_x may be null when the input needs no gradient. w_t, when given, is scratch for W^T: d_x is
+// then the plain (NN) product d_y W^T, which has faster kernels than the transposed one
+// (nn/ops/gemm.h).
 template <typename S>
 void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>* d_x,
                     LinearParams<S>& d_p, GradWrite write = GradWrite::kAdd,
