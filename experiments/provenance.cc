@@ -12,6 +12,7 @@
 #include <string>
 
 #include "experiments/build_info.h"
+#include "nn/ops/gemm.h"
 
 namespace lexp {
 
@@ -72,6 +73,7 @@ void WriteProvenance(const h5::Group& root, int threads) {
   root.SetAttr("compile_flags", kCompileFlags);
   root.SetAttr("build_flavour", kBuildFlavour);
   root.SetAttr("gemm_backend", kGemmBackend);
+  root.SetAttr("gemm_jit_target", std::string(GemmJitTarget()));
   // Native code (the release preset) makes results depend on the CPU's instruction sets; the
   // portable preset does not.
   root.SetAttr("simd_compiled", std::string(Eigen::SimdInstructionSetsInUse()));

@@ -79,9 +79,6 @@ void InitGemmBackends() {
   // libxsmm generates code for the CPU it runs on; a build for a lower instruction set (AVX2 on an
   // AVX-512 machine, say) restricts it to that set, so the whole binary behaves as on such a CPU.
   static const bool ready = [] {
-#if !defined(__AVX512F__) && defined(__AVX2__)
-    libxsmm_set_target_arch("hsw");
-#endif
     // libxsmm_init sets OMP_PROC_BIND=TRUE for OpenMP codes. lexp has no OpenMP, but the
     // processes it starts inherit the variable (the PyTorch reference of `lexp bench --compare`
     // ran 1.5x slower with it), so the environment is put back as it was.
@@ -92,6 +89,10 @@ void InitGemmBackends() {
       unsetenv("OMP_PROC_BIND");
     else
       setenv("OMP_PROC_BIND", saved.c_str(), 1);
+#if !defined(__AVX512F__) && defined(__AVX2__)
+    // After libxsmm_init, which would otherwise set the target from the CPU it finds.
+    libxsmm_set_target_arch("hsw");
+#endif
     return true;
   }();
   (void)ready;
@@ -103,6 +104,15 @@ const char* GemmBackendName() {
   return "libxsmm + eigen";
 #else
   return "eigen";
+#endif
+}
+
+const char* GemmJitTarget() {
+#if defined(LEXP_HAVE_LIBXSMM)
+  InitGemmBackends();
+  return libxsmm_get_target_arch();
+#else
+  return "none";
 #endif
 }
 

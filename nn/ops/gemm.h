@@ -19,6 +19,11 @@ namespace lexp {
 // Which backends this build has: "libxsmm + eigen" or "eigen".
 const char* GemmBackendName();
 
+// The instruction set libxsmm generates its kernels for ("hsw" = AVX2, "skx" and later =
+// AVX-512), or "none" in a build without libxsmm. A build for AVX2 keeps libxsmm at "hsw" even on
+// an AVX-512 CPU.
+const char* GemmJitTarget();
+
 // Sets the backends up (idempotent, thread-safe; Gemm calls it itself).
 void InitGemmBackends();
 

@@ -253,7 +253,7 @@ TEST(Training, RunFileIsSelfDescribing) {
   for (const char* a :
        {"lexp_version", "git_commit", "compiler", "eigen_version", "tbb_version", "hdf5_version",
         "start_time", "end_time", "encoding", "task", "compile_flags", "build_flavour",
-        "simd_compiled", "cpu_model", "cpu_instruction_sets", "gemm_backend"})
+        "simd_compiled", "cpu_model", "cpu_instruction_sets", "gemm_backend", "gemm_jit_target"})
     EXPECT_TRUE(root.HasAttr(a)) << a;
   // The machine and build that made the numbers: native builds depend on the CPU, and so do builds
   // for a named level (LEXP_ARCH, e.g. the avx2 preset's x86-64-v3).
@@ -264,6 +264,7 @@ TEST(Training, RunFileIsSelfDescribing) {
   const std::string gemm = root.AttrString("gemm_backend");
   EXPECT_TRUE(gemm == "libxsmm + eigen" || gemm == "eigen") << gemm;
   if (flavour == "portable") EXPECT_EQ(gemm, "eigen") << "libxsmm picks kernels by CPU";
+  EXPECT_EQ(root.AttrString("gemm_jit_target") == "none", gemm == "eigen");
   EXPECT_EQ(root.AttrString("compile_flags").find("-march=native") != std::string::npos,
             flavour == "native");
   EXPECT_NE(root.AttrString("cpu_instruction_sets").find("x86-64"), std::string::npos);

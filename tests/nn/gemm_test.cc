@@ -135,5 +135,18 @@ TEST(Gemm, SettingUpTheBackendsLeavesTheEnvironmentAlone) {
   EXPECT_EQ(after != nullptr ? std::string(after) : "<unset>", saved);
 }
 
+// libxsmm_init picks the kernels' instruction set from the CPU; a build for AVX2 must keep it at
+// AVX2 on an AVX-512 machine, or the avx2 preset measures AVX-512 kernels (it did: the target was
+// set before libxsmm_init, which overrode it).
+TEST(Gemm, JitKernelsUseNoInstructionSetBeyondTheBuilds) {
+  const std::string target = GemmJitTarget();
+#if defined(__AVX512F__)
+  SUCCEED() << "AVX-512 build: libxsmm may use any target (" << target << ")";
+#else
+  for (const char* avx512 : {"knl", "knm", "skx", "clx", "cpx", "spr", "gnr", "avx512"})
+    EXPECT_EQ(target.find(avx512), std::string::npos) << "libxsmm target " << target;
+#endif
+}
+
 }  // namespace
 }  // namespace lexp
