@@ -75,15 +75,17 @@ RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encodi
   return cfg;
 }
 
-template <typename S>
-void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params) {
-  h5::Reader r(path);
-  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
-  h5::Group m = r.root().OpenGroup("model");
+namespace {
+
+// Copies weights found by name (find(name): null when absent) into params, with the file's name
+// in every message.
+template <typename S, typename Find>
+void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params, Find find) {
   for (const auto& p : params) {
-    LEXP_INPUT_CHECK(m.Has(p.name), "'" + path + "' has no weights for " + p.name +
-                                        " (a different model or encoding?)");
-    const std::vector<double> v = m.ReadDoubles(p.name);
+    const std::vector<double>* found = find(p.name);
+    LEXP_INPUT_CHECK(found != nullptr, "'" + path + "' has no weights for " + p.name +
+                                           " (a different model or encoding?)");
+    const std::vector<double>& v = *found;
     LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
                      "'" + path + "': " + p.name + " has another shape");
     for (long i = 0; i < p.size; ++i) {
@@ -94,7 +96,48 @@ void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& p
   }
 }
 
+std::map<std::string, std::vector<double>> ReadWeights(const std::string& path) {
+  h5::Reader r(path);
+  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+  h5::Group m = r.root().OpenGroup("model");
+  std::map<std::string, std::vector<double>> w;
+  for (const auto& name : m.Children()) w[name] = m.ReadDoubles(name);
+  return w;
+}
+
+}  // namespace
+
+template <typename S>
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params) {
+  h5::Reader r(path);
+  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+  h5::Group m = r.root().OpenGroup("model");
+  std::vector<double> v;
+  CopyWeights(path, params, [&](const std::string& name) -> const std::vector<double>* {
+    if (!m.Has(name)) return nullptr;
+    v = m.ReadDoubles(name);
+    return &v;
+  });
+}
+
+TrainedRun ReadTrainedRun(const std::string& run_file) {
+  TrainedRun run;
+  run.path = run_file;
+  run.recipe = CompletedRunRecipe(run_file, &run.encoding);
+  run.weights = ReadWeights(run_file);
+  return run;
+}
+
+template <typename S>
+void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params) {
+  CopyWeights(run.path, params, [&](const std::string& name) -> const std::vector<double>* {
+    const auto it = run.weights.find(name);
+    return it == run.weights.end() ? nullptr : &it->second;
+  });
+}
+
 template void LoadModelWeights<float>(const std::string&, const std::vector<ParamRef<float>>&);
 template void LoadModelWeights<double>(const std::string&, const std::vector<ParamRef<double>>&);
+template void LoadModelWeights<float>(const TrainedRun&, const std::vector<ParamRef<float>>&);
 
 }  // namespace lexp

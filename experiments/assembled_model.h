@@ -52,4 +52,18 @@ RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encodi
 template <typename S>
 void LoadModelWeights(const std::string& run_file, const std::vector<ParamRef<S>>& params);
 
+// A completed run read once: its recipe (narrowed to its encoding) and its /model weights, so that
+// the replays of one analysis (variants, cuts, lengths) build their models from memory, in
+// parallel, without reading the file again.
+struct TrainedRun {
+  std::string path;
+  std::string encoding;
+  RecipeConfig recipe;
+  std::map<std::string, std::vector<double>> weights;  // /model, by parameter name
+};
+TrainedRun ReadTrainedRun(const std::string& run_file);
+// LoadModelWeights from the weights read (the same checks and messages).
+template <typename S>
+void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params);
+
 }  // namespace lexp

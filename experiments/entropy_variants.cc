@@ -9,6 +9,7 @@
 #include "analysis/attention_stats.h"
 #include "experiments/model_replay.h"
 #include "nn/check.h"
+#include "nn/parallel.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
 
@@ -16,7 +17,8 @@ namespace lexp {
 
 EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   EntropyVariants out;
-  ModelReplay plain(run_file);
+  const TrainedRun run = ReadTrainedRun(run_file);
+  ModelReplay plain(run);
   const RecipeConfig& cfg = plain.config();
   const std::string enc = plain.encoding_name();
   const auto probe_lengths = cfg.ProbeLengths();
@@ -50,10 +52,13 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   if (!FindEncoding(enc).cannot_remap.empty())
     vs[3].not_applicable = "the Lambda mask shows global keys at a capped distance, which '" + enc +
                            "' cannot do: " + FindEncoding(enc).cannot_remap;
-  for (auto& v : vs) {
-    if (!v.not_applicable.empty()) continue;
+  // The variants are independent replays of the one run read: they run in parallel, each
+  // filling its own entry (the same numbers whatever the thread count).
+  ParallelFor(static_cast<long>(vs.size()), [&](long index) {
+    EntropyVariant& v = vs[static_cast<size_t>(index)];
+    if (!v.not_applicable.empty()) return;
     try {
-      ModelReplay replay(run_file, v.overrides);
+      ModelReplay replay(run, v.overrides);
       const int L = out.layers, H = out.heads, T = out.sequence_length;
       v.entropy.assign(static_cast<size_t>(L) * H * T, 0.0);
       v.visible.assign(T, 0.0);
@@ -77,7 +82,7 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
       v.entropy.clear();
       v.visible.clear();
     }
-  }
+  });
   out.variants = std::move(vs);
   return out;
 }

@@ -502,12 +502,13 @@ int main(int argc, char** argv) {
     }
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
     if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
-    PrintLine(fmt::format(
-        "lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}", cfg.source_name,
-        fmt::format("{}", fmt::join(cfg.Tasks(), ",")),
-        cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() * cfg.Variants().size(),
-        lexp::ThreadLimit::Active(),
-        cfg.jobs > 1 ? fmt::format(", {} models at once", cfg.jobs) : "", out_dir));
+    const size_t models =
+        cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() * cfg.Variants().size();
+    const int jobs = lexp::SweepJobs(cfg, models);
+    PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}",
+                          cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")), models,
+                          lexp::ThreadLimit::Active(),
+                          jobs > 1 ? fmt::format(", {} models at once", jobs) : "", out_dir));
     lexp::SweepOptions so;
     so.out_dir = out_dir;
     so.resume = resume;

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -135,9 +136,11 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   }
   if (c.probe_replay == 1) {
     const double T = tokens(longest);
-    phases.push_back({(kept + T * per_row + 2 * L * H * T * T) * kFloat,
+    // The four entropy variants replay at once (experiments/entropy_variants.h).
+    phases.push_back({(kept + 4 * (T * per_row + 2 * L * H * T * T)) * kFloat,
                       fmt::format("the end-of-training analyses, which replay one sequence at a "
-                                  "time with its attention kept, up to length {} ({} tokens; "
+                                  "time with its attention kept (four variants at once), up to "
+                                  "length {} ({} tokens; "
                                   "probe.replay = 0 leaves them to lexp analyze)",
                                   longest, static_cast<long>(T))});
   }
@@ -145,6 +148,23 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
       phases.begin(), phases.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
   peak.bytes = peak.bytes * kMargin + kBaseline;
   return peak;
+}
+
+int ModelsThatFitAtOnce(const RecipeConfig& c) {
+  const char* off = std::getenv("LEXP_MEMORY_CHECK");
+  if (off && std::string(off) == "off") return std::numeric_limits<int>::max();
+  const double avail = AvailableMemoryBytes();
+  double peak = 0;
+  for (const auto& variant : c.Variants())
+    for (const auto& t : c.Tasks()) {
+      RecipeConfig one = c.For(t, c.Seeds()[0]);
+      if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
+      peak = std::max(peak, EstimatePeakMemory(one).bytes);
+    }
+  const double n = std::floor(avail / std::max(peak, 1.0));
+  if (!(n < static_cast<double>(std::numeric_limits<int>::max())))
+    return std::numeric_limits<int>::max();
+  return std::max(1, static_cast<int>(n));
 }
 
 void CheckMemoryFits(const RecipeConfig& c) {

@@ -25,5 +25,8 @@ double AvailableMemoryBytes();
 // value of it, times run.jobs models at once) needs more than is available. LEXP_MEMORY_CHECK=off
 // in the environment skips it (for tests of what an allocation failure does).
 void CheckMemoryFits(const RecipeConfig& c);
+// How many models of `c` fit in memory at once (the largest task and key-sweep value at its peak);
+// at least 1, and unbounded (INT_MAX) when LEXP_MEMORY_CHECK=off or nothing limits memory.
+int ModelsThatFitAtOnce(const RecipeConfig& c);
 
 }  // namespace lexp

@@ -5,9 +5,8 @@
 namespace lexp {
 namespace {
 
-RecipeConfig RecipeOf(const std::string& run_file, const std::vector<std::string>& overrides,
-                      std::string* encoding) {
-  RecipeConfig cfg = CompletedRunRecipe(run_file, encoding);
+RecipeConfig RecipeOf(const TrainedRun& run, const std::vector<std::string>& overrides) {
+  RecipeConfig cfg = run.recipe;
   ApplyOverrides(cfg, overrides);
   ValidateRecipe(cfg);
   return cfg;
@@ -17,9 +16,14 @@ RecipeConfig RecipeOf(const std::string& run_file, const std::vector<std::string
 
 ModelReplay::ModelReplay(const std::string& run_file, const std::vector<std::string>& overrides,
                          const EncodingWrapper& wrap)
-    : cfg_(RecipeOf(run_file, overrides, &encoding_)),
+    : ModelReplay(ReadTrainedRun(run_file), overrides, wrap) {}
+
+ModelReplay::ModelReplay(const TrainedRun& run, const std::vector<std::string>& overrides,
+                         const EncodingWrapper& wrap)
+    : encoding_(run.encoding),
+      cfg_(RecipeOf(run, overrides)),
       parts_(AssembleModel(cfg_, encoding_, wrap)) {
-  LoadModelWeights(run_file, parts_.model->Parameters());
+  LoadModelWeights(run, parts_.model->Parameters());
   if (parts_.pattern && cfg_.pattern_when != "train")
     parts_.model->set_pattern(parts_.pattern.get());
 }

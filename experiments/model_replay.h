@@ -20,6 +20,9 @@ class ModelReplay {
  public:
   ModelReplay(const std::string& run_file, const std::vector<std::string>& overrides = {},
               const EncodingWrapper& wrap = nullptr);
+  // The same from a run read once (ReadTrainedRun): the replays of one analysis share it.
+  ModelReplay(const TrainedRun& run, const std::vector<std::string>& overrides = {},
+              const EncodingWrapper& wrap = nullptr);
   const RecipeConfig& config() const { return cfg_; }
   const std::string& encoding_name() const { return encoding_; }
   PositionEncoding<float>& encoding() { return *parts_.encoding; }
@@ -48,7 +51,7 @@ class ModelReplay {
   const std::vector<int>& ForwardProbeSequence(int s);
 
  private:
-  std::string encoding_;  // before cfg_: the recipe reader fills it
+  std::string encoding_;
   RecipeConfig cfg_;
   AssembledModel parts_;
   EvalBuffers buf_;

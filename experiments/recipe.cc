@@ -147,8 +147,9 @@ std::vector<Field> Fields(RecipeConfig& c) {
        1024},
       {"run.jobs",
        "models of the sweep trained at once, each with its share of the threads (the NoPE runs "
-       "first, as the JS references of the others); run files do not depend on it",
-       &c.jobs, 1, 64},
+       "first, as the JS references of the others); 0 = one model per thread, as many as memory "
+       "holds; run files do not depend on it",
+       &c.jobs, 0, 64},
       {"task.name", "synthetic task (lexp list tasks)", &c.task},
       {"task.names",
        "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",

@@ -22,7 +22,7 @@ struct RecipeConfig {
   std::string sweep_key;   // key sweep: any recipe key ("encoding_options.rope.base")
   std::vector<std::string> sweep_values;  // its values, one model per (encoding, value)
   int threads = 0;
-  int jobs = 1;  // models of a sweep trained at once
+  int jobs = 0;  // models of a sweep trained at once (0: one per thread, as memory allows)
   // [task]
   std::string task = "copy";
   std::vector<std::string> tasks;  // task sweep; empty = {task}

@@ -46,7 +46,8 @@ double TrainedDistance(ModelReplay& replay) {
 
 RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   RotaryPairAnalysis a;
-  ModelReplay plain(run_file);
+  const TrainedRun run = ReadTrainedRun(run_file);  // every replay below builds from it
+  ModelReplay plain(run);
   const RecipeConfig& cfg = plain.config();
   const std::string enc = plain.encoding_name();
   const Rope<float>* rope = FindRope(plain.encoding());
@@ -79,7 +80,7 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   const auto probe_lengths = cfg.ProbeLengths();
   a.probe_length = *std::max_element(probe_lengths.begin(), probe_lengths.end());
   RotaryPairProbe<float>* probe = nullptr;
-  ModelReplay observed(run_file, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
+  ModelReplay observed(run, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
     auto p = std::make_unique<RotaryPairProbe<float>>(std::move(inner), cfg.n_layers, cfg.n_heads,
                                                       P, rope->interleaved(), a.train_span);
     probe = p.get();
@@ -96,8 +97,7 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   const std::string opt = "encoding_options." + enc + ".";
   ParallelFor(2L * (P + 1), [&](long task) {
     const int m = static_cast<int>(task / (P + 1)), c = static_cast<int>(task % (P + 1));
-    ModelReplay ablated(run_file,
-                        {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
+    ModelReplay ablated(run, {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
     for (size_t e = 0; e < E; ++e)
       a.ablation_loss[(m * (P + 1) + c) * E + e] = ablated.EvalLoss(a.eval_lengths[e]);
   });

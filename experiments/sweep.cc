@@ -137,7 +137,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   }
   // Models run concurrently with run.jobs > 1, each in a task arena with its share of the threads;
   // progress lines are kept whole.
-  const int jobs = std::max(1, std::min(cfg.jobs, static_cast<int>(plan.size())));
+  const int jobs = SweepJobs(cfg, plan.size());
   std::mutex say;
   const auto progress = [&](const std::string& line) {
     std::lock_guard<std::mutex> lock(say);
@@ -176,9 +176,10 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
                            s.message.empty() ? "" : ": " + s.message));
     out[k] = s;
   };
-  if (jobs == 1) {
-    for (size_t k = 0; k < plan.size(); ++k) run_one(k, nullptr);
-  } else {
+  // With jobs models at once, the last plan.size() % jobs models would each run on its share of
+  // the threads while the others' threads idle: they run one after another on all threads.
+  const size_t packed = jobs == 1 ? 0 : plan.size() - plan.size() % static_cast<size_t>(jobs);
+  if (packed > 0) {
     // Models start in plan order (each group's NoPE run first), jobs at a time; a model's analysis
     // waits for its group's NoPE run to be finished, as a sequential sweep would have it.
     std::vector<long> reference(plan.size(), -1);
@@ -199,7 +200,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     for (int w = 0; w < jobs; ++w)
       workers.emplace_back([&] {
         tbb::task_arena arena(per_job);
-        for (size_t k = next++; k < plan.size(); k = next++) {
+        for (size_t k = next++; k < packed; k = next++) {
           const std::function<void()> wait = [&, k] {
             if (reference[k] < 0) return;
             std::unique_lock<std::mutex> lock(done_mu);
@@ -221,6 +222,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     for (auto& t : workers) t.join();
     if (error) std::rethrow_exception(error);
   }
+  for (size_t k = packed; k < plan.size(); ++k) run_one(k, nullptr);
   if (opt.figures) {
     for (const auto& dir : dirs)
       for (const auto& png : DrawAllFigures(dir))
@@ -235,6 +237,12 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     }
   }
   return out;
+}
+
+int SweepJobs(const RecipeConfig& cfg, size_t models) {
+  const int n = static_cast<int>(std::min<size_t>(models, 1024));
+  if (cfg.jobs > 0) return std::max(1, std::min(cfg.jobs, n));
+  return std::max(1, std::min({ThreadLimit::Active(), n, ModelsThatFitAtOnce(cfg)}));
 }
 
 ProtocolScores ScoresOf(const RunSummary& r, int N) {

@@ -148,5 +148,49 @@ TEST(Sweep, JobsRunModelsAtOnceAndWriteTheFilesOfASequentialSweep) {
   for (const auto& d : dirs) std::filesystem::remove_all(d);
 }
 
+// run.jobs = 0 (the default) packs one model per thread; never more models than the sweep has,
+// and an explicit run.jobs is kept.
+TEST(Sweep, DefaultJobsPackOneModelPerThread) {
+  RecipeConfig c = testing::TinyCopyRecipe({});
+  EXPECT_EQ(RecipeConfig{}.jobs, 0) << "the default is auto";
+  c.jobs = 0;
+  {
+    ThreadLimit two(2);
+    EXPECT_EQ(SweepJobs(c, 4), 2);
+    EXPECT_EQ(SweepJobs(c, 1), 1);
+  }
+  {
+    ThreadLimit one(1);
+    EXPECT_EQ(SweepJobs(c, 4), 1);
+  }
+  c.jobs = 3;
+  ThreadLimit two(2);
+  EXPECT_EQ(SweepJobs(c, 4), 3);
+  EXPECT_EQ(SweepJobs(c, 2), 2);
+}
+
+// Three models, two at once: the first two train together, the third alone on both threads; the
+// files are those of a sequential sweep.
+TEST(Sweep, AnUnevenSweepRunsItsLastModelOnAllThreadsWithTheSameFiles) {
+  ThreadLimit two(2);
+  const RecipeConfig base = testing::TinyCopyRecipe(
+      {"model.encodings=nope,rope,alibi", "train.steps=10", "probe.replay=0"});
+  std::vector<std::filesystem::path> dirs;
+  for (const int jobs : {1, 2}) {
+    RecipeConfig c = base;
+    c.jobs = jobs;
+    dirs.push_back(testing::FreshTempDir(fmt::format("uneven{}", jobs)));
+    SweepOptions so;
+    so.out_dir = dirs.back().string();
+    so.figures = false;
+    const auto runs = RunRecipe(c, so);
+    ASSERT_EQ(runs.size(), 3u);
+    for (const auto& r : runs) EXPECT_EQ(r.state, "completed") << r.label;
+  }
+  for (const char* f : {"nope.h5", "rope.h5", "alibi.h5"})
+    EXPECT_GT(testing::ExpectSameRunFiles((dirs[0] / f).string(), (dirs[1] / f).string()), 20) << f;
+  for (const auto& d : dirs) std::filesystem::remove_all(d);
+}
+
 }  // namespace
 }  // namespace lexp
