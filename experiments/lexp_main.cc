@@ -18,9 +18,11 @@
 #include "experiments/default_recipe.h"
 #include "experiments/eval_command.h"
 #include "experiments/gemm_bench.h"
+#include "experiments/job_list.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/pe_table.h"
 #include "experiments/recipe.h"
+#include "experiments/slurm.h"
 #include "experiments/sweep.h"
 #include "experiments/tasks/task.h"
 #include "experiments/theory_command.h"
@@ -177,10 +179,88 @@ int main(int argc, char** argv) {
   int run_jobs = 0;
   run->add_option("--jobs", run_jobs,
                   "models of the sweep trained at once, each with its share of --threads (as "
-                  "run.jobs; run files are the same as one at a time)")
+                  "run.jobs, whose default 0 packs one model per thread as memory allows; run files "
+                  "are the same as one at a time)")
       ->check(CLI::Range(1, 64));
   run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
+  std::string run_job;
+  run->add_option("--job", run_job,
+                  "run only these rows of the sweep's plan (lexp plan): K, K1-K2 or a list "
+                  "0,3,7-9; a row whose run file is complete is skipped, an interrupted one "
+                  "resumes from its checkpoint; no figures or summary (lexp collect makes them)")
+      ->excludes("--overwrite");
   run->footer(RecipeKeysHelp());
+
+  // The sweep as a job list: plan, status, collect, and SLURM (experiments/job_list.h, slurm.h).
+  auto* plan = app.add_subcommand(
+      "plan", "list the independent models (rows) of a recipe's sweep, for lexp run --job");
+  std::string plan_recipe, plan_out;
+  std::vector<std::string> plan_sets;
+  auto* plan_recipe_option =
+      plan->add_option("RECIPE", plan_recipe, "TOML recipe (default: the embedded default recipe)");
+  plan->add_option("--set", plan_sets, "override a recipe key, as for lexp run")->take_all();
+  plan->add_option("--out", plan_out,
+                   "run directory (default: data/runs/<run.name>); the plan goes to DIR/plan/ "
+                   "(recipe.toml, the frozen recipe every job reads; plan.tsv; plan.json)");
+  plan->footer(
+      "Each printed line starts with the row's index: index, task, encoding, label (encoding "
+      "and key-sweep suffix), seed, sweep key and value, run file. Run rows with\n"
+      "  lexp run DIR/plan/recipe.toml --out DIR --job K\n"
+      "e.g. on a machine without a scheduler: seq 0 N-1 | xargs -P 4 -I{} lexp --threads 1 run "
+      "DIR/plan/recipe.toml --out DIR --job {}");
+  auto* status = app.add_subcommand(
+      "status", "count a run directory's rows that are done, running, failed, diverged, pending");
+  std::string status_dir;
+  status->add_option("RUN_DIR", status_dir, "a run directory with a plan (lexp plan/slurm/run)")
+      ->required();
+  auto* collect = app.add_subcommand(
+      "collect",
+      "make a run directory's summary, score tables and figures from the run files there");
+  std::string collect_dir;
+  bool collect_no_figures = false;
+  collect->add_option("RUN_DIR", collect_dir, "a run directory with a plan (lexp plan/slurm/run)")
+      ->required();
+  collect->add_flag("--no-figures", collect_no_figures, "do not draw figures");
+  collect->footer(
+      "Runs that finished before their NoPE reference are analysed again with it, so that the "
+      "files are those of one lexp run; missing, failed and diverged rows are listed by index.");
+  auto* slurm = app.add_subcommand(
+      "slurm", "write (and with --submit, submit) a recipe's sweep as a SLURM job array");
+  std::string slurm_target, slurm_out;
+  std::vector<std::string> slurm_sets;
+  bool slurm_resubmit = false;
+  lexp::SlurmOptions slo;
+  auto* slurm_target_option = slurm->add_option(
+      "RECIPE_OR_RUN_DIR", slurm_target,
+      "TOML recipe (default: the embedded default recipe), or with --resubmit the run directory");
+  slurm->add_option("--set", slurm_sets, "override a recipe key, as for lexp run")->take_all();
+  slurm->add_option("--out", slurm_out, "run directory (default: data/runs/<run.name>)");
+  slurm->add_option("--partition", slo.partition, "SLURM partition");
+  slurm->add_option("--account", slo.account, "SLURM account");
+  slurm->add_option("--qos", slo.qos, "SLURM quality of service");
+  slurm->add_option("--time", slo.time, "time limit per array task (HH:MM:SS)")
+      ->capture_default_str();
+  slurm->add_option("--cpus-per-task", slo.cpus_per_task,
+                    "CPUs per array task, each a model (1: the fastest packing measured)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  slurm->add_option("--mem", slo.mem,
+                    "memory per task, e.g. 2G (default: lexp's estimate of one model's peak, "
+                    "with half again)");
+  slurm->add_option("--max-parallel", slo.max_parallel,
+                    "array tasks at once (--array=...%N; 0: no limit)")
+      ->check(CLI::Range(0, 100000));
+  slurm->add_option("--setup", slo.setup,
+                    "shell lines run before lexp in each job, e.g. 'module load gcc'");
+  slurm->add_flag("--submit", slo.submit, "submit the array and the collect job (sbatch)");
+  slurm->add_flag("--resubmit", slurm_resubmit,
+                  "with RUN_DIR: submit only the rows not done (missing, killed or failed), then "
+                  "collect again");
+  slurm->footer(
+      "Writes RUN_DIR/plan/ (the frozen recipe and the rows), RUN_DIR/slurm/sweep.sbatch (a job "
+      "array, one task per row, logs in RUN_DIR/slurm/logs/%A_%a.out) and "
+      "RUN_DIR/slurm/collect.sbatch (lexp collect, after the array with "
+      "--dependency=afterany).");
 
   auto* eval = app.add_subcommand(
       "eval", "evaluate a trained run file again, optionally with a RoPE scaling rule");
@@ -405,6 +485,60 @@ int main(int argc, char** argv) {
     if (*internal_error)
       LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
     if (*list) return ListCommand(topic);
+    // A recipe named on the command line (or the embedded default) with its --set overrides.
+    auto load_recipe = [](bool given, const std::string& path,
+                          const std::vector<std::string>& overrides) {
+      lexp::RecipeConfig c =
+          given ? lexp::ParseRecipe(ReadRecipeFile(path), path)
+                : lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>");
+      lexp::ApplyOverrides(c, overrides);
+      lexp::ValidateRecipe(c);
+      return c;
+    };
+    auto default_dir = [](const lexp::RecipeConfig& c) {
+      return (std::filesystem::path("data") / "runs" / c.name).string();
+    };
+    if (*plan) {
+      const lexp::RecipeConfig c = load_recipe(plan_recipe_option->count() > 0, plan_recipe,
+                                               plan_sets);
+      const std::string dir = plan_out.empty() ? default_dir(c) : plan_out;
+      const auto rows = lexp::SweepPlan(c, dir);
+      lexp::WritePlanFiles(c, rows, dir);
+      std::fputs(lexp::PlanTable(rows).c_str(), stdout);
+      PrintLine(fmt::format("plan: {} rows; written to {}/ (recipe.toml, plan.tsv, plan.json)",
+                            rows.size(), lexp::PlanDirectory(dir)));
+      return 0;
+    }
+    if (*status) {
+      const lexp::RecipeConfig c = lexp::ReadFrozenRecipe(status_dir);
+      const auto states = lexp::ReadRowStates(lexp::SweepPlan(c, status_dir));
+      PrintLine(fmt::format("{}: {} rows (recipe {})", status_dir, states.size(),
+                            lexp::FrozenRecipePath(status_dir)));
+      std::fputs(lexp::StatusReport(states).c_str(), stdout);
+      return 0;
+    }
+    if (*collect) {
+      const auto res = lexp::CollectSweep(collect_dir, !collect_no_figures, PrintLine);
+      std::fputs(res.report.c_str(), stdout);
+      return 0;
+    }
+    if (*slurm) {
+      slo.print = PrintLine;
+      if (slurm_resubmit) {
+        LEXP_INPUT_CHECK(slurm_target_option->count() > 0,
+                         "lexp slurm --resubmit: give the run directory");
+        lexp::ResubmitSlurmSweep(slurm_target, slo);
+        return 0;
+      }
+      LEXP_INPUT_CHECK(slurm_target.empty() || !std::filesystem::is_directory(slurm_target),
+                       "lexp slurm: '" + slurm_target +
+                           "' is a directory; give a recipe, or add --resubmit for a run "
+                           "directory");
+      const lexp::RecipeConfig c = load_recipe(slurm_target_option->count() > 0, slurm_target,
+                                               slurm_sets);
+      lexp::WriteSlurmSweep(c, slurm_out.empty() ? default_dir(c) : slurm_out, slo);
+      return 0;
+    }
     if (*eval) {
       eo.progress = PrintLine;
       const auto s = lexp::EvaluateRunFile(eo);
@@ -493,6 +627,12 @@ int main(int argc, char** argv) {
         recipe_option->count() == 0
             ? lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>")
             : lexp::ParseRecipe(ReadRecipeFile(recipe_path), recipe_path);
+    // A job of a planned sweep reads the frozen recipe of its run directory with the source it was
+    // made from, so that its run file records what a single-process run of the sweep records.
+    std::error_code same_ec;
+    if (!run_job.empty() && !out_dir.empty() && recipe_option->count() > 0 &&
+        std::filesystem::equivalent(recipe_path, lexp::FrozenRecipePath(out_dir), same_ec))
+      cfg = lexp::ReadFrozenRecipe(out_dir);
     lexp::ApplyOverrides(cfg, sets);
     if (run_jobs > 0) cfg.jobs = run_jobs;
     lexp::ValidateRecipe(cfg);
@@ -515,8 +655,13 @@ int main(int argc, char** argv) {
     so.overwrite = overwrite;
     so.figures = !no_figures;
     so.progress = PrintLine;
+    if (!run_job.empty()) so.rows = lexp::ParseJobList(run_job);
     const auto runs = lexp::RunRecipe(cfg, so);
-    if (cfg.tasks.empty() && cfg.seeds.empty())
+    if (!so.rows.empty())
+      PrintLine(fmt::format("rows {} done; lexp status {} counts the sweep's rows, lexp collect {} "
+                            "summarises them",
+                            lexp::JobListText(so.rows), out_dir, out_dir));
+    else if (cfg.tasks.empty() && cfg.seeds.empty())
       std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
     else
       std::fputs(lexp::SeedSummaryTable(cfg, runs).c_str(), stdout);

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "experiments/analyze.h"
+#include "experiments/job_list.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
@@ -49,6 +50,7 @@ namespace {
 struct PlannedRun {
   RecipeConfig recipe;  // this model's own recipe (task, seed and key-sweep value applied)
   std::string encoding, label, dir;
+  std::string sweep_value;  // the key sweep's value for this model ("" without one)
   RunOptions options;
   // The run's name (its file's, and the label it records) and its file.
   std::string Name() const { return options.name.empty() ? encoding : options.name; }
@@ -72,7 +74,9 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
         std::stable_partition(encodings.begin(), encodings.end(),
                               [](const std::string& e) { return e == "nope"; });
         for (const auto& enc : encodings) {
-          PlannedRun r{one, enc, enc + variant.suffix, dir, {}};
+          PlannedRun r{one, enc, enc + variant.suffix, dir,
+                       variant.set.empty() ? "" : variant.set.substr(variant.set.find('=') + 1),
+                       {}};
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
           r.options.progress = opt.progress;
@@ -121,11 +125,42 @@ void CheckInputFiles(const std::vector<PlannedRun>& plan) {
 
 }  // namespace
 
+std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_dir) {
+  SweepOptions opt;
+  opt.out_dir = out_dir;
+  std::vector<PlanRow> rows;
+  for (const auto& r : PlanRuns(cfg, opt)) {
+    PlanRow row;
+    row.index = rows.size();
+    row.task = r.recipe.task;
+    row.encoding = r.encoding;
+    row.label = r.label;
+    row.seed = r.recipe.seed;
+    row.sweep_key = cfg.sweep_key;
+    row.sweep_value = r.sweep_value;
+    row.file = r.File();
+    rows.push_back(row);
+  }
+  return rows;
+}
+
 std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
   CheckMemoryFits(cfg);
-  const std::vector<PlannedRun> plan = PlanRuns(cfg, opt);
+  std::vector<PlannedRun> plan = PlanRuns(cfg, opt);
+  if (!opt.rows.empty()) {  // --job: those rows alone, each kept when done, resumed when not
+    std::vector<PlannedRun> chosen;
+    for (size_t k : opt.rows) {
+      LEXP_INPUT_CHECK(k < plan.size(),
+                       fmt::format("--job {}: the plan of recipe '{}' has {} rows (0-{}; lexp "
+                                   "plan lists them)",
+                                   k, cfg.source_name, plan.size(), plan.size() - 1));
+      chosen.push_back(plan[k]);
+      chosen.back().options.resume = true;
+    }
+    plan = std::move(chosen);
+  }
   CheckInputFiles(plan);
-  RefuseToOverwrite(plan, opt);
+  if (opt.rows.empty()) RefuseToOverwrite(plan, opt);
   std::error_code ec;
   std::filesystem::create_directories(opt.out_dir, ec);
   LEXP_INPUT_CHECK(!ec,
@@ -135,6 +170,9 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     if (std::find(dirs.begin(), dirs.end(), r.dir) == dirs.end()) dirs.push_back(r.dir);
     std::filesystem::create_directories(r.dir);
   }
+  // The job list of the whole sweep, so that `lexp status` and `lexp collect` read this directory
+  // as they read one run in pieces (a --job run reads the plan it was given instead).
+  if (opt.rows.empty()) WritePlanFiles(cfg, SweepPlan(cfg, opt.out_dir), opt.out_dir);
   // Models run concurrently with run.jobs > 1, each in a task arena with its share of the threads;
   // progress lines are kept whole.
   const int jobs = SweepJobs(cfg, plan.size());
@@ -223,6 +261,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     if (error) std::rethrow_exception(error);
   }
   for (size_t k = packed; k < plan.size(); ++k) run_one(k, nullptr);
+  if (!opt.rows.empty()) return out;  // `lexp collect` draws and summarises the whole sweep
   if (opt.figures) {
     for (const auto& dir : dirs)
       for (const auto& png : DrawAllFigures(dir))

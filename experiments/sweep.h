@@ -20,7 +20,22 @@ struct SweepOptions {
   bool overwrite = false;  // train every model again even where its run file exists
   bool figures = true;
   std::function<void(const std::string&)> progress;
+  // `lexp run --job`: only these rows of the plan (SweepPlan), each skipped when its run file is
+  // complete and resumed from its checkpoint when interrupted; no figures or summary (`lexp
+  // collect` makes them once every row is done). Empty: the whole sweep.
+  std::vector<size_t> rows;
 };
+
+// One row of a sweep's job list: an independent model, numbered from 0 in the order a sequential
+// sweep trains them (per task, per seed, per key-sweep value: NoPE first, then the encodings).
+struct PlanRow {
+  size_t index = 0;
+  std::string task, encoding, label;   // label: the encoding plus the key-sweep suffix
+  int seed = 0;
+  std::string sweep_key, sweep_value;  // empty without run.sweep
+  std::string file;                    // its run file
+};
+std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_dir);
 
 std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt);
 
