@@ -1,4 +1,5 @@
 #include "experiments/analyze.h"
+#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -35,31 +36,29 @@ std::string ReferenceBeside(const std::string& run_file, const std::string& enco
 std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
                            bool finish) {
   std::string report, reference = reference_given;
-  std::string encoding, label;
-  {
-    h5::Reader r(path);
-    LEXP_INPUT_CHECK(r.root().Has("status"),
-                     "'" + path + "' is not a finished lexp run file (no /status)");
-    const std::string state = r.root().OpenGroup("status").AttrString("state");
-    LEXP_INPUT_CHECK(HasFinalWeights(state), "'" + path + "' did not complete (" + state +
-                                                 "); there is nothing to analyze");
-    encoding = r.root().AttrString("encoding");
-    label = RunLabel(r.root());
-  }
+  const RunFileHead head = ReadRunFileHead(path);
+  LEXP_INPUT_CHECK(HasFinalWeights(head.state), "'" + path + "' did not complete (" +
+                                                    RunStateName(head.state) +
+                                                    "); there is nothing to analyze");
+  const std::string encoding = head.encoding, label = head.label;
   // No reference given: the NoPE run beside this one, when it is there and completed.
   const std::string candidate = ReferenceBeside(path, encoding, label);
-  if (reference.empty() && !candidate.empty() && std::filesystem::exists(candidate)) {
-    h5::Reader r(candidate);
-    if (r.root().Has("status") && r.root().OpenGroup("status").AttrString("state") == "completed") {
-      reference = candidate;
-      report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
+  auto state_of = [](const std::string& file) -> std::optional<RunState> {
+    try {
+      return ReadRunFileHead(file).state;
+    } catch (const InputError&) {  // not a run file, or a damaged one: no reference
+      return std::nullopt;
     }
+  };
+  if (reference.empty() && !candidate.empty() && std::filesystem::exists(candidate) &&
+      state_of(candidate) == RunState::kCompleted) {
+    reference = candidate;
+    report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
   }
   if (!reference.empty()) {
-    h5::Reader r(reference);
-    LEXP_INPUT_CHECK(
-        r.root().Has("status") && HasFinalWeights(r.root().OpenGroup("status").AttrString("state")),
-        "reference '" + reference + "' is not a completed lexp run file");
+    const auto state = state_of(reference);
+    LEXP_INPUT_CHECK(state && HasFinalWeights(*state),
+                     "reference '" + reference + "' is not a completed lexp run file");
   }
   // Replays of the trained model (before the file is opened for update). The geometry is forward
   // passes of the probe only, so it runs even when probe.replay = 0 skips the costly replays.

@@ -1,4 +1,5 @@
 #include "experiments/assembled_model.h"
+#include "experiments/run_file.h"
 
 #include <cmath>
 
@@ -50,30 +51,6 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   return m;
 }
 
-bool HasFinalWeights(const std::string& state) {
-  return state == "completed" || state == "analyzing";
-}
-
-RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encoding) {
-  std::string recipe, state;
-  {
-    h5::Reader r(run_file);
-    LEXP_INPUT_CHECK(r.root().Has("status"),
-                     "'" + run_file + "' is not a finished lexp run file (no /status)");
-    LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe"),
-                     "'" + run_file + "' is not a lexp run file (no /config/recipe)");
-    recipe = r.root().OpenGroup("config").ReadString("recipe");
-    *encoding = r.root().AttrString("encoding");
-    state = r.root().OpenGroup("status").AttrString("state");
-  }
-  LEXP_INPUT_CHECK(HasFinalWeights(state), "'" + run_file + "' did not complete (" + state +
-                                               "); there are no trained weights");
-  RecipeConfig cfg = ParseRecipe(recipe, run_file + ":/config/recipe");
-  cfg.encodings = {*encoding};
-  for (auto it = cfg.encoding_options.begin(); it != cfg.encoding_options.end();)
-    it = it->first == *encoding ? std::next(it) : cfg.encoding_options.erase(it);
-  return cfg;
-}
 
 namespace {
 

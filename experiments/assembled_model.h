@@ -39,14 +39,6 @@ std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std:
 // The shape an encoding of this recipe is built with.
 EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout);
 
-// A run file state whose weights are final: "completed", or "analyzing" (trained and evaluated, the
-// end-of-training analysis not yet written: a run killed there resumes with the analysis).
-bool HasFinalWeights(const std::string& state);
-
-// The recipe of a completed run file (/config/recipe), narrowed to the run's own encoding (the
-// recipe may train several): *encoding receives it. Input errors name the file.
-RecipeConfig CompletedRunRecipe(const std::string& run_file, std::string* encoding);
-
 // Copies a run file's /model weights into params (names and sizes must match); float for models,
 // double for an encoding rebuilt for closed-form tables.
 template <typename S>

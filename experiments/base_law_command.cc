@@ -1,4 +1,5 @@
 #include "experiments/base_law_command.h"
+#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 

@@ -1,4 +1,5 @@
 #include "experiments/eval_command.h"
+#include "experiments/run_file.h"
 
 #include <filesystem>
 #include <sstream>

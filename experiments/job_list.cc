@@ -1,4 +1,5 @@
 #include "experiments/job_list.h"
+#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -63,12 +64,7 @@ bool MissesItsReference(const PlanRow& row) {
   const std::string ref =
       ReferenceBeside(row.file, row.encoding, fs::path(row.file).stem().string());
   if (ref.empty() || !fs::exists(ref)) return false;
-  {
-    h5::Reader r(ref);
-    if (!r.root().Has("status") ||
-        r.root().OpenGroup("status").AttrString("state") != "completed")
-      return false;
-  }
+  if (ReadRunFileHead(ref).state != RunState::kCompleted) return false;
   h5::Reader r(row.file);
   if (!r.root().Has("analysis")) return false;
   const h5::Group a = r.root().OpenGroup("analysis");
@@ -205,23 +201,27 @@ std::vector<RowStatus> ReadRowStates(const std::vector<PlanRow>& rows) {
   for (const auto& row : rows) {
     RowStatus s;
     s.row = row;
-    std::string state;
     if (fs::exists(row.file)) {
-      h5::Reader r(row.file);
-      if (r.root().Has("status")) {
-        const h5::Group st = r.root().OpenGroup("status");
-        state = st.AttrString("state");
-        if (st.HasAttr("message")) s.message = st.AttrString("message");
+      const RunFileHead head = ReadRunFileHead(row.file);
+      s.message = head.message;
+      switch (head.state) {
+        case RunState::kCompleted:
+          s.state = RowState::kDone;
+          break;
+        case RunState::kDiverged:
+          s.state = RowState::kDiverged;
+          break;
+        case RunState::kFailed:
+          s.state = RowState::kFailed;
+          break;
+        case RunState::kAnalyzing:    // trained; its analysis still to come (or killed there)
+        case RunState::kInterrupted:  // stopped; its checkpoint resumes it
+          s.state = RowState::kRunning;
+          break;
       }
+    } else if (fs::exists(CheckpointOf(row))) {
+      s.state = RowState::kRunning;  // training, or killed with its checkpoint kept
     }
-    if (state == "completed")
-      s.state = RowState::kDone;
-    else if (state == "diverged")
-      s.state = RowState::kDiverged;
-    else if (state == "failed")
-      s.state = RowState::kFailed;
-    else if (!state.empty() || fs::exists(CheckpointOf(row)))
-      s.state = RowState::kRunning;  // training, analysing, or killed with its checkpoint kept
     out.push_back(s);
   }
   return out;

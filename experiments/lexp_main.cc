@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "experiments/analyze.h"
+#include "experiments/run_file.h"
 #include "experiments/assembled_model.h"
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"

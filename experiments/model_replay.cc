@@ -1,4 +1,5 @@
 #include "experiments/model_replay.h"
+#include "experiments/run_file.h"
 
 #include "nn/check.h"
 

@@ -1,4 +1,5 @@
 #include "experiments/sweep.h"
+#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -26,23 +27,6 @@
 
 namespace lexp {
 
-void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
-                        const std::string& path, const std::string& message) {
-  h5::Writer w(path);
-  WriteProvenance(w.root(), ThreadLimit::Active());
-  w.root().SetAttr("seed", cfg.seed);
-  w.root().SetAttr("encoding", encoding);
-  w.root().SetAttr("task", cfg.task);
-  w.root().SetAttr("train_max_length", cfg.train_max_length);
-  RecipeConfig copy = cfg;
-  w.root().CreateGroup("config").WriteString("recipe", RecipeToToml(copy));
-  h5::Group st = w.root().CreateGroup("status");
-  st.SetAttr("state", "failed");
-  st.SetAttr("message", message);
-  st.SetAttr("steps_completed", static_cast<int64_t>(0));
-  w.root().SetAttr("end_time", UtcNow());
-  w.Commit();
-}
 
 namespace {
 

@@ -58,8 +58,4 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
 // Per task, per encoding: mean, spread and max over seeds of the Ruoss score (text).
 std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>& runs);
 
-// A run file for a model that failed before it could write its own (status "failed").
-void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
-                        const std::string& path, const std::string& message);
-
 }  // namespace lexp

@@ -1,4 +1,5 @@
 #include "experiments/trainer.h"
+#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -28,12 +29,6 @@
 
 namespace lexp {
 
-std::string RunFilePath(const std::string& out_dir, const std::string& name) {
-  return (std::filesystem::path(out_dir) / (name + ".h5")).string();
-}
-std::string CheckpointPath(const std::string& out_dir, const std::string& name) {
-  return (std::filesystem::path(out_dir) / (name + ".ckpt.h5")).string();
-}
 
 namespace {
 
@@ -64,21 +59,6 @@ bool FinishAnalysis(const RecipeConfig& cfg, const RunOptions& opt, RunSummary& 
   }
 }
 
-struct TrainHistory {
-  std::vector<int64_t> step, length;
-  std::vector<double> loss, lr, grad_norm, tokens_per_s;
-};
-
-struct ProbeResult {
-  int length = 0, T = 0;
-  std::vector<int64_t> tokens;                               // [stored, T]
-  std::vector<double> positions;                             // [T]
-  std::vector<float> logits, probs;                          // [stored, L, H, T, T]
-  std::vector<double> entropy, max_logit, mean_logit;        // [L, H]
-  std::vector<double> entropy_by_query, max_logit_by_query;  // [L, H, T]
-  std::vector<int64_t> nonfinite;                            // [L, H] NaN / +inf logits
-  double log_visible = 0;
-};
 
 std::string FormatDuration(double s) {
   const long t = std::lround(std::max(0.0, s));
@@ -142,7 +122,7 @@ class Runner {
     }
     if (state_ == "completed") EvaluateAndProbe();
     // Written as "analyzing" first: the file says "completed" only once its analysis is in it.
-    WriteRunFile(sum.path);
+    Content().Write(sum.path);
     if (state_ == "completed") {
       if (opt_.stop_before_analysis) {
         sum.state = "interrupted";
@@ -329,7 +309,7 @@ class Runner {
       const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, st.data);
       enc_->PositionIds(b.T, false, st.positions, pos);
       model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
-      ProbeResult p;
+      ProbeRecord p;
       p.length = n;
       p.T = b.T;
       p.positions = pos;
@@ -373,179 +353,35 @@ class Runner {
     }
   }
 
-  void WriteRunFile(const std::string& path) {
-    h5::Writer w(path);
-    const h5::Group& root = w.root();
-    WriteProvenance(root, ThreadLimit::Active());
-    root.SetAttr("seed", cfg_.seed);
-    root.SetAttr("encoding", encoding_);
-    root.SetAttr("label", name_);
-    if (!weights_source_.empty()) root.SetAttr("weights_from", weights_source_);
-    if (!cfg_.init_from.empty()) root.SetAttr("init_from", cfg_.init_from);
-    root.SetAttr("task", cfg_.task);
-    root.SetAttr("train_max_length", cfg_.train_max_length);
-    root.SetAttr("start_time", start_time_);
-
-    RecipeConfig copy = cfg_;
-    h5::Group config = root.CreateGroup("config");
-    config.WriteString("recipe", RecipeToToml(copy));
-    config.WriteString("recipe_source_text", cfg_.source_text);
-    config.SetAttr("recipe_source", cfg_.source_name);
-    for (const Field& f : Fields(copy)) config.SetAttr(f.key, FieldValueString(f));
-    config.SetAttr("encoding", encoding_);
-    auto it = cfg_.encoding_options.find(encoding_);
-    const EncodingInfo& info = FindEncoding(encoding_);
-    for (const auto& o : info.options) {
-      std::string v = o.default_value;
-      if (it != cfg_.encoding_options.end() && it->second.count(o.name)) v = it->second.at(o.name);
-      config.SetAttr("encoding_option." + o.name, v);
-    }
-
-    // Encoding values the options do not show: defaults resolved against this run, and values
-    // derived from the learned parameters.
-    h5::Group described = root.CreateGroup("encoding");
-    described.SetAttr("name", encoding_);
-    for (const auto& [key, values] : enc_->Describe())
-      described.WriteDoubles(key, values, {values.size()}, "module",
-                             "as the encoding defines it (lexp list encodings)");
-
-    h5::Group train = root.CreateGroup("train");
-    const uint64_t S = hist_.step.size();
-    train.WriteInts("step", hist_.step, {S}, "step");
-    train.WriteInts("length", hist_.length, {S}, "step", "tokens (requested task length n)");
-    train.WriteDoubles("loss", hist_.loss, {S}, "step", "nats per scored token");
-    train.WriteDoubles("lr", hist_.lr, {S}, "step");
-    train.WriteDoubles("grad_norm", hist_.grad_norm, {S}, "step", "L2 norm before clipping");
-    train.WriteDoubles("tokens_per_s", hist_.tokens_per_s, {S}, "step", "tokens/s (wall clock)");
-
-    h5::Group ev = root.CreateGroup("eval");
-    const uint64_t E = eval_.size();
-    std::vector<int64_t> len, seq, samples, scored;
-    std::vector<double> loss, acc, em;
-    for (const auto& r : eval_) {
-      len.push_back(r.length);
-      seq.push_back(r.seq_len);
-      samples.push_back(r.samples);
-      scored.push_back(r.scored_tokens);
-      loss.push_back(r.loss);
-      acc.push_back(r.token_accuracy);
-      em.push_back(r.exact_match);
-    }
-    ev.WriteInts("length", len, {E}, "length", "tokens (requested task length n)");
-    ev.WriteInts("sequence_length", seq, {E}, "length", "tokens (model sequence T)");
-    ev.WriteDoubles("loss", loss, {E}, "length", "nats per scored token");
-    ev.WriteDoubles("token_accuracy", acc, {E}, "length", "fraction of scored tokens");
-    ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
-    ev.WriteInts("samples", samples, {E}, "length", "sequences");
-    ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
-    const Decoding decoding = cfg_.DecodingFor(*task_);
-    ev.SetAttr("decoding", DecodingName(decoding));
-    ev.SetAttr("end_token", static_cast<int64_t>(layout_.EndsWithEndToken()));
-    if (decoding == Decoding::kGreedy) {
-      std::vector<double> tf_acc, tf_em, ended, written;
-      for (const auto& r : eval_) {
-        tf_acc.push_back(r.teacher_forced_accuracy);
-        tf_em.push_back(r.teacher_forced_exact);
-        ended.push_back(r.ended);
-        written.push_back(r.written_length);
-      }
-      ev.WriteDoubles("teacher_forced_token_accuracy", tf_acc, {E}, "length",
-                      "fraction of scored tokens, each predicted from the true ones before it");
-      ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length", "fraction of sequences");
-      ev.WriteDoubles("ended", ended, {E}, "length",
-                      "fraction of sequences whose written answer ends with the end token");
-      ev.WriteDoubles("written_length", written, {E}, "length",
-                      "tokens written (end token included), mean over sequences");
-    }
-    std::vector<double> acc_ci, em_ci;
-    for (const auto& r : eval_) {
-      const Interval a =
-          ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
-      const Interval m = ClopperPearson(std::lround(r.exact_match * r.samples), r.samples);
-      acc_ci.insert(acc_ci.end(), {a.lo, a.hi});
-      em_ci.insert(em_ci.end(), {m.lo, m.hi});
-    }
-    ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
-                    "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
-    ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound",
-                    "fraction; Clopper-Pearson 95%");
-    if (std::isfinite(task_->EntropyRate()))
-      ev.SetAttr("source_entropy_rate", task_->EntropyRate());  // nats per token
-    if (!depth_exact_.empty()) {
-      const uint64_t Dn = cfg_.eval_depths.size();
-      std::vector<int64_t> dp(cfg_.eval_depths.begin(), cfg_.eval_depths.end());
-      ev.WriteInts("depth", dp, {Dn}, "depth", "percent of the input before the hidden item");
-      ev.WriteDoubles("depth_exact_match", depth_exact_, {E, Dn}, "length,depth",
-                      "fraction of sequences (passkey accuracy)");
-      ev.WriteDoubles("depth_token_accuracy", depth_accuracy_, {E, Dn}, "length,depth",
-                      "fraction of scored tokens");
-    }
-
-    h5::Group probe = root.CreateGroup("probe");
-    h5::Group an = root.CreateGroup("analysis");
-    const uint64_t P = probes_.size(), L = cfg_.n_layers, H = cfg_.n_heads;
-    std::vector<int64_t> plen;
-    std::vector<double> ent, mx, mean, ent_m, mx_m, mean_m, logv;
-    for (const auto& p : probes_) {
-      plen.push_back(p.length);
-      ent.insert(ent.end(), p.entropy.begin(), p.entropy.end());
-      mx.insert(mx.end(), p.max_logit.begin(), p.max_logit.end());
-      mean.insert(mean.end(), p.mean_logit.begin(), p.mean_logit.end());
-      auto avg = [](const std::vector<double>& v) {
-        double s = 0;
-        for (double x : v) s += x;
-        return v.empty() ? 0.0 : s / v.size();
-      };
-      ent_m.push_back(avg(p.entropy));
-      mx_m.push_back(avg(p.max_logit));
-      mean_m.push_back(avg(p.mean_logit));
-      logv.push_back(p.log_visible);
-      const uint64_t T = p.T, stored = p.tokens.size() / p.T;
-      h5::Group g = probe.CreateGroup("length_" + std::to_string(p.length));
-      g.SetAttr("length", p.length);
-      g.SetAttr("sequence_length", p.T);
-      g.WriteInts("tokens", p.tokens, {stored, T}, "sample,query");
-      g.WriteDoubles("positions", p.positions, {T}, "query", "position ids (site 1)");
-      g.WriteFloats("logits", p.logits, {stored, L, H, T, T}, "sample,layer,head,query,key",
-                    "pre-softmax logit; -inf where masked");
-      g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
-                    "attention probability");
-      h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
-      ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query",
-                      "nats");
-      ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
-      ag.WriteInts("nonfinite_logits", p.nonfinite, {L, H}, "layer,head",
-                   "logits that are NaN or +inf over the probe batch (the statistics skip them)");
-    }
-    probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
-    an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");
-    an.WriteDoubles("entropy", ent, {P, L, H}, "probe,layer,head",
-                    "nats (mean over queries, samples)");
-    an.WriteDoubles("max_logit", mx, {P, L, H}, "probe,layer,head",
-                    "logit (mean over queries of the row max)");
-    an.WriteDoubles("mean_logit", mean, {P, L, H}, "probe,layer,head",
-                    "logit (mean over visible keys and queries)");
-    an.WriteDoubles("entropy_mean", ent_m, {P}, "probe", "nats (mean over layers, heads)");
-    an.WriteDoubles("max_logit_mean", mx_m, {P}, "probe", "logit (mean over layers, heads)");
-    an.WriteDoubles("mean_logit_mean", mean_m, {P}, "probe", "logit (mean over layers, heads)");
-    an.WriteDoubles("log_visible_keys", logv, {P}, "probe",
-                    "nats: mean over queries of ln(visible keys), the uniform-attention entropy");
-
-    if (state_ == "completed") {
-      h5::Group model = root.CreateGroup("model");
-      for (const auto& p : params_) {
-        const std::vector<float> v(p.value, p.value + p.size);
-        model.WriteFloats(p.name, v, {static_cast<uint64_t>(p.size)}, "element",
-                          "parameter values (float32, row-major)");
-      }
-    }
-
-    h5::Group st = root.CreateGroup("status");
-    st.SetAttr("state", state_ == "completed" ? "analyzing" : state_);
-    st.SetAttr("message", message_);
-    st.SetAttr("steps_completed", static_cast<int64_t>(hist_.step.size()));
-    root.SetAttr("end_time", UtcNow());
-    w.Commit();
+  // The run file's content as this run has it (experiments/run_file.h writes it).
+  RunFile Content() const {
+    RunFile f;
+    f.encoding = encoding_;
+    f.label = name_;
+    f.task = cfg_.task;
+    f.seed = cfg_.seed;
+    f.train_max_length = cfg_.train_max_length;
+    f.weights_from = weights_source_;
+    f.init_from = cfg_.init_from;
+    f.start_time = start_time_;
+    f.recipe = cfg_;
+    f.encoding_values = enc_->Describe();
+    f.train = hist_;
+    f.eval = eval_;
+    f.decoding = cfg_.DecodingFor(*task_);
+    f.end_token = layout_.EndsWithEndToken();
+    f.source_entropy_rate = task_->EntropyRate();
+    f.depth_exact = depth_exact_;
+    f.depth_accuracy = depth_accuracy_;
+    f.probes = probes_;
+    if (state_ == "completed")
+      for (const auto& p : params_) f.weights.emplace_back(p.name, std::vector<float>(p.value, p.value + p.size));
+    f.state = state_ == "completed"  ? RunState::kCompleted
+              : state_ == "diverged" ? RunState::kDiverged
+              : state_ == "failed"   ? RunState::kFailed
+                                     : RunState::kInterrupted;
+    f.message = message_;
+    return f;
   }
 
   const RecipeConfig& cfg_;
@@ -564,63 +400,21 @@ class Runner {
   std::vector<EvalRow> eval_;
   std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
   EvalBuffers eval_buf_;                              // reused across evaluation batches
-  std::vector<ProbeResult> probes_;
+  std::vector<ProbeRecord> probes_;
   std::string state_ = "completed", message_, start_time_, name_, weights_source_;
 };
 
 }  // namespace
 
-std::vector<EvalRow> ReadEvalRows(const std::string& path) {
-  h5::Reader r(path);
-  const h5::Group ev = r.root().OpenGroup("eval");
-  const auto len = ev.ReadIntsShaped("length", {h5::Group::kAnySize});
-  const uint64_t E = len.size();
-  const auto seq = ev.ReadIntsShaped("sequence_length", {E}),
-             samples = ev.ReadIntsShaped("samples", {E}),
-             scored = ev.ReadIntsShaped("scored_tokens", {E});
-  const auto loss = ev.ReadDoublesShaped("loss", {E}),
-             acc = ev.ReadDoublesShaped("token_accuracy", {E}),
-             em = ev.ReadDoublesShaped("exact_match", {E});
-  std::vector<EvalRow> rows(E);
-  const bool greedy = ev.HasAttr("decoding") && ev.AttrString("decoding") == "greedy";
-  std::vector<double> tf_acc, tf_em, ended, written;
-  if (greedy) {
-    tf_acc = ev.ReadDoublesShaped("teacher_forced_token_accuracy", {E});
-    tf_em = ev.ReadDoublesShaped("teacher_forced_exact_match", {E});
-    ended = ev.ReadDoublesShaped("ended", {E});
-    written = ev.ReadDoublesShaped("written_length", {E});
-  }
-  for (size_t i = 0; i < E; ++i) {
-    EvalRow& row = rows[i];
-    row.length = static_cast<int>(len[i]);
-    row.seq_len = static_cast<int>(seq[i]);
-    row.samples = static_cast<int>(samples[i]);
-    row.scored_tokens = scored[i];
-    row.loss = loss[i];
-    row.token_accuracy = acc[i];
-    row.exact_match = em[i];
-    if (greedy) {
-      row.decoding = Decoding::kGreedy;
-      row.teacher_forced_accuracy = tf_acc[i];
-      row.teacher_forced_exact = tf_em[i];
-      row.ended = ended[i];
-      row.written_length = written[i];
-    }
-  }
-  return rows;
-}
 
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt) {
   const std::string name = opt.name.empty() ? encoding : opt.name;
   const std::string path = RunFilePath(opt.out_dir, name);
   if (opt.resume && std::filesystem::exists(path)) {
-    std::string state, message;
-    {
-      h5::Reader r(path);
-      state = r.root().OpenGroup("status").AttrString("state");
-      message = r.root().OpenGroup("status").AttrString("message");
-    }
+    const RunFileHead head = ReadRunFileHead(path);
+    std::string state = RunStateName(head.state);
+    const std::string message = head.message;
     RunSummary s;
     s.encoding = encoding;
     s.path = path;

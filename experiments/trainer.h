@@ -10,6 +10,7 @@
 
 #include "experiments/evaluation.h"
 #include "experiments/recipe.h"
+#include "experiments/run_file.h"
 #include "nn/position_hooks.h"
 #include "pe/options.h"
 
@@ -58,13 +59,6 @@ struct RunSummary {
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt);
 
-// The /eval rows of a run file.
-std::vector<EvalRow> ReadEvalRows(const std::string& run_file);
-
-// Path helpers shared with `lexp figures` and tests.
-// <out_dir>/<name>.h5 and <out_dir>/<name>.ckpt.h5, name = the run's name (RunOptions::name, or
-// the encoding).
-std::string RunFilePath(const std::string& out_dir, const std::string& name);
 
 // The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
 // (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
@@ -72,6 +66,5 @@ std::string RunFilePath(const std::string& out_dir, const std::string& name);
 std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
                                                               std::string* name,
                                                               EncodingShape* shape);
-std::string CheckpointPath(const std::string& out_dir, const std::string& name);
 
 }  // namespace lexp
