@@ -1,5 +1,4 @@
 #include "experiments/analyze.h"
-#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -17,6 +16,7 @@
 #include "experiments/probe_geometry.h"
 #include "experiments/receptive_field.h"
 #include "experiments/rotary_pairs.h"
+#include "experiments/run_file.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"

@@ -1,8 +1,8 @@
 #include "experiments/assembled_model.h"
-#include "experiments/run_file.h"
 
 #include <cmath>
 
+#include "experiments/run_file.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/patterns.h"
@@ -50,7 +50,6 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   m.pattern = CreatePattern(cfg.PatternFor(m.layout->SequenceLengthFor(cfg.train_max_length)));
   return m;
 }
-
 
 namespace {
 

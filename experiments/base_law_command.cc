@@ -1,5 +1,4 @@
 #include "experiments/base_law_command.h"
-#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -14,6 +13,7 @@
 #include "experiments/model_replay.h"
 #include "experiments/provenance.h"
 #include "experiments/rotary_pairs.h"
+#include "experiments/run_file.h"
 #include "experiments/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"

@@ -10,12 +10,12 @@
 #include <sstream>
 
 #include "experiments/build_info.h"
-#include "nn/ops/gemm.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/model/transformer.h"
 #include "nn/ops/cross_entropy.h"
+#include "nn/ops/gemm.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
 #include "pe/registry.h"
@@ -217,10 +217,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
       fmt::format("lexp bench: {} threads; FLOPs = matmuls only: train 6*N_mm*B*T + 12*L*B*T^2*C, "
                   "eval a third",
                   threads));
-  print(fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {}; products: {}, libxsmm "
-                    "kernels: {})",
-                    CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
-                    Eigen::SimdInstructionSetsInUse(), GemmBackendName(), GemmJitTarget()));
+  print(
+      fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {}; products: {}, libxsmm "
+                  "kernels: {})",
+                  CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
+                  Eigen::SimdInstructionSetsInUse(), GemmBackendName(), GemmJitTarget()));
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));

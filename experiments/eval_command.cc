@@ -1,5 +1,4 @@
 #include "experiments/eval_command.h"
-#include "experiments/run_file.h"
 
 #include <filesystem>
 #include <sstream>
@@ -7,6 +6,7 @@
 #include "experiments/assembled_model.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/recipe.h"
+#include "experiments/run_file.h"
 #include "nn/check.h"
 #include "pe/rope_scaling.h"
 

@@ -270,8 +270,9 @@ std::vector<GemmBenchPoint> RunGemmBench(const GemmBenchOptions& opt) {
     if (opt.print) opt.print(s);
   };
   print("lexp bench --gemm: one thread; GFLOP/s = 2mnk / time, best of 5 timed blocks");
-  print(fmt::format("machine: {}, {}; build: {} ({}); lexp's products: {} (libxsmm kernels: {})", CpuModel(),
-                    CpuInstructionSets(), kBuildFlavour, kCompileFlags, GemmBackendName(), GemmJitTarget()));
+  print(fmt::format("machine: {}, {}; build: {} ({}); lexp's products: {} (libxsmm kernels: {})",
+                    CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
+                    GemmBackendName(), GemmJitTarget()));
   auto backends = OpenBackends();
   std::vector<GemmShape> shapes;
   for (const auto& c : opt.configs) {

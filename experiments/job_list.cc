@@ -1,5 +1,4 @@
 #include "experiments/job_list.h"
-#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -9,6 +8,7 @@
 #include <sstream>
 
 #include "experiments/analyze.h"
+#include "experiments/run_file.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
@@ -95,8 +95,8 @@ void WritePlanFiles(const RecipeConfig& cfg, const std::vector<PlanRow>& rows,
   WriteWhole(dir / "source.toml", cfg.source_text);
   WriteWhole(dir / "source_name.txt", cfg.source_name + "\n");
   WriteWhole(dir / "plan.tsv", PlanTable(rows));
-  std::string json = "{\n  \"recipe\": " + JsonString(FrozenRecipePath(run_dir)) +
-                     ",\n  \"rows\": [\n";
+  std::string json =
+      "{\n  \"recipe\": " + JsonString(FrozenRecipePath(run_dir)) + ",\n  \"rows\": [\n";
   for (const auto& r : rows)
     json += fmt::format(
         "    {{\"index\": {}, \"task\": {}, \"encoding\": {}, \"label\": {}, \"seed\": {}, "
@@ -110,8 +110,7 @@ void WritePlanFiles(const RecipeConfig& cfg, const std::vector<PlanRow>& rows,
 RecipeConfig ReadFrozenRecipe(const std::string& run_dir) {
   const std::string path = FrozenRecipePath(run_dir);
   LEXP_INPUT_CHECK(fs::is_directory(run_dir), "'" + run_dir + "' is not a directory");
-  LEXP_INPUT_CHECK(fs::exists(path), "'" + run_dir +
-                                         "' has no plan (" + path +
+  LEXP_INPUT_CHECK(fs::exists(path), "'" + run_dir + "' has no plan (" + path +
                                          "): give the --out directory of lexp plan, lexp slurm "
                                          "or lexp run");
   auto slurp = [](const fs::path& p) {
@@ -142,16 +141,17 @@ std::string PlanTable(const std::vector<PlanRow>& rows) {
 }
 
 std::vector<size_t> ParseJobList(const std::string& text) {
-  const std::string what =
-      "--job '" + text + "': expected a row index, a range K1-K2 or a comma-separated list of "
-                         "them (e.g. 3, 0-5, 0,2,7-9)";
+  const std::string what = "--job '" + text +
+                           "': expected a row index, a range K1-K2 or a comma-separated list of "
+                           "them (e.g. 3, 0-5, 0,2,7-9)";
   std::vector<size_t> out;
   std::stringstream parts(text);
   std::string part;
   auto number = [&](const std::string& s) -> size_t {
-    LEXP_INPUT_CHECK(!s.empty() && s.size() < 10 &&
-                         std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }),
-                     what);
+    LEXP_INPUT_CHECK(
+        !s.empty() && s.size() < 10 &&
+            std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }),
+        what);
     return static_cast<size_t>(std::stoul(s));
   };
   while (std::getline(parts, part, ',')) {
@@ -239,8 +239,8 @@ std::string StatusReport(const std::vector<RowStatus>& states) {
   }
   for (const auto& s : states)
     if (s.state == RowState::kFailed || s.state == RowState::kDiverged)
-      out += fmt::format("row {} ({} {}, seed {}): {}: {}\n", s.row.index, s.row.task,
-                         s.row.label, s.row.seed, RowStateName(s.state), s.message);
+      out += fmt::format("row {} ({} {}, seed {}): {}: {}\n", s.row.index, s.row.task, s.row.label,
+                         s.row.seed, RowStateName(s.state), s.message);
   return out;
 }
 
@@ -256,8 +256,8 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   for (const auto& row : rows)
     if (fs::exists(row.file) && ReadRowStates({row})[0].state == RowState::kDone &&
         MissesItsReference(row)) {
-      say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done",
-                      row.index, row.file));
+      say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done", row.index,
+                      row.file));
       AnalyzeRunFile(row.file, "", cfg.probe_replay == 1, false);
     }
   res.states = ReadRowStates(rows);

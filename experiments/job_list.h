@@ -21,8 +21,8 @@
 
 namespace lexp {
 
-std::string PlanDirectory(const std::string& run_dir);      // <run dir>/plan
-std::string FrozenRecipePath(const std::string& run_dir);   // <run dir>/plan/recipe.toml
+std::string PlanDirectory(const std::string& run_dir);     // <run dir>/plan
+std::string FrozenRecipePath(const std::string& run_dir);  // <run dir>/plan/recipe.toml
 void WritePlanFiles(const RecipeConfig& cfg, const std::vector<PlanRow>& rows,
                     const std::string& run_dir);
 // The frozen recipe of a run directory, with the name and text of the recipe it was made from
@@ -50,9 +50,9 @@ std::vector<RowStatus> ReadRowStates(const std::vector<PlanRow>& rows);
 std::string StatusReport(const std::vector<RowStatus>& states);
 
 struct CollectResult {
-  std::vector<RunSummary> runs;    // every row; state "missing" where no final run file exists
+  std::vector<RunSummary> runs;  // every row; state "missing" where no final run file exists
   std::vector<RowStatus> states;
-  std::string report;              // what was done, the tables, and the rows not done
+  std::string report;  // what was done, the tables, and the rows not done
 };
 CollectResult CollectSweep(const std::string& run_dir, bool figures,
                            const std::function<void(const std::string&)>& progress);

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "experiments/analyze.h"
-#include "experiments/run_file.h"
 #include "experiments/assembled_model.h"
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"
@@ -23,6 +22,7 @@
 #include "experiments/memory_estimate.h"
 #include "experiments/pe_table.h"
 #include "experiments/recipe.h"
+#include "experiments/run_file.h"
 #include "experiments/slurm.h"
 #include "experiments/sweep.h"
 #include "experiments/tasks/task.h"
@@ -178,10 +178,11 @@ int main(int argc, char** argv) {
       ->excludes("--resume");
   run->add_flag("--no-figures", no_figures, "do not draw figures at the end");
   int run_jobs = 0;
-  run->add_option("--jobs", run_jobs,
-                  "models of the sweep trained at once, each with its share of --threads (as "
-                  "run.jobs, whose default 0 packs one model per thread as memory allows; run files "
-                  "are the same as one at a time)")
+  run->add_option(
+         "--jobs", run_jobs,
+         "models of the sweep trained at once, each with its share of --threads (as "
+         "run.jobs, whose default 0 packs one model per thread as memory allows; run files "
+         "are the same as one at a time)")
       ->check(CLI::Range(1, 64));
   run->add_flag("--print-recipe", print_recipe, "print the effective recipe and exit");
   std::string run_job;
@@ -241,15 +242,17 @@ int main(int argc, char** argv) {
   slurm->add_option("--qos", slo.qos, "SLURM quality of service");
   slurm->add_option("--time", slo.time, "time limit per array task (HH:MM:SS)")
       ->capture_default_str();
-  slurm->add_option("--cpus-per-task", slo.cpus_per_task,
-                    "CPUs per array task, each a model (1: the fastest packing measured)")
+  slurm
+      ->add_option("--cpus-per-task", slo.cpus_per_task,
+                   "CPUs per array task, each a model (1: the fastest packing measured)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
   slurm->add_option("--mem", slo.mem,
                     "memory per task, e.g. 2G (default: lexp's estimate of one model's peak, "
                     "with half again)");
-  slurm->add_option("--max-parallel", slo.max_parallel,
-                    "array tasks at once (--array=...%N; 0: no limit)")
+  slurm
+      ->add_option("--max-parallel", slo.max_parallel,
+                   "array tasks at once (--array=...%N; 0: no limit)")
       ->check(CLI::Range(0, 100000));
   slurm->add_option("--setup", slo.setup,
                     "shell lines run before lexp in each job, e.g. 'module load gcc'");
@@ -500,8 +503,8 @@ int main(int argc, char** argv) {
       return (std::filesystem::path("data") / "runs" / c.name).string();
     };
     if (*plan) {
-      const lexp::RecipeConfig c = load_recipe(plan_recipe_option->count() > 0, plan_recipe,
-                                               plan_sets);
+      const lexp::RecipeConfig c =
+          load_recipe(plan_recipe_option->count() > 0, plan_recipe, plan_sets);
       const std::string dir = plan_out.empty() ? default_dir(c) : plan_out;
       const auto rows = lexp::SweepPlan(c, dir);
       lexp::WritePlanFiles(c, rows, dir);
@@ -535,8 +538,8 @@ int main(int argc, char** argv) {
                        "lexp slurm: '" + slurm_target +
                            "' is a directory; give a recipe, or add --resubmit for a run "
                            "directory");
-      const lexp::RecipeConfig c = load_recipe(slurm_target_option->count() > 0, slurm_target,
-                                               slurm_sets);
+      const lexp::RecipeConfig c =
+          load_recipe(slurm_target_option->count() > 0, slurm_target, slurm_sets);
       lexp::WriteSlurmSweep(c, slurm_out.empty() ? default_dir(c) : slurm_out, slo);
       return 0;
     }
@@ -659,9 +662,10 @@ int main(int argc, char** argv) {
     if (!run_job.empty()) so.rows = lexp::ParseJobList(run_job);
     const auto runs = lexp::RunRecipe(cfg, so);
     if (!so.rows.empty())
-      PrintLine(fmt::format("rows {} done; lexp status {} counts the sweep's rows, lexp collect {} "
-                            "summarises them",
-                            lexp::JobListText(so.rows), out_dir, out_dir));
+      PrintLine(
+          fmt::format("rows {} done; lexp status {} counts the sweep's rows, lexp collect {} "
+                      "summarises them",
+                      lexp::JobListText(so.rows), out_dir, out_dir));
     else if (cfg.tasks.empty() && cfg.seeds.empty())
       std::fputs(lexp::SummaryTable(cfg, runs).c_str(), stdout);
     else

@@ -1,6 +1,6 @@
 #include "experiments/model_replay.h"
-#include "experiments/run_file.h"
 
+#include "experiments/run_file.h"
 #include "nn/check.h"
 
 namespace lexp {

@@ -97,7 +97,8 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   const std::string opt = "encoding_options." + enc + ".";
   ParallelFor(2L * (P + 1), [&](long task) {
     const int m = static_cast<int>(task / (P + 1)), c = static_cast<int>(task % (P + 1));
-    ModelReplay ablated(run, {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
+    ModelReplay ablated(run,
+                        {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
     for (size_t e = 0; e < E; ++e)
       a.ablation_loss[(m * (P + 1) + c) * E + e] = ablated.EvalLoss(a.eval_lengths[e]);
   });

@@ -6,9 +6,9 @@
 #include "analysis/binomial.h"
 #include "experiments/provenance.h"
 #include "nn/check.h"
-#include "pe/registry.h"
 #include "nn/io/hdf5.h"
 #include "nn/parallel.h"
+#include "pe/registry.h"
 
 namespace lexp {
 
@@ -213,7 +213,7 @@ void RunFile::Write(const std::string& path) const {
   ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
   ev.WriteInts("samples", samples, {E}, "length", "sequences");
   ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
-      ev.SetAttr("decoding", DecodingName(decoding));
+  ev.SetAttr("decoding", DecodingName(decoding));
   ev.SetAttr("end_token", static_cast<int64_t>(end_token));
   if (decoding == Decoding::kGreedy) {
     std::vector<double> tf_acc, tf_em, ended, written;
@@ -241,8 +241,7 @@ void RunFile::Write(const std::string& path) const {
   }
   ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
                   "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
-  ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound",
-                  "fraction; Clopper-Pearson 95%");
+  ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
   if (std::isfinite(source_entropy_rate))
     ev.SetAttr("source_entropy_rate", source_entropy_rate);  // nats per token
   if (!depth_exact.empty()) {
@@ -285,8 +284,7 @@ void RunFile::Write(const std::string& path) const {
     g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
                   "attention probability");
     h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
-    ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query",
-                    "nats");
+    ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query", "nats");
     ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
     ag.WriteInts("nonfinite_logits", p.nonfinite, {L, H}, "layer,head",
                  "logits that are NaN or +inf over the probe batch (the statistics skip them)");
@@ -365,7 +363,8 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     if (ev.HasAttr("decoding") && ev.AttrString("decoding") == "greedy")
       f.decoding = Decoding::kGreedy;
     if (ev.HasAttr("end_token")) f.end_token = ev.AttrInt("end_token") != 0;
-    if (ev.HasAttr("source_entropy_rate")) f.source_entropy_rate = ev.AttrDouble("source_entropy_rate");
+    if (ev.HasAttr("source_entropy_rate"))
+      f.source_entropy_rate = ev.AttrDouble("source_entropy_rate");
     if (ev.Has("depth_exact_match")) {
       const uint64_t Dn = f.recipe.eval_depths.size();
       f.depth_exact = ev.ReadDoublesShaped("depth_exact_match", {E, Dn});

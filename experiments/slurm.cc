@@ -90,9 +90,10 @@ void WriteScripts(const RecipeConfig& cfg, const std::string& run_dir, size_t ro
       "--resubmit`\n# submits the rows that are not done (an --array list on the sbatch line "
       "overrides the one above).\nset -euo pipefail\n{}",
       cfg.name, PlanDirectory(run_dir), rows, run_dir, setup);
-  sweep += fmt::format("exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" run {} --out {} --job "
-                       "\"$SLURM_ARRAY_TASK_ID\"\n",
-                       Quote(bin), Quote(recipe), Quote(run_dir));
+  sweep += fmt::format(
+      "exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" run {} --out {} --job "
+      "\"$SLURM_ARRAY_TASK_ID\"\n",
+      Quote(bin), Quote(recipe), Quote(run_dir));
   std::string collect =
       Header("lexp-" + cfg.name + "-collect", (dir / "logs" / "collect_%j.out").string(), o, mem);
   collect += fmt::format(
@@ -152,9 +153,9 @@ void SubmitOrPrint(const std::string& run_dir, const std::string& array, const S
 void CheckOptions(const SlurmOptions& o) {
   LEXP_INPUT_CHECK(o.cpus_per_task >= 1, "--cpus-per-task must be at least 1");
   LEXP_INPUT_CHECK(o.max_parallel >= 0, "--max-parallel must be 0 (no limit) or more");
-  for (const auto& [name, v] : {std::pair{"--partition", o.partition},
-                                std::pair{"--account", o.account}, std::pair{"--qos", o.qos},
-                                std::pair{"--time", o.time}, std::pair{"--mem", o.mem}})
+  for (const auto& [name, v] :
+       {std::pair{"--partition", o.partition}, std::pair{"--account", o.account},
+        std::pair{"--qos", o.qos}, std::pair{"--time", o.time}, std::pair{"--mem", o.mem}})
     LEXP_INPUT_CHECK(v.find_first_of(" \t\n'\"$`\\;") == std::string::npos,
                      std::string(name) + " '" + v + "': no spaces, quotes or shell characters");
 }
@@ -197,11 +198,12 @@ void ResubmitSlurmSweep(const std::string& run_dir_given, const SlurmOptions& o)
   LEXP_INPUT_CHECK(fs::exists(ScriptPaths(run_dir).sweep),
                    "'" + run_dir + "' has no slurm/sweep.sbatch: make it with lexp slurm");
   if (o.print) {
-    o.print(fmt::format("rows not done: {} of {} ({})", todo.size(), rows.size(),
-                        JobListText(todo)));
+    o.print(
+        fmt::format("rows not done: {} of {} ({})", todo.size(), rows.size(), JobListText(todo)));
     if (with_checkpoint)
-      o.print("some have a checkpoint: if their jobs still run (squeue), cancel them first; a "
-              "resubmitted row resumes from its checkpoint");
+      o.print(
+          "some have a checkpoint: if their jobs still run (squeue), cancel them first; a "
+          "resubmitted row resumes from its checkpoint");
   }
   SubmitOrPrint(run_dir, ArraySpec(JobListText(todo), o.max_parallel), o);
 }

@@ -1,8 +1,9 @@
 // `lexp slurm`: a sweep's job list (experiments/job_list.h) as a SLURM job array. Writes
 // <run dir>/slurm/sweep.sbatch, one array task per plan row running
 //   lexp --threads $SLURM_CPUS_PER_TASK run <run dir>/plan/recipe.toml --out <run dir> --job $ID
-// (binary, recipe and directory as absolute paths; one log per task, slurm/logs/<array>_<task>.out),
-// and slurm/collect.sbatch, which runs `lexp collect <run dir>` once the array has ended
+// (binary, recipe and directory as absolute paths; one log per task,
+// slurm/logs/<array>_<task>.out), and slurm/collect.sbatch, which runs `lexp collect <run dir>`
+// once the array has ended
 // (--dependency=afterany, given on the sbatch line). Without --submit it prints the two sbatch
 // lines; with it, submits both and prints the job ids. --resubmit submits the rows that have no
 // final run file or failed (an explicit --array list), then collect again.

@@ -1,5 +1,4 @@
 #include "experiments/sweep.h"
-#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -20,13 +19,13 @@
 #include "experiments/job_list.h"
 #include "experiments/memory_estimate.h"
 #include "experiments/provenance.h"
+#include "experiments/run_file.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
-
 
 namespace {
 
@@ -58,7 +57,10 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
         std::stable_partition(encodings.begin(), encodings.end(),
                               [](const std::string& e) { return e == "nope"; });
         for (const auto& enc : encodings) {
-          PlannedRun r{one, enc, enc + variant.suffix, dir,
+          PlannedRun r{one,
+                       enc,
+                       enc + variant.suffix,
+                       dir,
                        variant.set.empty() ? "" : variant.set.substr(variant.set.find('=') + 1),
                        {}};
           r.options.out_dir = dir;

@@ -30,7 +30,7 @@ struct SweepOptions {
 // sweep trains them (per task, per seed, per key-sweep value: NoPE first, then the encodings).
 struct PlanRow {
   size_t index = 0;
-  std::string task, encoding, label;   // label: the encoding plus the key-sweep suffix
+  std::string task, encoding, label;  // label: the encoding plus the key-sweep suffix
   int seed = 0;
   std::string sweep_key, sweep_value;  // empty without run.sweep
   std::string file;                    // its run file

@@ -1,5 +1,4 @@
 #include "experiments/trainer.h"
-#include "experiments/run_file.h"
 
 #include <fmt/core.h>
 
@@ -15,6 +14,7 @@
 #include "experiments/analyze.h"
 #include "experiments/assembled_model.h"
 #include "experiments/provenance.h"
+#include "experiments/run_file.h"
 #include "experiments/sequence_layout.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -28,7 +28,6 @@
 #include "pe/registry.h"
 
 namespace lexp {
-
 
 namespace {
 
@@ -58,7 +57,6 @@ bool FinishAnalysis(const RecipeConfig& cfg, const RunOptions& opt, RunSummary& 
     return false;
   }
 }
-
 
 std::string FormatDuration(double s) {
   const long t = std::lround(std::max(0.0, s));
@@ -375,7 +373,8 @@ class Runner {
     f.depth_accuracy = depth_accuracy_;
     f.probes = probes_;
     if (state_ == "completed")
-      for (const auto& p : params_) f.weights.emplace_back(p.name, std::vector<float>(p.value, p.value + p.size));
+      for (const auto& p : params_)
+        f.weights.emplace_back(p.name, std::vector<float>(p.value, p.value + p.size));
     f.state = state_ == "completed"  ? RunState::kCompleted
               : state_ == "diverged" ? RunState::kDiverged
               : state_ == "failed"   ? RunState::kFailed
@@ -405,7 +404,6 @@ class Runner {
 };
 
 }  // namespace
-
 
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt) {

@@ -59,7 +59,6 @@ struct RunSummary {
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt);
 
-
 // The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
 // (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
 // *shape to the shape it was built with.

@@ -40,8 +40,7 @@ void Alibi<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0,
       const double* pj = ctx.pos + j0;
       for (int j = 0; j < j1 - j0; ++j) row[j] -= static_cast<S>(m * std::abs(pi - pj[j]));
     } else {
-      for (int j = j0; j < j1; ++j)
-        row[j - j0] -= static_cast<S>(m * std::abs(ctx.Distance(i, j)));
+      for (int j = j0; j < j1; ++j) row[j - j0] -= static_cast<S>(m * std::abs(ctx.Distance(i, j)));
     }
   }
 }

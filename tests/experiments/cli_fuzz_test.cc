@@ -287,7 +287,10 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
        {"slurm", "RECIPE", "--partition", "a;b"},
        2,
        "--partition"},
-      {"slurm with no CPU per task", {"slurm", "RECIPE", "--cpus-per-task", "0"}, 2, "cpus-per-task"},
+      {"slurm with no CPU per task",
+       {"slurm", "RECIPE", "--cpus-per-task", "0"},
+       2,
+       "cpus-per-task"},
   };
   for (const auto& bad : table) {
     const fs::path cwd = testing::FreshTempDir("cli_case");

@@ -32,9 +32,9 @@ TEST(JobList, ParsesRowsRangesAndListsAndPrintsThemBack) {
 // The rows are the models of the sweep in the order a sequential sweep trains them: per task,
 // seed and key-sweep value, NoPE first; each names its run file.
 TEST(JobList, PlanRowsFollowTheSequentialOrder) {
-  const RecipeConfig c = testing::TinyCopyRecipe(
-      {"model.encodings=rope,nope", "run.seeds=1,2", "run.sweep=encoding_options.rope.base",
-       "run.sweep_values=100,1000"});
+  const RecipeConfig c = testing::TinyCopyRecipe({"model.encodings=rope,nope", "run.seeds=1,2",
+                                                  "run.sweep=encoding_options.rope.base",
+                                                  "run.sweep_values=100,1000"});
   const auto rows = SweepPlan(c, "out");
   ASSERT_EQ(rows.size(), 8u);
   for (size_t k = 0; k < rows.size(); ++k) EXPECT_EQ(rows[k].index, k);
@@ -55,8 +55,8 @@ TEST(JobList, PlanRowsFollowTheSequentialOrder) {
 // as their JS reference. Collect analyses those again, and then every file and the summary are
 // those of one sequential run; status counts the rows as they go.
 TEST(JobList, RowsRunInAnyOrderThenCollectedEqualOneRun) {
-  const RecipeConfig c = testing::TinyCopyRecipe(
-      {"model.encodings=nope,rope", "run.seeds=1,2", "train.steps=20"});
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"model.encodings=nope,rope", "run.seeds=1,2", "train.steps=20"});
   const fs::path one = testing::FreshTempDir("joblist_one");
   const fs::path jobs = testing::FreshTempDir("joblist_jobs");
   SweepOptions so;
@@ -104,8 +104,11 @@ TEST(JobList, RowsRunInAnyOrderThenCollectedEqualOneRun) {
   for (const char* f : {"rope-seed1.h5", "rope-seed2.h5"}) {
     h5::Reader a((one / f).string()), b((jobs / f).string());
     const auto js = [](const h5::Reader& r) {
-      return r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9").ReadDoubles(
-          "js_vs_reference");
+      return r.root()
+          .OpenGroup("analysis")
+          .OpenGroup("geometry")
+          .OpenGroup("length_9")
+          .ReadDoubles("js_vs_reference");
     };
     EXPECT_EQ(js(a), js(b)) << f << ": the JS divergence of the sequential run";
   }

@@ -56,8 +56,7 @@ TEST(RunFile, WhatARunWritesReadsBackAndWritesTheSameGroups) {
 TEST(RunFile, StatesAreReadByNameAndAnythingElseNamesTheFile) {
   for (const RunState s : {RunState::kAnalyzing, RunState::kCompleted, RunState::kDiverged,
                            RunState::kInterrupted, RunState::kFailed})
-    EXPECT_EQ(HasFinalWeights(s), HasFinalWeights(std::string(RunStateName(s))))
-        << RunStateName(s);
+    EXPECT_EQ(HasFinalWeights(s), HasFinalWeights(std::string(RunStateName(s)))) << RunStateName(s);
   EXPECT_TRUE(HasFinalWeights(RunState::kAnalyzing));
   EXPECT_FALSE(HasFinalWeights(RunState::kDiverged));
   const fs::path dir = testing::FreshTempDir("run_file_states");
