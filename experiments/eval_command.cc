@@ -22,6 +22,9 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
     known += (known.empty() ? "" : ", ") + r;
     ok = ok || r == s.rule;
   }
+  LEXP_INPUT_CHECK(s.rule != "log_n",
+                   "--scale log_n: log-n scaling is not a frequency rule but an option of rope; "
+                   "give it as --set encoding_options.rope.log_n=true");
   LEXP_INPUT_CHECK(ok, "--scale '" + text + "': unknown rule '" + s.rule + "'; rules: " + known);
   if (colon == std::string::npos) return s;
   std::stringstream ss(text.substr(colon + 1));
@@ -40,7 +43,10 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
   std::string encoding;
   RecipeConfig cfg = CompletedRunRecipe(opt.run_file, &encoding);
   ApplyOverrides(cfg, opt.sets);
-  std::string name = encoding + "+eval";
+  // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
+  // of one encoding never share a file.
+  const std::string source = ReadRunFileHead(opt.run_file).label;
+  std::string name = source + "+eval";
   if (!opt.scale.empty()) {
     LEXP_INPUT_CHECK(encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
                                              "' was trained with '" + encoding + "'");
@@ -49,7 +55,7 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
     // The name carries every option given, so two evaluations never share a file.
-    name = encoding + "+" + spec.rule;
+    name = source + "+" + spec.rule;
     if (spec.options.count("factor")) name += "x" + spec.options.at("factor");
     for (const auto& [k, v] : spec.options)
       if (k != "factor") name += "-" + k + v;
@@ -71,7 +77,12 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
   ro.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                    : opt.out_dir;
   if (ro.out_dir.empty()) ro.out_dir = ".";
-  ro.weights_from = opt.run_file;
+  const std::string out = RunFilePath(ro.out_dir, name);
+  LEXP_INPUT_CHECK(opt.force || !std::filesystem::exists(out),
+                   "'" + out +
+                       "' holds an earlier evaluation of the same name; pass --force to "
+                       "replace it, or --out for another directory");
+  ro.weights_from = std::filesystem::absolute(opt.run_file).lexically_normal().string();
   ro.name = name;
   ro.label = name;
   ro.progress = opt.progress;

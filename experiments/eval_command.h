@@ -24,6 +24,7 @@ struct EvalCommandOptions {
   std::string scale;              // empty: re-evaluate unchanged
   std::vector<std::string> sets;  // recipe overrides (eval.*, probe.*)
   std::string out_dir;            // default: the run file's directory
+  bool force = false;             // replace an earlier evaluation's file of the same name
   std::function<void(const std::string&)> progress;
 };
 

@@ -280,6 +280,8 @@ int main(int argc, char** argv) {
       ->take_all();
   eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
   eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
+  eval->add_flag("--force", eo.force,
+                 "replace an earlier evaluation's file of the same name (refused otherwise)");
   eval->footer(
       "Writes <out>/<encoding>+<rule>x<factor>[-<option><value>...].h5 with the same layout as a "
       "trained run "

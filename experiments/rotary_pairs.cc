@@ -125,6 +125,17 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   return a;
 }
 
+namespace {
+
+// One ablation mode's result in words: the best cut, or that no cut lowers the loss (the best
+// "cut" is then P, nothing ablated).
+std::string AblationOutcome(const RotaryPairAnalysis& a, int mode) {
+  if (a.measured_boundary[mode] >= a.pairs) return "no cut lowers the loss";
+  return fmt::format("best at cut {} ({:.3f})", a.measured_boundary[mode], a.beyond_loss[mode][1]);
+}
+
+}  // namespace
+
 std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analysis) {
   analysis.Remove("rotary");
   h5::Group g = analysis.CreateGroup("rotary");
@@ -184,12 +195,10 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
               ? fmt::format("post-critical ablation: losses written, measured boundary not "
                             "applicable: no evaluation length beyond the training length {}\n",
                             a.train_max_length)
-              : fmt::format(
-                    "post-critical ablation, mean loss beyond training: freeze best at cut {} "
-                    "({:.3f} vs {:.3f} unablated), remove best at cut {} ({:.3f}); predicted cut "
-                    "{}\n",
-                    a.measured_boundary[0], a.beyond_loss[0][1], a.beyond_loss[0][0],
-                    a.measured_boundary[1], a.beyond_loss[1][1], a.predicted_boundary));
+              : fmt::format("post-critical ablation, mean loss beyond training ({:.3f} "
+                            "unablated): freeze {}, remove {}; predicted cut {}\n",
+                            a.beyond_loss[0][0], AblationOutcome(a, 0), AblationOutcome(a, 1),
+                            a.predicted_boundary));
 }
 
 }  // namespace lexp

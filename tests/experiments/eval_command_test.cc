@@ -114,6 +114,50 @@ TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
   EXPECT_TRUE(b.root().OpenGroup("train").ReadDoubles("loss").empty()) << "nothing was trained";
 }
 
+// Evaluations are named after the run they read (not its encoding alone), never replace an earlier
+// one without --force, and record the absolute path of the weights they used.
+TEST_F(EvalCommandRun, OutputsKeepTheSourceNameAndAreNotReplacedWithoutForce) {
+  fs::copy_file(RunFilePath(dir_.string(), "rope"), RunFilePath(dir_.string(), "rope-base500"));
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope-base500");
+  o.scale = "pi:factor=2";
+  // The copy keeps its recorded label ("rope"): rename it as a sweep would have named it.
+  {
+    h5::Writer w(o.run_file, h5::Writer::Mode::kUpdate);
+    w.root().SetAttr("label", "rope-base500");
+    w.Commit();
+  }
+  const RunSummary s = EvaluateRunFile(o);
+  EXPECT_EQ(s.path, RunFilePath(dir_.string(), "rope-base500+pix2"));
+  const auto written = fs::last_write_time(s.path);
+  try {
+    EvaluateRunFile(o);
+    ADD_FAILURE() << "an earlier evaluation was replaced without --force";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(fs::last_write_time(s.path), written);
+  o.force = true;
+  EXPECT_EQ(EvaluateRunFile(o).state, "completed");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(dir_);
+  EvalCommandOptions rel;
+  rel.run_file = "rope.h5";
+  rel.force = true;
+  const RunSummary r = EvaluateRunFile(rel);
+  fs::current_path(cwd);
+  ASSERT_EQ(r.state, "completed");
+  h5::Reader b((dir_ / "rope+eval.h5").string());
+  EXPECT_EQ(b.root().AttrString("weights_from"), RunFilePath(dir_.string(), "rope"))
+      << "absolute, whatever the working directory";
+  try {
+    ParseScaleSpec("log_n");
+    ADD_FAILURE();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("encoding_options.rope.log_n"), std::string::npos);
+  }
+}
+
 TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
   EvalCommandOptions o;
   o.run_file = RunFilePath(dir_.string(), "alibi");
