@@ -600,7 +600,8 @@ int main(int argc, char** argv) {
       if (std::filesystem::exists(summary)) {
         PrintLine("figure: " + lexp::DrawScoreTable(summary.string()));
         for (const auto& e : std::filesystem::directory_iterator(fig_dir))
-          if (e.is_directory() && e.path().filename() != "figures")
+          if (e.is_directory() && e.path().filename() != "figures" &&
+              e.path().filename() != "plan" && e.path().filename() != "slurm")
             for (const auto& png : lexp::DrawAllFigures(e.path().string()))
               PrintLine("figure: " + png);
       }

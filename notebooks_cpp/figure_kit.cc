@@ -40,14 +40,29 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
     std::ofstream f(gp);
     f << script;
   }
+  const fs::path log = dir / (name + ".log");
   fs::remove(png);
   {
-    Gnuplot g("gnuplot 2>&1");
+    // gnuplot's own messages (an empty panel's "all points y value undefined", say) go to
+    // <name>.log beside the script, not to the user's terminal; "; true" keeps its exit status from
+    // gnuplot-iostream, which would print "pclose returned error". A missing PNG is an error below.
+    std::string quoted = "'";
+    for (char c : log.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    Gnuplot g("gnuplot > " + quoted + "' 2>&1; true");
     g << "cd " << Quote(dir.string()) << "\n";
     g << "load " << Quote(gp.filename().string()) << "\n";
   }  // closes the pipe and waits for gnuplot
-  LEXP_CHECK(fs::exists(png),
-             "gnuplot did not write '" + png.string() + "' (see " + gp.string() + ")");
+  std::string said;
+  {
+    std::ifstream f(log);
+    std::stringstream text;
+    text << f.rdbuf();
+    said = text.str();
+  }
+  LEXP_CHECK(fs::exists(png) && fs::file_size(png) > 0,
+             "gnuplot did not write '" + png.string() + "' (script " + gp.string() +
+                 "): " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
+  if (said.find_first_not_of(" \n\t") == std::string::npos) fs::remove(log);
   return png.string();
 }
 

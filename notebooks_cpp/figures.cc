@@ -400,7 +400,9 @@ std::string DrawScoreTable(const std::string& file) {
   s += "set xtics (" + xt + ") rotate by -30\nset ytics (" + yt + ")\n";
   s += "set xlabel 'encoding'\nset ylabel 'task'\nunset key\n";
   s += fmt::format(
-      "plot '{0}.dat' using 1:2:3 with image, '{0}.dat' using 1:2:(sprintf('%.2f\\n%.2f±%.2f', $3, "
+      // Cells as boxes (gnuplot's "with image" needs a grid of at least 2 x 2; one task is 1 x E).
+      "plot '{0}.dat' using 1:2:($1-0.5):($1+0.5):($2-0.5):($2+0.5):3 with boxxy fs solid "
+      "fc palette, '{0}.dat' using 1:2:(sprintf('%.2f\\n%.2f±%.2f', $3, "
       "$4, $5)) with labels font 'Sans,9'\n",
       name);
   return Render(dir, name, s);

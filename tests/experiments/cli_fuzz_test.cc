@@ -417,6 +417,23 @@ TEST_F(CliFuzz, EveryDocumentedExitCode) {
   EXPECT_NE(internal.err.find("internal error"), std::string::npos);
 }
 
+// gnuplot's own messages stay in <figure>.log beside the script; the user sees lexp's lines. A
+// one-task seed sweep's score table (1 x 2 cells) is drawn too (gnuplot's "with image" refused it).
+TEST_F(CliFuzz, GnuplotMessagesStayInTheFigureLogs) {
+  const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "gnuplot", "--set",
+                                "model.encodings=nope,rope", "--set", "run.seeds=1,2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* word : {"warning", "pclose", "undefined", "line "}) {
+    EXPECT_EQ(r.out.find(word), std::string::npos) << word << " in: " << r.out;
+    EXPECT_EQ(r.err.find(word), std::string::npos) << word << " in: " << r.err;
+  }
+  EXPECT_TRUE(fs::exists(root_ / "gnuplot" / "figures" / "score_table.png"));
+  EXPECT_FALSE(fs::exists(root_ / "gnuplot" / "figures" / "score_table.log"))
+      << "the 1 x 2 table draws without a gnuplot message";
+  const Result again = Lexp(root_, {"figures", "gnuplot"});
+  EXPECT_EQ(again.code, 0) << again.err << " (a sweep directory with plan/ beside the runs)";
+}
+
 TEST_F(CliFuzz, RefusesToReplaceFinishedRunsAndNeverFollowsALinkedTemporary) {
   const fs::path out = root_ / "twice";
   ASSERT_EQ(Lexp(root_, {"run", "tiny.toml", "--out", "twice", "--no-figures"}).code, 0);
