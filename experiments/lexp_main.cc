@@ -16,6 +16,7 @@
 #include "experiments/base_law_command.h"
 #include "experiments/bench.h"
 #include "experiments/default_recipe.h"
+#include "experiments/dump_command.h"
 #include "experiments/eval_command.h"
 #include "experiments/gemm_bench.h"
 #include "experiments/job_list.h"
@@ -192,6 +193,17 @@ int main(int argc, char** argv) {
                   "resumes from its checkpoint; no figures or summary (lexp collect makes them)")
       ->excludes("--overwrite");
   run->footer(RecipeKeysHelp());
+
+  auto* dump = app.add_subcommand(
+      "dump",
+      "print what an HDF5 file of lexp holds at a path: a group's contents, or a dataset "
+      "with its shape, axes and units");
+  std::string dump_file, dump_path = "/";
+  bool dump_all = false;
+  dump->add_option("FILE", dump_file, "a run file, summary.h5 or any lexp HDF5 file")->required();
+  dump->add_option("PATH", dump_path, "a group or dataset in it, e.g. /eval/token_accuracy")
+      ->capture_default_str();
+  dump->add_flag("--all", dump_all, "print every value (default: the first 200)");
 
   // The sweep as a job list: plan, status, collect, and SLURM (experiments/job_list.h, slurm.h).
   auto* plan = app.add_subcommand(
@@ -491,6 +503,12 @@ int main(int argc, char** argv) {
     if (*internal_error)
       LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
     if (*list) return ListCommand(topic);
+    if (*dump) {
+      LEXP_INPUT_CHECK(std::filesystem::is_regular_file(dump_file),
+                       "lexp dump: '" + dump_file + "' is not a file");
+      std::fputs(lexp::DumpHdf5(dump_file, dump_path, dump_all ? 0 : 200).c_str(), stdout);
+      return 0;
+    }
     // A recipe named on the command line (or the embedded default) with its --set overrides.
     auto load_recipe = [](bool given, const std::string& path,
                           const std::vector<std::string>& overrides) {

@@ -379,6 +379,11 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
       {"a text file as a run file", {"analyze", (dir / "text.h5").string()}, 2, "as HDF5"},
       {"a truncated run file", {"eval", (dir / "truncated.h5").string()}, 2, "truncated.h5"},
       {"a directory as a run file", {"analyze", dir.string()}, 2, ""},
+      {"dump of a path the file lacks",
+       {"dump", good_.string(), "/nothing"},
+       2,
+       "has no dataset or group '/nothing'"},
+      {"dump of a directory", {"dump", dir.string()}, 2, "not a file"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,
@@ -419,6 +424,18 @@ TEST_F(CliFuzz, EveryDocumentedExitCode) {
 
 // gnuplot's own messages stay in <figure>.log beside the script; the user sees lexp's lines. A
 // one-task seed sweep's score table (1 x 2 cells) is drawn too (gnuplot's "with image" refused it).
+// lexp dump prints a dataset with its shape, axes and units, and a group with its contents.
+TEST_F(CliFuzz, DumpPrintsDatasetsWithTheirAxes) {
+  const Result d = Lexp(root_, {"dump", good_.string(), "/eval/loss"});
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("/eval/loss  [3]"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("axes: length"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("units: nats per scored token"), std::string::npos) << d.out;
+  const Result g = Lexp(root_, {"dump", good_.string(), "/status"});
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_NE(g.out.find("@state = completed"), std::string::npos) << g.out;
+}
+
 TEST_F(CliFuzz, GnuplotMessagesStayInTheFigureLogs) {
   const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "gnuplot", "--set",
                                 "model.encodings=nope,rope", "--set", "run.seeds=1,2"});
