@@ -1,7 +1,6 @@
 #include "experiments/pe_table.h"
 
 #include <filesystem>
-#include <set>
 
 #include "experiments/provenance.h"
 #include "experiments/trainer.h"
@@ -97,12 +96,14 @@ std::string WritePeTable(const PeTableOptions& o) {
       std::string name;
       EncodingShape es_run;
       auto enc = LoadTrainedEncoding(file, &name, &es_run);
-      static const std::set<std::string> kContentFree = {"alibi",      "t5",           "fire",
-                                                         "kerple_log", "kerple_power", "sandwich"};
-      LEXP_INPUT_CHECK(kContentFree.count(name),
+      // The registry's relative-bias family: a content-free b(h, d) added to the logits.
+      std::string allowed;
+      for (const auto& info : ListEncodings())
+        if (info.family == "relative bias") allowed += (allowed.empty() ? "" : ", ") + info.name;
+      LEXP_INPUT_CHECK(FindEncoding(name).family == "relative bias",
                        "pe-table --run '" + file + "': encoding '" + name +
-                           "' has no content-free bias b(d) to tabulate (allowed: alibi, t5, fire, "
-                           "kerple_log, kerple_power, sandwich)");
+                           "' has no content-free bias b(d) to tabulate (allowed: " + allowed +
+                           ")");
       std::vector<double> pos(Dn);
       for (uint64_t t = 0; t < Dn; ++t) pos[t] = static_cast<double>(t);
       enc->Prepare(pos, PositionSpan(pos));

@@ -1,6 +1,8 @@
 // Finite-difference gradient checks (double) for every op of nn/ and for the whole transformer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "nn/model/transformer.h"
 #include "nn/ops/attention.h"
 #include "nn/ops/cross_entropy.h"
@@ -336,27 +338,61 @@ TEST_P(ModelGradCheck, EveryParameterMatchesFiniteDifferences) {
   EXPECT_GT(res.checked, 50);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Encodings, ModelGradCheck,
-    ::testing::Values(ModelCase{"nope", true, true}, ModelCase{"sinusoidal", true, true},
-                      ModelCase{"learned", true, true}, ModelCase{"alibi", true, true},
-                      ModelCase{"rope", true, true}, ModelCase{"t5", true, true},
-                      ModelCase{"rope", false, true}, ModelCase{"t5", true, false},
-                      ModelCase{"rope_partial", true, true}, ModelCase{"xpos", true, true},
-                      ModelCase{"kerple_log", true, true}, ModelCase{"kerple_power", true, false},
-                      ModelCase{"sandwich", true, true}, ModelCase{"fire", true, true},
-                      ModelCase{"learned", false, false}, ModelCase{"shaw", true, true},
-                      ModelCase{"shaw", true, false}, ModelCase{"transformer_xl", true, true},
-                      ModelCase{"transformer_xl", false, false}, ModelCase{"tupe", true, true},
-                      ModelCase{"tupe", false, false}, ModelCase{"da", true, true},
-                      ModelCase{"da", true, false}, ModelCase{"cape", true, true},
-                      ModelCase{"random_shift", true, true}, ModelCase{"complex_order", true, true},
-                      ModelCase{"complex_order", false, false}, ModelCase{"floater", true, true},
-                      ModelCase{"floater", true, false}),
-    [](const auto& param_info) {
-      return param_info.param.encoding + (param_info.param.pre_ln ? "_preln" : "_postln") +
-             (param_info.param.causal ? "_causal" : "_encoder");
-    });
+// Cases chosen for what they exercise (both LayerNorm placements, encoder and causal layouts),
+// then every other registered encoding pre-LN and causal: a new encoding gets its gradient check
+// from the registry without an edit here.
+std::vector<ModelCase> ModelCases() {
+  std::vector<ModelCase> cases = {ModelCase{"nope", true, true},
+                                  ModelCase{"sinusoidal", true, true},
+                                  ModelCase{"learned", true, true},
+                                  ModelCase{"alibi", true, true},
+                                  ModelCase{"rope", true, true},
+                                  ModelCase{"t5", true, true},
+                                  ModelCase{"rope", false, true},
+                                  ModelCase{"t5", true, false},
+                                  ModelCase{"rope_partial", true, true},
+                                  ModelCase{"xpos", true, true},
+                                  ModelCase{"kerple_log", true, true},
+                                  ModelCase{"kerple_power", true, false},
+                                  ModelCase{"sandwich", true, true},
+                                  ModelCase{"fire", true, true},
+                                  ModelCase{"learned", false, false},
+                                  ModelCase{"shaw", true, true},
+                                  ModelCase{"shaw", true, false},
+                                  ModelCase{"transformer_xl", true, true},
+                                  ModelCase{"transformer_xl", false, false},
+                                  ModelCase{"tupe", true, true},
+                                  ModelCase{"tupe", false, false},
+                                  ModelCase{"da", true, true},
+                                  ModelCase{"da", true, false},
+                                  ModelCase{"cape", true, true},
+                                  ModelCase{"random_shift", true, true},
+                                  ModelCase{"complex_order", true, true},
+                                  ModelCase{"complex_order", false, false},
+                                  ModelCase{"floater", true, true},
+                                  ModelCase{"floater", true, false}};
+  for (const auto& info : ListEncodings()) {
+    const bool listed = std::any_of(cases.begin(), cases.end(),
+                                    [&](const ModelCase& c) { return c.encoding == info.name; });
+    if (!listed) cases.push_back({info.name, true, true});
+  }
+  return cases;
+}
+
+TEST(ModelGradCheckCases, EveryRegisteredEncodingHasOne) {
+  const auto cases = ModelCases();
+  for (const auto& info : ListEncodings())
+    EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [&](const ModelCase& c) {
+      return c.encoding == info.name;
+    })) << info.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, ModelGradCheck, ::testing::ValuesIn(ModelCases()),
+                         [](const auto& param_info) {
+                           return param_info.param.encoding +
+                                  (param_info.param.pre_ln ? "_preln" : "_postln") +
+                                  (param_info.param.causal ? "_causal" : "_encoder");
+                         });
 
 }  // namespace
 }  // namespace lexp
