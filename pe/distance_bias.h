@@ -1,5 +1,5 @@
 // Shared machinery of the additive biases that depend only on the (effective) distance and the
-// head, b_h(|i - j|): KERPLE, Sandwich, and later others. Each forward pass tabulates b_h(d) for
+// head, b_h(|i - j|): KERPLE (log and power) and Sandwich. Each forward pass tabulates b_h(d) for
 // every integer distance the batch can produce (Prepare), so the attention loop is a table look-up;
 // the backward pass adds dL/db into a per-task histogram over distance and reduces it, in task
 // order, through the bias's derivative with respect to its parameters. Distances that are not

@@ -1,4 +1,4 @@
-// The `lexp` binary fuzzed with bad input, as a user meets it (issue 10): a table of bad recipes,
+// The `lexp` binary fuzzed with bad input, as a user meets it: a table of bad recipes,
 // overrides, paths and corrupted files, each with the exit code and a fragment of the message it
 // must print; every documented exit code (0, 1, 2, 3); and runs killed at many points while they
 // write, after which no file looks complete that is not and --resume finishes the run into the

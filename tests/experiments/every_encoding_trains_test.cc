@@ -1,5 +1,5 @@
 // Every registered encoding trains for a few steps on a tiny model, causal and bidirectional: the
-// loss stays finite and falls (issue 3's "every encoding trains from a recipe"). And every encoding
+// loss stays finite and falls. And every encoding
 // under every attention pattern, with distances capped beyond the sequence: refused with a reason,
 // or trained and evaluated with finite losses that do not depend on the thread count.
 #include <gtest/gtest.h>

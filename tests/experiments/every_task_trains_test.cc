@@ -1,6 +1,5 @@
 // Every registered task trains from a recipe on a tiny model, in every layout it supports: the run
-// completes with a finite loss, evaluates every requested length (issue 4: "every task trains
-// from a recipe") and has learnt something measurable within its training lengths. 60 steps do
+// completes with a finite loss, evaluates every requested length and has learnt something measurable within its training lengths. 60 steps do
 // not solve parity, so what is asserted is the least a working trainer achieves on any task:
 // the in-distribution loss is below that of a uniform guess over the model's vocabulary, which
 // needs at least the output alphabet learnt (an untrained model sits at or above ln V).

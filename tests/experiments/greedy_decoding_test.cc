@@ -1,4 +1,4 @@
-// Greedy decoding with the end token (issue 10, Newman et al. 2020): incremental decoding computes
+// Greedy decoding with the end token (Newman et al. 2020): incremental decoding computes
 // what a full forward pass computes, for every encoding; a hand-set model that answers right but
 // never stops is invisible to teacher forcing and scores no exact match when it writes its answer;
 // a trained copy model writes what teacher forcing predicts for as long as it writes the target.

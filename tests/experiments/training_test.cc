@@ -136,8 +136,8 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   fs::remove_all(cut);
 }
 
-// Killed after the run file was written but before its analysis (issue 10: such files were marked
-// completed and skipped by --resume): the file says "analyzing", and --resume finishes it into the
+// Killed after the run file was written but before its analysis (a pitfall: such a file marked
+// completed would be skipped by --resume): the file says "analyzing", and --resume finishes it into the
 // file an uninterrupted run writes.
 // An analysis that fails (here: the weights damaged between the kill and the resume) keeps
 // the trained and evaluated file in state "analyzing" instead of replacing it, and says why.

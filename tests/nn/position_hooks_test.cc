@@ -1,7 +1,7 @@
-// The hook interface in full, with sites that no skeleton encoding uses yet: a content-dependent
-// logit term (reads q_i, as Transformer-XL and TUPE will), a per-query logit scale (as log-n
-// scaling and YaRN will), a non-contiguous pattern with its own effective distance (as LM-Infinite
-// and ReRoPE will), and position ids that differ between training and evaluation.
+// The hook interface in full, on hand-written encodings: a content-dependent logit term (reads q_i,
+// as Transformer-XL and TUPE do), a per-query logit scale (as log-n scaling and YaRN do), a
+// non-contiguous pattern with its own effective distance (as LM-Infinite and ReRoPE use), and
+// position ids that differ between training and evaluation.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -135,7 +135,7 @@ TEST(TransformerXL, ClampLenMakesEveryFartherOffsetLookTheSame) {
 
 // LM-Infinite's Lambda mask shows the global keys outside the window at distance `limit`, which
 // may lie beyond every distance of the sequence: the offset table must reach it (it once read
-// outside its table there, issue 10).
+// outside its table there once).
 TEST(TransformerXL, LambdaCapBeyondTheSequenceUsesTheSinusoidAtTheCap) {
   auto enc = Make("transformer_xl", {});
   Head h = RandomHead(6);
