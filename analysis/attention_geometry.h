@@ -25,7 +25,7 @@ std::vector<double> LastQueryLogitBound(const float* logits, int T, long ld);
 std::vector<double> AllQueriesLogitRunningMax(const float* logits, int T, long ld);
 long NonFiniteLogits(const float* logits, int T, long ld);
 
-// Empirical attention expectation (xPos paper, formulas.md 7.2): adds every visible logit at
+// Empirical attention expectation (xPos paper): adds every visible logit at
 // distance n = i - j >= 0 to sum[n] and counts it in count[n] (sum, count: T entries); with
 // sum_sq, adds its square there too (for the spread sqrt(sum_sq/count - mean^2)).
 void AccumulateLogitsByDistance(const float* logits, int T, long ld, std::vector<double>& sum,

@@ -1,9 +1,9 @@
-// The measured side of the RoPE base-scaling law (Liu et al. 2023, arXiv:2310.05209; formulas.md
-// 7.6): a model's extrapolation limit is the longest evaluated length up to which the loss stays
-// within a tolerance of the in-distribution loss, and over a grid of bases the limits are compared
-// with T_extra = 2 pi b^(d_extra/d) by a least-squares fit of ln(limit) on ln(base), whose slope
-// has a Student-t confidence interval (Boost.Math) to compare with the predicted exponent
-// d_extra/d.
+// The measured side of the RoPE base-scaling law (Liu et al. 2023,
+// arXiv:2310.05209): a model's extrapolation limit is the longest evaluated length up to which the
+// loss stays within a tolerance of the in-distribution loss, and over a grid of bases the limits
+// are compared with T_extra = 2 pi b^(d_extra/d) by a least-squares fit of ln(limit) on ln(base),
+// whose slope has a Student-t confidence interval (Boost.Math) to compare with the predicted
+// exponent d_extra/d.
 #pragma once
 
 #include <vector>

@@ -1,6 +1,6 @@
-// Monte-Carlo attention expectation (xPos paper section 2; formulas.md 7.2 says the paper's
-// sampling distribution is unverified, so the distribution is the user's choice): the mean over
-// random content of the pre-softmax score between a query and a key n positions apart, for any
+// Monte-Carlo attention expectation (xPos paper section 2; its sampling distribution
+// could not be checked against the paper text, so the distribution is the user's choice): the mean
+// over random content of the pre-softmax score between a query and a key n positions apart, for any
 // rotary encoding given as per-pair frequencies theta_k (zero for pairs that do not rotate, e.g.
 // partial RoPE) and optional per-pair decays zeta_k^(n/B) (xPos), with its standard error.
 // Content model: every component of q and k is i.i.d. with mean mu and standard deviation sigma

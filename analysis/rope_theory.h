@@ -1,4 +1,4 @@
-// Closed-form side of the rotary analyses (formulas.md section 7, test vectors 8.12 and 8.13):
+// Closed-form side of the rotary analyses (Su et al. 2021; Sun et al. 2022; Liu et al. 2023):
 //  * critical dimension (Liu et al. 2023, arXiv:2310.05209, Theorem 1):
 //      d_extra = 2 ceil((d/2) log_b(T_train / 2 pi)); pairs below d_extra/2 complete a period in
 //      training, the others never do;
@@ -12,8 +12,9 @@
 //  with
 //    convention A (e^{s_{N+1}} = 0, the sequence ends; lexp's choice) or B (the i = N term
 //    dropped).
-// All in double. The formula texts of Liu et al. and the xPos paper are marked unverified in
-// formulas.md; the numbers of 8.12/8.13 are evaluations of exactly these expressions.
+// All in double. The formulas of Liu et al. and the xPos paper were taken from public code and
+// secondary accounts, not checked against the paper text; the tests' reference numbers are
+// evaluations of exactly these expressions.
 #pragma once
 
 #include <cstddef>
@@ -51,7 +52,7 @@ std::vector<double> ExpectationProxyFor(const std::vector<double>& theta,
                                         long max_distance);
 
 // Closed-form supremum over distances of a rotary logit (the ceiling of LM-Infinite's logit
-// explosion, formulas.md 7.3, for rotary encodings): with complex pairs h_k = q_k conj(k_k) the
+// explosion, for rotary encodings): with complex pairs h_k = q_k conj(k_k) the
 // logit at distance n is sum_k Re(h_k e^{i n theta_k}) <= sum_k |q_k| |k_k|, and integer distances
 // come arbitrarily close when the theta_k are rationally independent (Kronecker), so training on
 // short distances sees only part of the range a long context reaches. Pair norms |q_k|, |k_k| as
@@ -62,7 +63,8 @@ double RotaryLogitSupremum(const std::vector<double>& q_pair_norm,
 double RotaryLogitMaxOver(const std::vector<double>& h_re, const std::vector<double>& h_im,
                           const std::vector<double>& theta, long max_distance);
 
-enum class ResolutionConvention { kSequenceEnds, kDropLast };  // A, B of formulas.md 7.2
+// The two readings A, B of the xPos paper's resolution sum (its end terms).
+enum class ResolutionConvention { kSequenceEnds, kDropLast };
 // s: scores s[0..N] at distances 0..N; NaN marks a distance with no score (a gap). Across a gap
 // the curve is not joined: the term of distance i is left out when s[i] or s[i + 1] is missing,
 // and a missing score adds nothing to the normalisation. Missing scores after the last one are no

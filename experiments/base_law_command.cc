@@ -252,8 +252,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
         : r.censored  ? fmt::format(">= {:g}", r.measured)
         : r.immediate ? fmt::format("< {:g}", r.limit_hi)
                       : fmt::format("{:g}", r.measured));
-  // Small-base side (formulas.md 7.6): bases at or below the exact full-period base let every pair
-  // complete a period in training; the law expects no unseen-angle limit there.
+  // Small-base side (Liu et al. 2023, base-scaling law): bases at or below the exact full-period
+  // base let every pair complete a period in training; the law expects no unseen-angle limit there.
   const int d0 = rows[0].rotary_dims, T0 = rows[0].train_tokens;
   const double S0 = rows[0].train_span;  // positions training showed: T_train of the criticals
   const double full_base = theory::FullPeriodBase(S0, d0);

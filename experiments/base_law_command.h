@@ -1,5 +1,5 @@
 // `lexp base-law RUN_DIR`: the RoPE base-scaling law measured against its prediction (Liu et al.
-// 2023; formulas.md 7.6). For every completed rope run of the directory (typically a key sweep over
+// 2023). For every completed rope run of the directory (typically a key sweep over
 // encoding_options.rope.base on the markov_lm source): the measured extrapolation limit (the
 // longest evaluated sequence, in tokens, up to which every loss beyond the training length stays
 // within `tolerance` of the loss at the longest evaluated training length; analysis/base_law.h)

@@ -1,4 +1,4 @@
-// The empirical attention expectation (xPos paper, formulas.md 7.2) of a trained run at every
+// The empirical attention expectation (xPos paper) of a trained run at every
 // evaluation length: the mean and spread of the pre-softmax logit at each relative distance
 // n = i - j >= 0 over the probe batch (probe.samples sequences of the run's probe stream at that
 // length, replayed with experiments/model_replay.h), per layer and head, and the attention

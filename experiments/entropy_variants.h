@@ -1,6 +1,6 @@
 // Attention entropy of a trained run under the evaluation-time remedies for entropy growth
-// (LM-Infinite Theorem 2, formulas.md 7.4: with bounded logits entropy grows like ln n with the n
-// visible keys): the plain model, RoPE's log-n logit scale (formulas.md 3.x `log_n`), YaRN's
+// (LM-Infinite Theorem 2: with bounded logits entropy grows like ln n with the n
+// visible keys): the plain model, RoPE's log-n logit scale (option `log_n`), YaRN's
 // temperature (scaling = yarn, factor = longest probe / training length) and the Lambda mask
 // (LM-Infinite: 2 global tokens and a window of the training length). Each is a replay of the run's
 // probe at its longest probe length (experiments/model_replay.h); entropy per (layer, head, query)

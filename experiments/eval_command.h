@@ -1,6 +1,7 @@
 // `lexp eval RUN_FILE --scale RULE[:key=value,...]`: evaluates the trained weights of a run file
-// again, with a RoPE scaling rule applied at evaluation time only (formulas.md 3.3-3.9), and writes
-// a run file of its own next to the original, named <encoding>+<rule>[x<factor>].h5.
+// again, with a RoPE scaling rule applied at evaluation time only (the scaling rules of
+// pe/rope_scaling.h), and writes a run file of its own next to the original, named
+// <encoding>+<rule>[x<factor>].h5.
 #pragma once
 
 #include <map>

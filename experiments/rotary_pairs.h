@@ -1,5 +1,6 @@
 // The empirical side of the critical RoPE dimension (Liu et al. 2023, arXiv:2310.05209;
-// formulas.md 7.5) on a trained rope run, by replaying it (experiments/model_replay.h):
+// Liu et al. 2023, critical dimension) on a trained rope run, by replaying it
+// (experiments/model_replay.h):
 //  * per rotary pair k, the angle range theta_k * distance it saw in training (largest distance
 //    the run's position scheme produces at the training length) against each evaluation length;
 //  * each pair's contribution to the logits, mean |c_k| over visible (query, key) pairs nearer than

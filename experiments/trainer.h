@@ -16,7 +16,7 @@
 
 namespace lexp {
 
-// Scores of one model's evaluation under the protocols of tasks.md: Ruoss/Deletang (token accuracy
+// Scores of one model's evaluation under the published protocols: Ruoss/Deletang (token accuracy
 // averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
 // in distribution (token accuracy over 1..N). NaN where no evaluated length falls in the range.
 struct ProtocolScores {

@@ -1,6 +1,6 @@
 // ALiBi: a per-head linear distance penalty -m_h (i - j) added after the 1/sqrt(D) scaling
 // (Press, Smith & Lewis 2022, arXiv:2108.12409; slope rule of the reference fairseq code including
-// non-power-of-two head counts, formulas.md 2.4 and table 8.3). The bias is built explicitly from
+// non-power-of-two head counts). The bias is built explicitly from
 // the effective distance, never with the row-constant trick (pitfall 9). Bidirectional attention
 // uses the symmetric -m |i - j|.
 #pragma once

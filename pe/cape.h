@@ -1,6 +1,6 @@
 // CAPE, continuous augmented positional embeddings (Likhomanenko et al. 2021, arXiv:2106.03143;
-// formulas.md 1.3, following the gcambara/cape CAPE1d port): the interleaved sinusoid of continuous
-// positions that are augmented during training only. With p_t = pos_scale * t:
+// Likhomanenko et al. 2021, following the gcambara/cape CAPE1d port): the interleaved sinusoid of
+// continuous positions that are augmented during training only. With p_t = pos_scale * t:
 //   normalize:     p_t <- p_t - mean_t p_t
 //   training only: p_t <- (p_t + delta + eps_t) * lambda,  delta ~ U(-max_global_shift, +..),
 //                  eps_t ~ U(-max_local_shift * pos_scale, +..),  ln lambda ~ U(-ln

@@ -1,4 +1,4 @@
-// Complex-valued word-order embeddings (Wang et al. 2020, ICLR, arXiv:1912.12333; formulas.md 1.4):
+// Complex-valued word-order embeddings (Wang et al. 2020, ICLR, arXiv:1912.12333):
 // word w at position p has C/2 complex channels
 //   f(w, p)_c = r_{w,c} exp(i (omega_{w,c} p + phi_{w,c})),
 // fed to the (real) transformer as [Re | Im] halves of the model width. The amplitude r (first

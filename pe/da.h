@@ -1,5 +1,5 @@
-// DA-Transformer, distance-aware attention (Wu, Wu & Huang 2021, NAACL, arXiv:2010.06925). Not in
-// formulas.md; the form below is the paper's section 3 as recalled (the abstract confirms its
+// DA-Transformer, distance-aware attention (Wu, Wu & Huang 2021, NAACL, arXiv:2010.06925). The form
+// below is the paper's section 3 as recalled (the abstract confirms its
 // parts: ReLU-clipped raw scores, multiplied by a learnable sigmoid of per-head weighted
 // distances):
 //   R_h = w_h |i - j|,   f_h(R) = (1 + e^{v_h}) / (1 + e^{v_h - R})   (f(0) = 1, range (0, 1 +

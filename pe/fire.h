@@ -1,7 +1,7 @@
 // FIRE: functional interpolation for relative positions. The bias is a small MLP of the normalised
 // log distance, b_h(i, j) = f_theta(u)_h with u = psi(d) / (psi(max(L, p_i)) + eps),
 // psi(x) = ln(|c x| + 1), d the (effective) distance, p_i the query position (Li et al. 2023,
-// arXiv:2310.04418; formulas.md 2.7 and vectors 8.10). As the public replications: MLP
+// arXiv:2310.04418). As the public replications: MLP
 // Linear(1, 32) -> ReLU -> Linear(32, H), c learnable (init 0.1), L = |m * init_L| with a learnable
 // multiplier m (init 1) and init_L fixed, eps = 1e-6; the threshold uses max(L, p_i), never min
 // (pitfall 19): that is the progressive interpolation. The replications' init_L = 512 is a quarter

@@ -1,4 +1,4 @@
-// FLOATER (Liu et al. 2020, ICML, arXiv:2003.09229; formulas.md 1.5): the position encoding is a
+// FLOATER (Liu et al. 2020, ICML, arXiv:2003.09229): the position encoding is a
 // continuous trajectory p(t) in R^C, the solution of dp/dt = h(p), sampled at the position ids:
 //   h(p) = Omega p + W2^T tanh(W1^T p + b1) + b2,   p(0) = sinusoid at 0 = (0, 1, 0, 1, ...)
 // Omega is the fixed generator of the sinusoidal rotations (pair k turns at 10000^(-2k/C)) and W2,

@@ -1,6 +1,6 @@
 // KERPLE: kernelized relative positional bias from a conditionally positive-definite kernel of the
 // distance, learnable per head (Chi, Fan, Ramadge & Rudnicky 2022, arXiv:2205.09921; reference code
-// chijames/KERPLE, formulas.md 2.5):
+// chijames/KERPLE):
 //   kerple_log:   b_h(d) = -r1_h ln(1 + r2_h d),   r1 ~ U(0, 2), r2 ~ U(0, 1)
 //   kerple_power: b_h(d) = -r1_h d^r2_h,           r1 ~ U(0, 1), r2 ~ U(0, 2), r2 <= 2
 // Both parameters are clamped to >= 0.01 after every optimizer step, as the reference code does.

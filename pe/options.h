@@ -23,7 +23,7 @@ struct EncodingShape {
   bool causal = true;
   int max_length = 0;    // longest sequence the run will ever evaluate (tokens)
   int train_length = 0;  // longest training sequence (tokens): L of the scaling rules, kept apart
-                         // from max_length (formulas.md pitfall 6); 0 = unknown
+                         // from max_length (a known pitfall); 0 = unknown
   int vocab = 0;         // token vocabulary (encodings that depend on the token; 0 = unknown)
 };
 

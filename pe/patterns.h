@@ -1,5 +1,5 @@
 // Attention patterns (the mask/pattern site of nn/position_hooks.h), combinable with any encoding
-// that reads distances through AttentionContext::Distance (formulas.md section 5, index sets 8.15):
+// that reads distances through AttentionContext::Distance (each with its paper below):
 //  * sliding_window(w): query i sees keys i-w+1..i.
 //  * bca(l): blockwise causal attention of the xPos paper (Sun et al. 2022, arXiv:2212.10554):
 //    queries in half-blocks of l/2 see the previous half-block and their own, so distances stay
@@ -7,18 +7,18 @@
 //  * lambda(n_global, n_local, limit): LM-Infinite (Han et al. 2023, arXiv:2308.16137): key j is
 //    visible iff j < n_global or i - j < n_local; global keys outside the local window are seen at
 //    distance `limit` (a global key inside the window keeps its true distance, pitfall 22).
-//  * dilated(segments w_a, dilations r_a): LongNet (Ding et al. 2023, arXiv:2307.02486, formulas.md
-//    5.3, torchscale's dilated_attention): for each (w_a, r_a) the sequence is cut into segments of
+//  * dilated(segments w_a, dilations r_a): LongNet (Ding et al. 2023, arXiv:2307.02486,
+//    torchscale's dilated_attention): for each (w_a, r_a) the sequence is cut into segments of
 //    w_a; head h keeps the positions of its segment with offset (t - start) mod r_a = h mod r_a,
 //    and a kept query attends causally to the kept keys of its segment. The outputs of the (w_a,
 //    r_a) sets, merged with weights proportional to their softmax denominators, equal one softmax
 //    over the union of the sets with a logit offset ln(number of sets holding the key), which is
 //    how it is computed here. One dilation must be 1, so that every query sees a key.
-//  * shifted_sparse(ratio): S2-Attn of LongLoRA (Chen et al. 2023, arXiv:2309.12307, formulas.md
-//    5.4) without the roll's wrap-around leak: groups of G = round(ratio T) tokens, causal inside a
+//  * shifted_sparse(ratio): S2-Attn of LongLoRA (Chen et al. 2023, arXiv:2309.12307)
+//    without the roll's wrap-around leak: groups of G = round(ratio T) tokens, causal inside a
 //    group; the second half of the heads use groups shifted by G/2 (the first group is G/2 long).
 //    A training-time pattern (pattern_when = "train").
-//  * sinks(n_sink, window): StreamingLLM (Xiao et al. 2023, arXiv:2309.17453, formulas.md 5.5): the
+//  * sinks(n_sink, window): StreamingLLM (Xiao et al. 2023, arXiv:2309.17453): the
 //    cache keeps the first n_sink tokens and the last `window`; positions are reassigned inside the
 //    cache, so once tokens are evicted a sink key j is seen at distance n_sink + window - 1 - j and
 //    a recent key at i - j.

@@ -1,13 +1,13 @@
 // Training-time position schemes, usable with any encoding that reads position ids (site 1). A
 // scheme wraps an encoding and replaces only its position ids; every other site is the wrapped
 // encoding's.
-//  * randomized: Ruoss et al. 2023 (arXiv:2305.16843, formulas.md 4.1): the T positions of a batch
+//  * randomized: Ruoss et al. 2023 (arXiv:2305.16843): the T positions of a batch
 //    are T distinct integers drawn uniformly from [0, L) and sorted, shared by the whole batch. As
 //    in the reference code positions are also sampled at evaluation (`at_eval = "sample"`, pitfall
 //    20); `at_eval = "identity"` evaluates with 0..T-1. Differences from the reference, on purpose:
 //    one draw per batch for all layers (the reference redraws per layer for RoPE/ALiBi/relative),
 //    and relative encodings see differences of sampled positions rather than sampled offsets.
-//  * pose: Zhu et al. 2023 (arXiv:2309.10400, formulas.md 4.2), reference code with two chunks:
+//  * pose: Zhu et al. 2023 (arXiv:2309.10400), reference code with two chunks:
 //    l0 ~ U{1..ceil(T/2)}, skip u ~ U{0..Lt - T}, positions [0, l0) and [l0 + u, T + u); evaluation
 //    uses 0..T-1 (PoSE is a training scheme).
 //  * shift: SHAPE-style random shift (Kiyono et al. 2021, arXiv:2109.05644): every training batch

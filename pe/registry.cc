@@ -108,7 +108,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
       {"da",
        "relative (multiplicative)",
        "logit term (transforms q.k)",
-       "Wu et al. 2021, arXiv:2010.06925 (form recalled, not in formulas.md)",
+       "Wu et al. 2021, arXiv:2010.06925 (form recalled, not checked against the paper text)",
        {{"init_w", "0.1", "w_h starts uniform in [-init_w, init_w]; v_h starts at 0"}}},
       {"cape",
        "absolute",

@@ -1,18 +1,17 @@
 // RoPE: rotary position embedding of queries and keys (Su et al. 2021, RoFormer, arXiv:2104.09864,
-// eq. 34; formulas.md 3.1). Pair k of a head rotates by pos * theta_k, theta_k = base^(-2k/D).
-// Pairing layout (formulas.md 0.1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX, Hugging
-// Face and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J. Angles are
-// computed in double (pitfall 17); only cos/sin are cast.
-// `scaling` applies one of the frequency rules of pe/rope_scaling.h (PI, NTK, YaRN, ...), during
-// training or at evaluation; YaRN's temperature goes to the logit-scale site as mscale^2, once
-// (pitfall 2), so it also holds when only part of the head rotates (pitfall 3). Dynamic rules
-// recompute the frequencies from the current length at every forward pass; lexp recomputes every
-// key each pass (no KV cache), so keys never keep an old rotation (pitfall 7).
-// rerope / leaky_rerope (Su 2023, formulas.md 3.10) keep the frequencies and replace, for causal
-// distances d >= w, the logit by q^T R(d') k with d' = ReropeDistance(d): the logit-term site
-// recomputes those entries with a second rotary pass (queries rotated to a fixed offset against
-// keys rotated back, as the reference code's second attention matrix) and routes their gradient
-// through it instead of the plain product. Causal attention only, as the reference.
+// eq. 34). Pair k of a head rotates by pos * theta_k, theta_k = base^(-2k/D).
+// Pairing layout (pitfall 1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX,
+// Hugging Face and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J.
+// Angles are computed in double (pitfall 17); only cos/sin are cast. `scaling` applies one of the
+// frequency rules of pe/rope_scaling.h (PI, NTK, YaRN, ...), during training or at evaluation;
+// YaRN's temperature goes to the logit-scale site as mscale^2, once (pitfall 2), so it also holds
+// when only part of the head rotates (pitfall 3). Dynamic rules recompute the frequencies from the
+// current length at every forward pass; lexp recomputes every key each pass (no KV cache), so keys
+// never keep an old rotation (pitfall 7). rerope / leaky_rerope (Su 2023) keep the frequencies and
+// replace, for causal distances d >= w, the logit by q^T R(d') k with d' = ReropeDistance(d): the
+// logit-term site recomputes those entries with a second rotary pass (queries rotated to a fixed
+// offset against keys rotated back, as the reference code's second attention matrix) and routes
+// their gradient through it instead of the plain product. Causal attention only, as the reference.
 // Patterns that show some keys at another distance than p_i - p_j (lambda, sinks) get, for those
 // keys only, the logit of the rotation at that distance (the same site, one key at a time).
 // Analysis ablation (Liu et al. 2023's post-critical pairs; `lexp analyze`): `ablate_from = c` with

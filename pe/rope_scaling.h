@@ -11,12 +11,11 @@
 //   dynamic_yarn  yarn with s = max(1, l/L)
 //   truncated_basis  Pal et al. 2023 (Giraffe), arXiv:2308.10882: keep, set to rho, or zero
 //   llama3        Meta 2024 (HF `_compute_llama3_parameters`): keep / smooth / divide by wavelength
-//   rerope        Su 2023 (bojone/rerope, formulas.md 3.10): distances d >= w are seen as w;
-//   frequencies
+//   rerope        Su 2023 (bojone/rerope): distances d >= w are seen as w; frequencies
 //                 unchanged; the rope encoding computes the far logits with a second rotary pass
 //   leaky_rerope  the same with d >= w seen as w + (d - w) / k
 //   log_n         (rope option) logits of the query at position p times max(1, ln(p+1)/ln L), as
-//                 ReRoPE's code does (Su 2023, formulas.md 3.10, vectors 8.11)
+//                 ReRoPE's code does (Su 2023)
 // Parameters are named by rotations as in the reference code (beta_fast = 32 gives the low index,
 // beta_slow = 1 the high one, pitfall 5); L is the training length, kept apart from the current
 // length (pitfall 6).
@@ -35,7 +34,7 @@ struct RopeScalingConfig {
   double beta_slow = 1;          // rotations; pairs slower than this are interpolated
   bool truncate = true;          // floor/ceil of the YaRN correction range (HF `truncate`)
   std::string ramp = "code";     // code | paper
-  std::string blend = "linear";  // linear (HF) | harmonic (PoSE "revised" YaRN, formulas.md 3.7)
+  std::string blend = "linear";  // linear (HF) | harmonic (PoSE "revised" YaRN)
   double attn_factor = 1;        // multiplies YaRN's mscale
   double low_freq_factor = 1;    // llama3
   double high_freq_factor = 4;   // llama3
@@ -58,7 +57,7 @@ double YarnCorrectionDim(int D, double base, double L, double n_rot);
 double LogNFactor(double pos, double L);
 
 // Distance at which rerope (k <= 0) or leaky_rerope sees a causal distance d >= 0
-// (formulas.md 8.11).
+// (Su 2023's reference code).
 double ReropeDistance(double d, double w, double k);
 bool IsReropeRule(const std::string& rule);
 

@@ -1,6 +1,6 @@
 // Sandwich: a parameter-free bias from the inner product of sinusoidal embeddings,
 // b_h(d) = (sum_{k=1}^{D'/2} cos(d 10000^(-2k/D')) - D'/2) / (8h/H), h = 1..H (Chi, Fan, Rudnicky &
-// Ramadge 2023, arXiv:2212.10356; the NeMo reference form of formulas.md 2.6, not the older copy
+// Ramadge 2023, arXiv:2212.10356; the NeMo reference form of Chi et al. 2023, not the older copy
 // without the cosine, pitfall 21). b_h(0) = 0 and b_h <= 0 everywhere. D' (option dim) is the
 // sinusoid's dimension, a hyperparameter of the paper, which uses D' = 128 (recalled); NeMo takes
 // the head width. The two differ most where lexp lives: at head width 16 the bias of head 1 of 4

@@ -1,5 +1,5 @@
-// Shaw, Uszkoreit & Vaswani 2018 (arXiv:1803.02155), relative position representations, formulas.md
-// 2.1: learned vectors w^K_r, w^V_r of head width D for the clipped offset r = clip(j - i, -k, k)
+// Shaw, Uszkoreit & Vaswani 2018 (arXiv:1803.02155), relative position representations:
+// learned vectors w^K_r, w^V_r of head width D for the clipped offset r = clip(j - i, -k, k)
 // (tensor2tensor index r + k), one pair of tables per layer shared by its heads:
 //   a_ij += q_i . w^K_r / sqrt(D)     (site 4)        o_i += sum_j p_ij w^V_r     (site 7)
 // Everything farther than k looks like distance k, so the encoding saturates by construction.

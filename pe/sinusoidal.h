@@ -1,6 +1,7 @@
 // Sinusoidal absolute encoding added to the token embedding (Vaswani et al. 2017, arXiv:1706.03762,
 // sec. 3.5), paper layout: PE(p, 2k) = sin(p w_k), PE(p, 2k+1) = cos(p w_k), w_k = base^(-2k/C)
-// (formulas.md 1.1; the fairseq/t2t block layout is a different set of numbers, pitfall 15).
+// (Vaswani et al. 2017; the fairseq/t2t block layout is a different set of numbers, a known
+// pitfall).
 #pragma once
 
 #include <vector>

@@ -1,9 +1,9 @@
 // T5 relative position bias: one learned scalar per (bucket, head) added to the logits; buckets are
 // exact for small distances and logarithmic up to max_distance, saturating beyond (Raffel et al.
-// 2020, arXiv:1910.10683; bucket rule of the reference code, formulas.md 2.3 and table 8.4).
+// 2020, arXiv:1910.10683; bucket rule of the reference code).
 // Causal attention uses causal buckets, bidirectional attention bidirectional ones. As in T5 the
 // table is shared by all layers (per_layer = true gives each layer its own). lexp keeps the
-// 1/sqrt(D) on q.k for every encoding, so T5's "no scaling" is not reproduced (formulas.md 0.3).
+// 1/sqrt(D) on q.k for every encoding, so T5's "no scaling" is not reproduced.
 #pragma once
 
 #include <vector>

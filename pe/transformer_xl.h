@@ -1,5 +1,5 @@
 // Transformer-XL relative attention (Dai et al. 2019, arXiv:1901.02860, section 3.3;
-// formulas.md 2.2):
+// Dai et al. 2019):
 //   a_ij = [ q_i.k_j + u.k_j + (q_i + v).(W_R^T R_{i-j}) ] / sqrt(D)
 // R_d is the fixed sinusoid [sin(d w_k) | cos(d w_k)], w_k = 10000^(-2k/C), of the offset d = i -
 // j; W_R [C, C] is a learned projection per layer (its columns split by head like q and k); u and v

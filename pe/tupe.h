@@ -1,4 +1,4 @@
-// TUPE, untied positional encoding (Ke, He & Liu 2021, arXiv:2006.15595; formulas.md 2.8):
+// TUPE, untied positional encoding (Ke, He & Liu 2021, arXiv:2006.15595):
 //   a_ij = (x_i W^Q).(x_j W^K) / sqrt(2D) + (p_i U^Q).(p_j U^K) / sqrt(2D) [+ b_{j-i}]
 // Word and absolute-position correlations use separate projections. As in the reference code
 // (guolinke/TUPE) the positions p = LayerNorm(learned table[pos]) have their own LayerNorm, U^Q and

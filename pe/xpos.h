@@ -1,7 +1,7 @@
 // xPos: RoPE with a per-pair exponential decay, the query at position m scaled by zeta_k^(m/B) and
 // the key at n by zeta_k^(-n/B), so q.k gains zeta_k^((m-n)/B) < 1 for m > n;
-// zeta_k = (2k + gamma D) / ((1 + gamma) D) (Sun et al. 2022, arXiv:2212.10554; formulas.md 3.2,
-// vectors 8.7). As the reference code (microsoft/torchscale) does: interleaved pairs by default,
+// zeta_k = (2k + gamma D) / ((1 + gamma) D) (Sun et al. 2022, arXiv:2212.10554).
+// As the reference code (microsoft/torchscale) does: interleaved pairs by default,
 // gamma = 0.4, and positions centred before exponentiation (exponent (p - p_centre)/B, which halves
 // the range); the scale is computed in double (pitfall 13). The reference B = 512 goes with the
 // paper's 1024-token training (recalled): the slowest pair decays to zeta_0^2 = 0.08 across a

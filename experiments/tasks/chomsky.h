@@ -8,7 +8,7 @@
 //  * modular_arithmetic_brackets and solve_equation list only the symbols they use (10 and 11); the
 //    reference one-hot vectors carry unused symbols.
 //  * solve_equation scans right from a random start for the digit to hide and wraps around to the
-//    start when it reaches the end (tasks.md leaves the end case open).
+//    start when it reaches the end (the sources leave the end case open).
 //  * binary numbers are unbounded (the reference relies on Python integers too); 0 is written "0".
 //  * binary_multiplication pads its output to n + 1 for n <= 2, where the single number plus the
 //    termination symbol would not fit in n.

@@ -1,5 +1,6 @@
-// Context-sensitive Chomsky tasks (tasks.md 2.2): missing_duplicate_string, odds_first,
-// binary_addition, binary_multiplication, compute_sqrt, bucket_sort.
+// Context-sensitive Chomsky tasks (the Deletang et al. / Ruoss et al. task code):
+// missing_duplicate_string, odds_first, binary_addition, binary_multiplication, compute_sqrt,
+// bucket_sort.
 #include <algorithm>
 
 #include "experiments/tasks/bits.h"

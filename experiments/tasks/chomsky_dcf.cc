@@ -1,5 +1,5 @@
-// Deterministic context-free Chomsky tasks (tasks.md 2.2): stack_manipulation,
-// modular_arithmetic_brackets, solve_equation.
+// Deterministic context-free Chomsky tasks (the Deletang et al. / Ruoss et al. task code):
+// stack_manipulation, modular_arithmetic_brackets, solve_equation.
 #include <algorithm>
 
 #include "experiments/tasks/chomsky.h"

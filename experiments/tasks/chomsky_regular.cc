@@ -1,5 +1,6 @@
-// Regular-level Chomsky tasks (tasks.md 2.2): even_pairs, modular_arithmetic, cycle_navigation, and
-// the mod-5 expression evaluator shared with the bracket tasks.
+// Regular-level Chomsky tasks (the Deletang et al. / Ruoss et al. task code): even_pairs,
+// modular_arithmetic, cycle_navigation, and the mod-5 expression evaluator shared with the bracket
+// tasks.
 #include <algorithm>
 
 #include "experiments/tasks/chomsky.h"

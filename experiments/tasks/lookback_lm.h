@@ -1,10 +1,11 @@
 // A language-modelling source whose only structure is at a fixed long range, for the RoPE
-// base-scaling law (formulas.md 7.6): each token repeats the token kGap positions back with
-// probability kRepeat, and is otherwise uniform over V symbols (default 32); the first kGap tokens
-// are uniform. Predicting it needs one head that attends exactly kGap tokens back from every query,
-// whatever the sequence length, so a model that extrapolates keeps its loss flat past the training
-// length, while spurious attention to far keys whose rotary angles were never seen in training
-// (the failure the law predicts) shows up as a rising loss. Conditional law of token t >= kGap:
+// base-scaling law (Liu et al. 2023): each token repeats the token kGap positions
+// back with probability kRepeat, and is otherwise uniform over V symbols (default 32); the first
+// kGap tokens are uniform. Predicting it needs one head that attends exactly kGap tokens back from
+// every query, whatever the sequence length, so a model that extrapolates keeps its loss flat past
+// the training length, while spurious attention to far keys whose rotary angles were never seen in
+// training (the failure the law predicts) shows up as a rising loss. Conditional law of token t >=
+// kGap:
 //   P(x_t = x_{t-g}) = a = r + (1-r)/V,  P(x_t = v) = b = (1-r)/V for every other v,
 // so the entropy rate is H = -a ln a - (V-1) b ln b nats per token (the first kGap tokens cost
 // ln V). Requested length n = tokens; decoder layout only.

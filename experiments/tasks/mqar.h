@@ -1,6 +1,6 @@
 // Multi-query associative recall as Zoology's `multiquery_ar` generates it (Arora et al. 2023,
-// arXiv:2312.04927; tasks.md 4.2), with its power-law query gaps and random filler: n distinct keys
-// from [1, V/2) with values from [V/2, V) written "k1 v1 ... kn vn" (input, 2n tokens), then a
+// arXiv:2312.04927; Arora et al. 2023), with its power-law query gaps and random filler: n distinct
+// keys from [1, V/2) with values from [V/2, V) written "k1 v1 ... kn vn" (input, 2n tokens), then a
 // query region of 4n tokens (output): 2n slots at even offsets, key i in slot g_i (distinct slots,
 // drawn one key at a time with p(g) proportional to a (g+1)^(a-1), a = 0.01, g in [0, 2n)), its
 // value right after it (the only scored tokens), every other token random in [0, V). Decoder layout

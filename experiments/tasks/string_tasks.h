@@ -1,6 +1,6 @@
 // String-transduction tasks of the Chomsky-hierarchy benchmark (Deletang et al. 2023,
-// arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843; tasks.md 2.2) and the random-token copy of
-// Kazemnejad et al. 2023 (arXiv:2305.19466, "cmc", tasks.md 3).
+// arXiv:2207.02098; Ruoss et al. 2023, arXiv:2305.16843; the Deletang et al. / Ruoss et al. task
+// code) and the random-token copy of Kazemnejad et al. 2023 (arXiv:2305.19466, "cmc").
 #pragma once
 
 #include "experiments/tasks/task.h"

@@ -1,4 +1,4 @@
-// Attention entropy and logit statistics over visible keys (formulas.md 7.4, 8.16 item 12).
+// Attention entropy and logit statistics over visible keys (Han et al. 2023, theorem 2).
 #include "analysis/attention_stats.h"
 
 #include <gtest/gtest.h>
@@ -39,10 +39,11 @@ TEST(AttentionStats, BoundedLogitsGiveEntropyWithinLnNMinus2B) {
   }
 }
 
-// The bound's published numbers (formulas.md 7.4): n = 4096, B = 1 gives [6.31776617, 8.31776617];
-// n = 65536, B = 2 gives [7.09035489, 11.09035489]. RowStats must reach the upper end on a uniform
-// row and stay above the lower end on the most peaked rows the bound allows: k logits at +B and
-// n - k at -B, whose weights are e^{2B}/Z and 1/Z with Z = k e^{2B} + n - k, so that
+// The bound's published numbers (Han et al. 2023, theorem 2): n = 4096, B = 1 gives
+// [6.31776617, 8.31776617]; n = 65536, B = 2 gives [7.09035489, 11.09035489]. RowStats must reach
+// the upper end on a uniform row and stay above the lower end on the most peaked rows the bound
+// allows: k logits at +B and n - k at -B, whose weights are e^{2B}/Z and 1/Z with Z = k e^{2B} + n
+// - k, so that
 //   H = -k (e^{2B}/Z) ln(e^{2B}/Z) - (n - k) (1/Z) ln(1/Z) = ln Z - 2B k e^{2B} / Z.
 // Its minimum over k (k = 842 for n = 4096, k = 3759 for n = 65536, found by scanning every k
 // with python3) is 7.843291530451193 and 9.420505259312387: inside the bound, and a wrong entropy

@@ -1,7 +1,7 @@
 // The empirical attention expectation measured on a RoPE model equals the closed form when the
 // query and key projections are set by hand: with W_q = W_k = 0 and biases of ones every query and
 // key is the all-ones vector, so the logit at distance n is s(n) / sqrt(D) with the proxy s of
-// formulas.md 7.2 (analysis/rope_theory.h), whatever the tokens.
+// Sun et al. 2022, sections 2-3 (analysis/rope_theory.h), whatever the tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -32,7 +32,7 @@ TEST(ExpectationMonteCarlo, SameContentGaussianConvergesToScaledProxy) {
   const auto mc = ExpectationMonteCarlo(theta, {}, 0, kDistances, c, 4000, 7);
   const auto closed = ExpectationClosedForm(theta, {}, 0, kDistances, c);
   ExpectWithinErrors(mc, closed);
-  // Closed form = (mu^2 + sigma^2) * the all-ones proxy of formulas.md 7.2.
+  // Closed form = (mu^2 + sigma^2) * the all-ones proxy of Sun et al. 2022, sections 2-3.
   const auto proxy = ExpectationProxy(32, 1e4, 4096);
   for (size_t n = 0; n < kDistances.size(); ++n) EXPECT_NEAR(closed[n], proxy[kDistances[n]], 1e-9);
   EXPECT_NEAR(closed[0], 32.0, 1e-12) << "E|x|^2 = d at distance 0";

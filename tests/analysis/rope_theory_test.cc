@@ -1,4 +1,5 @@
-// Closed-form rotary analyses against formulas.md 7.2, 7.5, 7.6, 8.12 and 8.13.
+// Closed-form rotary analyses against the xPos paper's expectation (Sun et al. 2022) and Liu et
+// al. 2023's critical dimension and base law, with reference values computed by hand.
 #include "analysis/rope_theory.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@ void ExpectRel(double got, double want, double rel, const std::string& what) {
   EXPECT_NEAR(got, want, rel * std::abs(want)) << what;
 }
 
-TEST(RopeTheory, CriticalDimensionTable) {  // 8.12
+TEST(RopeTheory, CriticalDimensionTable) {  // Liu et al. 2023
   struct Row {
     int d;
     double T, b, ratio;
@@ -39,7 +40,7 @@ TEST(RopeTheory, CriticalDimensionTable) {  // 8.12
   EXPECT_GT(PairPeriod(128, 1e4, 46), 4096);
 }
 
-TEST(RopeTheory, BaseScalingLawAndCriticalBases) {  // 7.6, 8.12
+TEST(RopeTheory, BaseScalingLawAndCriticalBases) {  // Liu et al. 2023
   const std::pair<double, double> limits[] = {
       {1e4, 4711.72427801674},   {2e4, 7754.346042097083},   {4e4, 12761.75747828279},
       {8e4, 21002.73228075623},  {1.6e5, 34565.36170725569}, {5e5, 78399.72854675821},
@@ -58,7 +59,7 @@ TEST(RopeTheory, BaseScalingLawAndCriticalBases) {  // 7.6, 8.12
   EXPECT_NEAR(FullPeriodBase(4096, 128), 722.52, 0.01);
 }
 
-TEST(RopeTheory, DecayBoundAndExpectationProxy) {  // 7.1, 8.13
+TEST(RopeTheory, DecayBoundAndExpectationProxy) {  // Su et al. 2021, section 3.4.3
   const std::vector<double> r = {0, 1, 2, 5, 10, 100, 1000, 8000};
   const std::vector<double> want = {32.5,
                                     31.53816614265808,
@@ -95,7 +96,7 @@ TEST(RopeTheory, DecayBoundAndExpectationProxy) {  // 7.1, 8.13
   EXPECT_EQ(one, ExpectationProxy(128, 1e4, 20000));
 }
 
-TEST(RopeTheory, AttentionResolution) {  // 7.2
+TEST(RopeTheory, AttentionResolution) {  // Sun et al. 2022
   auto linear = [](double m) {
     std::vector<double> s(11);
     for (int i = 0; i <= 10; ++i) s[i] = -m * i;

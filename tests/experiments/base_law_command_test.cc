@@ -22,8 +22,8 @@ namespace {
 
 // Head width d = 8 (d_model 16, 2 heads, every dimension rotates) and training sequences of T = 64
 // tokens (markov_lm in the decoder layout: n tokens, no separator or end token). The critical
-// dimension d_extra = 2 ceil((d/2) log_b(T / 2 pi)) (formulas.md 7.5) and T_extra =
-// 2 pi b^(d_extra/d), computed by hand (python3, double precision):
+// dimension d_extra = 2 ceil((d/2) log_b(T / 2 pi)) (Liu et al. 2023, critical dimension) and
+// T_extra = 2 pi b^(d_extra/d), computed by hand (python3, double precision):
 //   T / 2 pi = 10.18591636;  (d/2) log_b(T / 2 pi) = 4 ln(10.18591636) / ln b
 //   b = 100:  2.01600021 -> d_extra 6, 2 pi 100^(6/8) = 198.691765315922
 //   b = 1e4:  1.00800011 -> d_extra 4, 2 pi 1e4^(4/8) = 628.3185307179587

@@ -1,6 +1,7 @@
-// The Chomsky-hierarchy generators (tasks.md 2.2): hand-checked values of the helpers, invariants
-// of every generator recomputed independently, the edge lengths the reference treats specially, the
-// termination masks, and that every task becomes equal-length batches in both layouts.
+// The Chomsky-hierarchy generators (the Deletang et al. / Ruoss et al. task code): hand-checked
+// values of the helpers, invariants of every generator recomputed independently, the edge lengths
+// the reference treats specially, the termination masks, and that every task becomes equal-length
+// batches in both layouts.
 #include <gtest/gtest.h>
 
 #include <algorithm>

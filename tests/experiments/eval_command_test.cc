@@ -96,9 +96,10 @@ TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
   EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.scaling"), "pi");
   EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.factor"), "4");
   EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss").size(), 2u);
-  // PI with factor 4 is RoPE at positions p / 4 (formulas.md 3.3): the expected losses come from
-  // the run's own weights replayed with every position id divided by 4 and no scaling rule, on the
-  // same evaluation streams. They must also differ from the unscaled losses at the same lengths.
+  // PI with factor 4 is RoPE at positions p / 4 (Chen et al. 2023 (PI)): the expected losses come
+  // from the run's own weights replayed with every position id divided by 4 and no scaling rule, on
+  // the same evaluation streams. They must also differ from the unscaled losses at the same
+  // lengths.
   const auto scaled = b.root().OpenGroup("eval").ReadDoubles("loss");
   ModelReplay plain(o.run_file);
   ModelReplay quartered(o.run_file, {}, [](std::unique_ptr<PositionEncoding<float>> inner) {

@@ -1,5 +1,6 @@
-// Kazemnejad et al.'s tasks in token form (tasks.md 3): the copy and reverse variants' formats,
-// exact addition and summation, sorting, and LEGO chains whose answer is the product of the signs.
+// Kazemnejad et al.'s tasks in token form (Kazemnejad et al. 2023): the copy and reverse variants'
+// formats, exact addition and summation, sorting, and LEGO chains whose answer is the product of
+// the signs.
 #include <gtest/gtest.h>
 
 #include <algorithm>

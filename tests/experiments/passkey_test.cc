@@ -1,6 +1,6 @@
-// Passkey retrieval in token form (tasks.md 4.1): the key sits where the depth puts it, the filler
-// cycles, the answer is the key's digits; a run evaluates every (length, depth) cell and draws
-// them.
+// Passkey retrieval in token form (Mohtashami & Jaggi 2023): the key sits where the depth puts it,
+// the filler cycles, the answer is the key's digits; a run evaluates every (length, depth) cell and
+// draws them.
 #include "experiments/tasks/passkey.h"
 
 #include <gtest/gtest.h>

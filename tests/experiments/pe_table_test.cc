@@ -32,7 +32,7 @@ TEST(PeTable, HoldsEveryRuleAndFamilyAndDrawsItsFigure) {
   const auto f = rot.ReadDoubles("inv_freq", &dims);
   ASSERT_EQ(dims, (std::vector<uint64_t>{7, 32}));
   for (int k = 0; k < 32; ++k) EXPECT_DOUBLE_EQ(f[32 + k], f[k] / 4) << "pi row = original / s";
-  EXPECT_NEAR(f[4 * 32 + 14], 0.011627211527177573, 1e-15) << "yarn row, formulas.md 8.5 E";
+  EXPECT_NEAR(f[4 * 32 + 14], 0.011627211527177573, 1e-15) << "yarn row, the reference YaRN table";
   EXPECT_NEAR(rot.ReadDoubles("mscale")[4], 1.138629436111989, 1e-15);
   const auto alibi = r.root().OpenGroup("bias").ReadDoubles("alibi", &dims);
   ASSERT_EQ(dims, (std::vector<uint64_t>{4, 301}));

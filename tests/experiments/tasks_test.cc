@@ -1,4 +1,5 @@
-// Task generators (tasks.md 2.2, 3, 4.2) and their layout into model sequences.
+// Task generators (Deletang et al. 2023, Kazemnejad et al. 2023, Arora et al. 2023) and their
+// layout into model sequences.
 #include <gtest/gtest.h>
 
 #include <algorithm>

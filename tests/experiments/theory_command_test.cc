@@ -34,7 +34,7 @@ TEST(TheoryCommand, WritesTheClosedFormTablesAndCurvesAndDrawsThem) {
   const auto rope = ex.ReadDoubles("rope"), scaled = ex.ReadDoubles("rope_scaled");
   ASSERT_EQ(rope.size(), 5001u);
   // The all-ones proxy s(n) = 2 sum_k cos(n theta_k), theta_k = 1e4^(-2k/128), k = 0..63
-  // (formulas.md 7.2), written out here; and its published values (formulas.md 8.13).
+  // (Sun et al. 2022, sections 2-3), written out here; and its published values (Liu et al. 2023).
   std::vector<double> theta(64);
   for (int k = 0; k < 64; ++k) theta[k] = std::pow(1e4, -2.0 * k / 128);
   for (long n = 0; n <= 5000; ++n) {

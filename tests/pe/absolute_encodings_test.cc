@@ -1,5 +1,5 @@
-// Properties of the absolute encodings beyond sinusoidal and learned: CAPE (formulas.md 1.3: the
-// neutral setting is the sinusoid, evaluation never augments, eps < 0.5 keeps the order,
+// Properties of the absolute encodings beyond sinusoidal and learned: CAPE (Likhomanenko et al.
+// 2021: the neutral setting is the sinusoid, evaluation never augments, eps < 0.5 keeps the order,
 // augmentation bounds), random_shift (SHAPE), complex word-order embeddings (1.4: shift
 // equivariance and bounded modulus) and FLOATER (1.5: starts as the sinusoid; exact gradients
 // through the RK4 solve).

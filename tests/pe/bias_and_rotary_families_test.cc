@@ -1,5 +1,5 @@
-// Properties and published numbers for sandwich, kerple_log, kerple_power
-// (formulas.md 2.5, 2.6, 8.10, 8.16 item 10), xpos (3.2, 8.7, 8.16 item 1) and rope_partial (3.1).
+// Properties and published numbers for sandwich (Chi et al. 2023), kerple_log, kerple_power
+// (Chi et al. 2022), xpos (Sun et al. 2022) and rope_partial (Su et al. 2021).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -200,7 +200,7 @@ TEST(XPos, ZetaMatchesReference) {
   EXPECT_NEAR(z[32], 0.6428571428571429, 1e-15);
   EXPECT_NEAR(z[62], 0.9776785714285714, 1e-15);
   EXPECT_NEAR(z[63], 0.9888392857142857, 1e-15);
-  // Decay factors zeta^(n/512), table 8.7.
+  // Decay factors zeta^(n/512).
   EXPECT_NEAR(std::pow(z[0], 1024.0 / 512), 0.08163265306122451, 1e-15);
   EXPECT_NEAR(std::pow(z[32], 4096.0 / 512), 0.02916861378324249, 1e-15);
   EXPECT_NEAR(std::pow(z[63], 8192.0 / 512), 0.8356249441872183, 1e-14);

@@ -339,7 +339,8 @@ TEST(NoPE, LeavesLogitsUntouchedAndUsesNoSite) {
 }
 
 TEST(NoPE, UniformCausalAttentionCountsPosition) {
-  // Kazemnejad et al. 2023, theorem 1 (formulas.md 6): zero queries and v = e_0 give 1/(t+1).
+  // Kazemnejad et al. 2023, theorem 1: zero queries and v = e_0
+  // give 1/(t+1).
   auto enc = Make("nope", 4, 1);
   const int T = 20;
   const AttentionShape sh{1, T, 1, 4};

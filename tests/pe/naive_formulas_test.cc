@@ -353,7 +353,7 @@ int T5BucketByHand(long rp, bool bidirectional, int num_buckets, int max_distanc
 // a_ij = (x_i W^Q).(x_j W^K) / sqrt(2d) + (p_i U^Q).(p_j U^K) / sqrt(2d) + b_{bucket(j - i)},
 // p = LayerNorm(table[pos]) with its own LayerNorm (reference code guolinke/TUPE).
 TEST(NaiveFormula, TupeRLogitIsScaledContentPlusUntiedPositionProductPlusT5Bucket) {
-  // The hand-written bucket function against formulas.md table 8.4 (32 buckets, distance 128).
+  // The hand-written bucket function against the reference code's table (32 buckets, distance 128).
   EXPECT_EQ(T5BucketByHand(-16, false, 32, 128), 16);
   EXPECT_EQ(T5BucketByHand(-32, false, 32, 128), 21);
   EXPECT_EQ(T5BucketByHand(-64, false, 32, 128), 26);
@@ -450,7 +450,7 @@ TEST(NaiveFormula, LearnedTableAddsRowPosOfTheTokenToEverySequence) {
 }
 
 // Gehring et al. 2017, arXiv:1705.03122, define no row past the table: lexp must clamp or refuse
-// explicitly (formulas.md 1.2), never wrap.
+// explicitly (Gehring et al. 2017), never wrap.
 TEST(NaiveFormula, LearnedTablePastItsEndClampsToTheLastRowOrThrows) {
   constexpr int kRows = 8, B = 2;
   const std::vector<double> pos = {2, 8, 30, 7};  // 8 and 30 lie past rows 0..7

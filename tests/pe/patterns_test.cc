@@ -1,4 +1,4 @@
-// Attention patterns: index sets of formulas.md 8.15, distance bounds (8.16 item 11), gradients and
+// Attention patterns: reference index sets, distance bounds, gradients and
 // the streaming path through a non-contiguous pattern, and recipe-level checks.
 #include "pe/patterns.h"
 

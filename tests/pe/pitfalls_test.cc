@@ -1,5 +1,38 @@
-// Regression tests named after the pitfalls of formulas.md section 9 that are not already the
-// subject of a test elsewhere. Where the others are covered:
+// Regression tests for the known pitfalls of positional-encoding code, numbered as lexp's comments
+// cite them ("pitfall 9"). Each entry: what goes wrong in public implementations, and what lexp
+// does.
+//   1  RoPE pairing: interleaved pairs (2k, 2k+1) and half-split pairs (k, k+D/2) are different
+//      functions of the same weights; lexp keeps one layout per run (option `pairing`).
+//   2  YaRN temperature: applying the factor to both cos and sin scales the logits by its square;
+//      lexp scales the logits once by (0.1 ln s + 1)^2.
+//   3  With partial rotation the temperature must reach the unrotated dimensions too: it is applied
+//      to the logits, not to cos/sin.
+//   4  NTK-by-parts/YaRN ramp: the paper ramps linearly in L/lambda, the reference code in the pair
+//      index; lexp follows the code and names the paper's variant (ramp = "paper").
+//   5  YaRN's beta names: beta_fast = 32 is the low pair index, beta_slow = 1 the high one.
+//   6  The training length L of a scaling rule is kept apart from the current sequence length.
+//   7  Dynamic rules with a key cache: keys rotated with an old base must be rotated again.
+//   8  LongRoPE's short-to-long switch invalidates a cache (not applicable: not implemented).
+//   9  ALiBi's row-constant trick equals the explicit -m |i - j| bias only under a causal mask.
+//  10  ALiBi slopes for a head count that is not a power of two: the extra slopes are every other
+//      slope of the doubled head count, appended unsorted.
+//  11  Biases are added after the 1/sqrt(D) scaling and are not scaled themselves.
+//  12  T5 buckets: log(0) must not be evaluated, and boundaries at exact powers of two are checked.
+//  13  xPos scales overflow far from the centre: positions are centred and scales formed in double.
+//  14  S2-Attn's roll wraps the first tokens into the last group; lexp shifts without wrapping.
+//  15  Sinusoid variants: the paper's interleaved sin/cos differs from the sin-block/cos-block
+//      layout of some libraries; lexp follows the paper.
+//  16  Reference vectors computed in float32 differ in the last digits; tolerances say so.
+//  17  RoPE angles pos * theta lose precision in low precision at long positions; lexp forms them
+//      in double and casts only cos/sin.
+//  18  PoSE's "revised" YaRN interpolates wavelengths (harmonic blend); it is an explicit option.
+//  19  FIRE's threshold is max(i, L), not min(i, L).
+//  20  Randomized positions are sampled at evaluation too in the reference code; lexp makes it a
+//      switch (model.positions_at_eval).
+//  21  Sandwich: an old implementation summed raw angles without the cosine; b(0) = 0 and b <= 0.
+//  22  LM-Infinite: global keys inside the local window are not counted twice, and the distance
+//      cap applies only outside the window.
+// Covered by tests elsewhere:
 //   1 pairing: Rope.HalfSplitEqualsPermutedInterleaved;  2, 6, 7 YaRN temperature, training length,
 //   dynamic recompute: RopeScaled.*;  4 ramp: RopeScaling.PaperRampDiffersFromCodeRampMidway;
 //   5 beta naming and 16 tolerances: RopeScaling.YarnMatchesReferenceTables;  9 ALiBi trick:
@@ -9,7 +42,7 @@
 //   19 FIRE threshold: Fire.NormalizedDistanceMatchesReferenceAndProperties;  20 randomized at
 //   evaluation: PositionSchemes.WrapAnyEncodingAndSwitchAtEvaluation;  21 sandwich: Sandwich.*;
 //   22 LM-Infinite double counting: Patterns.LambdaMatchesReferenceIndexSetAndCapsDistance.
-// Not applicable: 8 (LongRoPE is not implemented).
+// Here: 3, 11, 17, 18.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Randomized positions and PoSE (formulas.md 4.1, 4.2, 8.16 item 14) and their use from a recipe.
+// Randomized positions and PoSE (Ruoss et al. 2023, 4.2) and their use from a recipe.
 #include "pe/position_schemes.h"
 
 #include <gtest/gtest.h>
@@ -64,7 +64,7 @@ TEST(Pose, GivesTwoContiguousChunksInsideTheTargetLength) {
   }
 }
 
-// PoSE with N = 2 (formulas.md 4.2): the first chunk length l0 is uniform on 1..ceil(T/2) and the
+// PoSE with N = 2 (Zhu et al. 2023): the first chunk length l0 is uniform on 1..ceil(T/2) and the
 // skip u uniform on 0..Lt - T, so over many draws every l0 and both ends of u occur, with the
 // frequencies of a uniform law, and the last position reaches Lt - 1 but never passes it. A draw
 // with u = 0 has no jump and does not show l0; otherwise l0 is where the jump is and u its size.

@@ -1,4 +1,4 @@
-// Properties of the relative-representation encodings: Shaw (formulas.md 2.1: tensor2tensor index,
+// Properties of the relative-representation encodings: Shaw (Shaw et al. 2018: tensor2tensor index,
 // saturation beyond the clip) and Transformer-XL (2.2: the logit term equals the naive double loop
 // of the paper's formula; with clamp_len every offset past it gives the same logit).
 #include <gtest/gtest.h>

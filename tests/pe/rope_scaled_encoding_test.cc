@@ -1,5 +1,5 @@
-// `rope` with a scaling rule, at the level of the attention it plugs into (formulas.md 8.16 items
-// 3, 5, 6 and pitfalls 2, 6, 7).
+// `rope` with a scaling rule, at the level of the attention it plugs into: the frequencies the
+// attention sees, gradients through the scaled logits, and pitfalls 2, 6 and 7.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -133,7 +133,7 @@ TEST(RopeScaled, YarnAttentionHasCorrectGradients) {
   testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
 }
 
-TEST(Rerope, DistanceMapMatchesTheReferenceTable) {  // formulas.md 8.11, w = 512, k = 16
+TEST(Rerope, DistanceMapMatchesTheReferenceTable) {  // the paper, w = 512, k = 16
   const std::vector<std::array<double, 3>> rows = {{511, 511, 511},      {512, 512, 512},
                                                    {513, 512, 512.0625}, {1000, 512, 542.5},
                                                    {4096, 512, 736},     {16384, 512, 1504}};

@@ -1,6 +1,7 @@
-// RoPE scaling rules against formulas.md 3.3-3.9 and the vectors of 8.5, 8.8, 8.9, and the property
-// checklist 8.16 items 3, 4, 5 (base part), 6, 7 and 13 (corr_dim(1) = critical-dimension
-// quantity).
+// RoPE scaling rules (PI, NTK-aware, dynamic NTK, NTK-by-parts, YaRN, Giraffe, Llama 3.1) against
+// reference tables computed from the published code (Hugging Face and jquesnelle/yarn), and their
+// properties: monotone frequencies, identity at factor 1, the YaRN ramp's ends, and corr_dim(1) as
+// the critical-dimension quantity.
 #include "pe/rope_scaling.h"
 
 #include <gtest/gtest.h>
@@ -81,7 +82,7 @@ void ExpectYarn(const RopeScalingConfig& c, int D, double base, double low, doub
 }
 
 TEST(RopeScaling, YarnMatchesReferenceTables) {
-  // 8.5 A: Llama-2, s = 16.
+  // Reference table A: Llama-2, s = 16.
   ExpectRel(YarnCorrectionDim(128, 1e4, 4096, 32), 20.94448162063605, "corr_dim(32)");
   ExpectRel(YarnCorrectionDim(128, 1e4, 4096, 1), 45.02688127375455, "corr_dim(1)");
   ExpectYarn(Cfg("yarn", 16, 4096), 128, 1e4, 20, 46, 1.2772588722239782,
@@ -176,7 +177,8 @@ TEST(RopeScaling, YarnLiesBetweenPiAndRopeAndKeepsItsEnds) {
 }
 
 TEST(RopeScaling, PaperRampDiffersFromCodeRampMidway) {
-  // formulas.md 3.6: d=128, s=16, L=4096; weight on the original theta at k=33 and k=25.
+  // Peng et al. 2023, section 3.2: d=128, s=16, L=4096; weight on the original theta at k=33 and
+  // k=25.
   const auto theta = ScaleRope(128, 1e4, Cfg("none", 1, 0), 0).inv_freq;
   auto weight = [&](const std::string& ramp, int k) {
     RopeScalingConfig c = Cfg("ntk_by_parts", 16, 4096);
