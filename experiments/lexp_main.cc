@@ -661,12 +661,20 @@ int main(int argc, char** argv) {
     lexp::ApplyOverrides(cfg, sets);
     if (run_jobs > 0) cfg.jobs = run_jobs;
     lexp::ValidateRecipe(cfg);
+    if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
     if (print_recipe) {
       std::fputs(lexp::RecipeToToml(cfg).c_str(), stdout);
+      // What the run will write, as TOML comments (the plan's rows).
+      std::string files = "\n# files this run writes (lexp plan lists them as rows):\n";
+      for (const auto& row : lexp::SweepPlan(cfg, out_dir)) files += "#   " + row.file + "\n";
+      files += "#   " + lexp::PlanDirectory(out_dir) + "/, figures/ beside the run files" +
+               (cfg.tasks.empty() && cfg.seeds.empty() && cfg.sweep_key.empty()
+                    ? std::string("\n")
+                    : ", " + (std::filesystem::path(out_dir) / "summary.h5").string() + "\n");
+      std::fputs(files.c_str(), stdout);
       return 0;
     }
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
-    if (out_dir.empty()) out_dir = (std::filesystem::path("data") / "runs" / cfg.name).string();
     const size_t models =
         cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() * cfg.Variants().size();
     const int jobs = lexp::SweepJobs(cfg, models);
@@ -674,6 +682,13 @@ int main(int argc, char** argv) {
                           cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")), models,
                           lexp::ThreadLimit::Active(),
                           jobs > 1 ? fmt::format(", {} models at once", jobs) : "", out_dir));
+    // NoPE sees a set, not a sequence, without a causal mask: in the encoder layout it cannot tell
+    // positions apart, and its runs measure that.
+    if (cfg.layout == "encoder" &&
+        std::find(cfg.encodings.begin(), cfg.encodings.end(), "nope") != cfg.encodings.end())
+      PrintLine(
+          "note: nope in the encoder layout is order-blind (no causal mask, no positions): its "
+          "outputs cannot depend on where a token is");
     lexp::SweepOptions so;
     so.out_dir = out_dir;
     so.resume = resume;

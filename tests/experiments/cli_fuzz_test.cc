@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "experiments/recipe.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"
@@ -434,6 +435,21 @@ TEST_F(CliFuzz, DumpPrintsDatasetsWithTheirAxes) {
   const Result g = Lexp(root_, {"dump", good_.string(), "/status"});
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_NE(g.out.find("@state = completed"), std::string::npos) << g.out;
+}
+
+// --print-recipe prints a recipe that reads back, and the files the run will write; an
+// encoder-layout run with NoPE says that NoPE is order-blind there.
+TEST_F(CliFuzz, PrintRecipeListsTheFilesAndReadsBack) {
+  const Result r = Lexp(
+      root_, {"run", "tiny.toml", "--out", "printed", "--print-recipe", "--set", "run.seeds=1,2"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("printed/rope-seed2.h5"), std::string::npos) << r.out;
+  EXPECT_NO_THROW(ParseRecipe(r.out, "printed recipe"));
+  EXPECT_FALSE(fs::exists(root_ / "printed")) << "printing writes nothing";
+  const Result enc = Lexp(root_, {"run", "tiny.toml", "--out", "encoder", "--no-figures", "--set",
+                                  "model.layout=encoder", "--set", "model.encodings=nope"});
+  EXPECT_EQ(enc.code, 0) << enc.err;
+  EXPECT_NE(enc.out.find("order-blind"), std::string::npos) << enc.out;
 }
 
 TEST_F(CliFuzz, GnuplotMessagesStayInTheFigureLogs) {
