@@ -30,6 +30,7 @@
 #include "experiments/theory_command.h"
 #include "nn/check.h"
 #include "nn/parallel.h"
+#include "notebooks_cpp/figure_kit.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
@@ -437,6 +438,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
+  // Figure formats: PNG always, SVG and PDF on request (papers), for every command that draws.
+  std::vector<std::string> figure_formats;
+  const std::string formats_help =
+      "figure formats besides PNG, comma-separated: png, svg, pdf (e.g. --format png,svg,pdf)";
+  figures->add_option("--format", figure_formats, formats_help)->delimiter(',');
+  run->add_option("--format", figure_formats, formats_help)->delimiter(',');
+  collect->add_option("--format", figure_formats, formats_help)->delimiter(',');
+  eval->add_option("--format", figure_formats, formats_help)->delimiter(',');
 
   auto* list =
       app.add_subcommand("list", "list encodings, scalings, patterns, tasks or recipe keys");
@@ -500,6 +509,7 @@ int main(int argc, char** argv) {
 
   try {
     lexp::ThreadLimit limit(threads);
+    lexp::SetFigureFormats(figure_formats);
     if (*internal_error)
       LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
     if (*list) return ListCommand(topic);

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <gnuplot-iostream.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -33,6 +35,67 @@ std::string KeyPlacement(int n, const std::string& inside) {
 
 std::string Quote(const std::string& s) { return "'" + s + "'"; }
 
+namespace {
+
+std::vector<std::string>& ExtraFormats() {
+  static std::vector<std::string> formats;
+  return formats;
+}
+
+// The script for another terminal: "set terminal pngcairo size W,H ..." (pixels) becomes svg at the
+// same size or pdfcairo at W/100 x H/100 inches, and NAME.png becomes NAME.<format>.
+std::string ScriptFor(const std::string& script, const std::string& name,
+                      const std::string& format) {
+  std::string s = script;
+  const std::string term = "set terminal pngcairo size ";
+  const size_t at = s.find(term);
+  LEXP_CHECK(at != std::string::npos, "figure '" + name + "': no pngcairo terminal line");
+  const size_t comma = s.find(',', at + term.size());
+  size_t end = comma + 1;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end]))) ++end;
+  const double w = std::stod(s.substr(at + term.size(), comma - at - term.size()));
+  const double h = std::stod(s.substr(comma + 1, end - comma - 1));
+  const std::string size = format == "svg"
+                               ? fmt::format("svg size {:g},{:g}", w, h)
+                               : fmt::format("pdfcairo size {:g}in,{:g}in", w / 100, h / 100);
+  s.replace(at, end - at, "set terminal " + size);
+  const std::string out = "set output '" + name + ".png'";
+  const size_t o = s.find(out);
+  LEXP_CHECK(o != std::string::npos, "figure '" + name + "': no PNG output line");
+  s.replace(o, out.size(), "set output '" + name + "." + format + "'");
+  return s;
+}
+
+// Runs gnuplot on dir/<script file> with its messages in dir/<log>; returns what it said.
+std::string RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::path& log) {
+  {
+    // gnuplot's own messages (an empty panel's "all points y value undefined", say) go to the log
+    // beside the script, not to the user's terminal; "; true" keeps its exit status from
+    // gnuplot-iostream, which would print "pclose returned error". A missing output is an error.
+    std::string quoted = "'";
+    for (char c : log.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    Gnuplot g("gnuplot > " + quoted + "' 2>&1; true");
+    g << "cd " << Quote(dir.string()) << "\n";
+    g << "load " << Quote(script_file.filename().string()) << "\n";
+  }  // closes the pipe and waits for gnuplot
+  std::ifstream f(log);
+  std::stringstream text;
+  text << f.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+void SetFigureFormats(const std::vector<std::string>& formats) {
+  std::vector<std::string> extra;
+  for (const auto& f : formats) {
+    LEXP_INPUT_CHECK(f == "png" || f == "svg" || f == "pdf",
+                     "--format '" + f + "': figures are drawn as png, svg or pdf");
+    if (f != "png" && std::find(extra.begin(), extra.end(), f) == extra.end()) extra.push_back(f);
+  }
+  ExtraFormats() = extra;
+}
+
 // Writes the script, runs it through gnuplot-iostream, checks the PNG exists.
 std::string Render(const fs::path& dir, const std::string& name, const std::string& script) {
   const fs::path gp = dir / (name + ".gp"), png = dir / (name + ".png");
@@ -40,25 +103,23 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
     std::ofstream f(gp);
     f << script;
   }
+  for (const auto& format : ExtraFormats()) {
+    const fs::path variant = dir / (name + "." + format + ".gp"), out = dir / (name + "." + format);
+    {
+      std::ofstream f(variant);
+      f << ScriptFor(script, name, format);
+    }
+    fs::remove(out);
+    const std::string said = RunGnuplot(dir, variant, dir / (name + "." + format + ".log"));
+    LEXP_CHECK(fs::exists(out) && fs::file_size(out) > 0,
+               "gnuplot did not write '" + out.string() +
+                   "': " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
+    fs::remove(variant);
+    fs::remove(dir / (name + "." + format + ".log"));
+  }
   const fs::path log = dir / (name + ".log");
   fs::remove(png);
-  {
-    // gnuplot's own messages (an empty panel's "all points y value undefined", say) go to
-    // <name>.log beside the script, not to the user's terminal; "; true" keeps its exit status from
-    // gnuplot-iostream, which would print "pclose returned error". A missing PNG is an error below.
-    std::string quoted = "'";
-    for (char c : log.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    Gnuplot g("gnuplot > " + quoted + "' 2>&1; true");
-    g << "cd " << Quote(dir.string()) << "\n";
-    g << "load " << Quote(gp.filename().string()) << "\n";
-  }  // closes the pipe and waits for gnuplot
-  std::string said;
-  {
-    std::ifstream f(log);
-    std::stringstream text;
-    text << f.rdbuf();
-    said = text.str();
-  }
+  const std::string said = RunGnuplot(dir, gp, log);
   LEXP_CHECK(fs::exists(png) && fs::file_size(png) > 0,
              "gnuplot did not write '" + png.string() + "' (script " + gp.string() +
                  "): " + said.substr(said.size() > 600 ? said.size() - 600 : 0));

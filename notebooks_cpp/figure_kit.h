@@ -16,7 +16,11 @@ std::string SeriesStyles(int n);
 std::string KeyPlacement(int n, const std::string& inside);
 // 'text' quoted for gnuplot.
 std::string Quote(const std::string& s);
-// Writes dir/NAME.gp, runs gnuplot on it, checks dir/NAME.png exists; returns its path.
+// The formats every figure is drawn in besides PNG: "svg" and "pdf" (for papers); process-wide,
+// set once by the command line (lexp ... --format png,svg,pdf). Input errors name what is allowed.
+void SetFigureFormats(const std::vector<std::string>& formats);
+// Writes dir/NAME.gp, runs gnuplot on it, checks dir/NAME.png exists (and NAME.svg / NAME.pdf when
+// asked, from the same script with another terminal); returns the PNG's path.
 std::string Render(const std::filesystem::path& dir, const std::string& name,
                    const std::string& script);
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.

@@ -452,6 +452,26 @@ TEST_F(CliFuzz, PrintRecipeListsTheFilesAndReadsBack) {
   EXPECT_NE(enc.out.find("order-blind"), std::string::npos) << enc.out;
 }
 
+// --format svg,pdf draws every figure in those formats too, from the same scripts.
+TEST_F(CliFuzz, FiguresAreAlsoDrawnAsSvgAndPdf) {
+  const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "formats", "--format", "png,svg,pdf"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  int pngs = 0;
+  for (const auto& e : fs::directory_iterator(root_ / "formats" / "figures")) {
+    if (e.path().extension() != ".png") continue;
+    ++pngs;
+    for (const char* ext : {".svg", ".pdf"}) {
+      fs::path other = e.path();
+      other.replace_extension(ext);
+      EXPECT_TRUE(fs::exists(other) && fs::file_size(other) > 0) << other;
+    }
+  }
+  EXPECT_GT(pngs, 3);
+  const Result bad = Lexp(root_, {"figures", "formats", "--format", "jpg"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("png, svg or pdf"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliFuzz, GnuplotMessagesStayInTheFigureLogs) {
   const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "gnuplot", "--set",
                                 "model.encodings=nope,rope", "--set", "run.seeds=1,2"});
