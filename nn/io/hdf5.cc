@@ -62,16 +62,23 @@ void WriteRaw(hid_t group, const std::string& name, hid_t mem_type, hid_t file_t
                "HDF5: write dataset '" + name + "'");
 }
 
+// Text is stored as variable-length UTF-8, the type h5py reads as str (a fixed-length string reads
+// as bytes, b'yarn').
+Handle TextType() {
+  Handle type = Check(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
+  H5Tset_size(type.id(), H5T_VARIABLE);
+  H5Tset_cset(type.id(), H5T_CSET_UTF8);
+  return type;
+}
+
 void SetStringAttr(hid_t obj, const std::string& name, const std::string& value) {
   if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
-  Handle type = Check(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
-  H5Tset_size(type.id(), std::max<size_t>(1, value.size()));
-  H5Tset_cset(type.id(), H5T_CSET_UTF8);
+  Handle type = TextType();
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
   Handle a = Check(H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
                    H5Aclose, "create attribute '" + name + "'");
-  const std::string padded = value.empty() ? std::string(1, '\0') : value;
-  LEXP_CHECK(H5Awrite(a.id(), type.id(), padded.data()) >= 0, "HDF5: write attribute " + name);
+  const char* text = value.c_str();
+  LEXP_CHECK(H5Awrite(a.id(), type.id(), &text) >= 0, "HDF5: write attribute " + name);
 }
 
 // Text of a scalar string attribute or dataset, fixed-length (as lexp writes it) or variable-length
@@ -231,15 +238,13 @@ void Group::WriteInts(const std::string& name, const std::vector<int64_t>& data,
 
 void Group::WriteString(const std::string& name, const std::string& text) const {
   if (Has(name)) H5Ldelete(id(), name.c_str(), H5P_DEFAULT);
-  Handle type = Check(H5Tcopy(H5T_C_S1), H5Tclose, "string type");
-  H5Tset_size(type.id(), std::max<size_t>(1, text.size()));
-  H5Tset_cset(type.id(), H5T_CSET_UTF8);
+  Handle type = TextType();
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
   Handle ds = Check(
       H5Dcreate2(id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
       H5Dclose, "create dataset '" + name + "'");
-  const std::string padded = text.empty() ? std::string(1, '\0') : text;
-  LEXP_CHECK(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, padded.data()) >= 0,
+  const char* data = text.c_str();
+  LEXP_CHECK(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &data) >= 0,
              "HDF5: write text '" + name + "'");
 }
 

@@ -4,6 +4,7 @@
 #include "experiments/run_file.h"
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
 #include <filesystem>
 
@@ -50,6 +51,30 @@ TEST(RunFile, WhatARunWritesReadsBackAndWritesTheSameGroups) {
   EXPECT_EQ(again.train.loss, f.train.loss);
   EXPECT_EQ(again.probes[0].probs, f.probes[0].probs);
   EXPECT_EQ(again.probes[1].entropy_by_query, f.probes[1].entropy_by_query);
+  fs::remove_all(dir);
+}
+
+// Text attributes and datasets are variable-length UTF-8, which h5py reads as str (fixed-length
+// strings read as bytes, b'rope').
+TEST(RunFile, TextIsVariableLengthUtf8) {
+  const fs::path dir = testing::FreshTempDir("run_file_text");
+  const std::string path = (dir / "failed.h5").string();
+  WriteFailedRunFile(testing::TinyCopyRecipe({}), "rope", path, "why");
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t a = H5Aopen(f, "encoding", H5P_DEFAULT);
+  const hid_t at = H5Aget_type(a);
+  EXPECT_GT(H5Tis_variable_str(at), 0);
+  EXPECT_EQ(H5Tget_cset(at), H5T_CSET_UTF8);
+  const hid_t d = H5Dopen2(f, "/config/recipe", H5P_DEFAULT);
+  const hid_t dt = H5Dget_type(d);
+  EXPECT_GT(H5Tis_variable_str(dt), 0);
+  H5Tclose(dt);
+  H5Dclose(d);
+  H5Tclose(at);
+  H5Aclose(a);
+  H5Fclose(f);
+  EXPECT_EQ(ReadRunFileHead(path).encoding, "rope");
   fs::remove_all(dir);
 }
 
