@@ -285,7 +285,8 @@ void RunFile::Write(const std::string& path) const {
                   "attention probability");
     h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
     ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query", "nats");
-    ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query");
+    ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query",
+                    "logit (row maximum over visible keys, mean over samples)");
     ag.WriteInts("nonfinite_logits", p.nonfinite, {L, H}, "layer,head",
                  "logits that are NaN or +inf over the probe batch (the statistics skip them)");
   }
