@@ -1,5 +1,8 @@
 #include "experiments/eval_command.h"
 
+#include <fmt/core.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -8,6 +11,7 @@
 #include "experiments/recipe.h"
 #include "experiments/run_file.h"
 #include "nn/check.h"
+#include "nn/io/hdf5.h"
 #include "pe/rope_scaling.h"
 
 namespace lexp {
@@ -87,6 +91,50 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
   ro.label = name;
   ro.progress = opt.progress;
   return TrainAndEvaluate(cfg, encoding, ro);
+}
+
+std::string ScaleComparisonTable(const std::vector<std::string>& run_files) {
+  struct Column {
+    std::string label;
+    std::vector<int64_t> lengths;
+    std::vector<double> entropy, max_logit;
+  };
+  std::vector<Column> cols;
+  std::vector<int64_t> lengths;
+  for (const auto& f : run_files) {
+    Column c;
+    c.label = ReadRunFileHead(f).label;
+    h5::Reader r(f);
+    const h5::Group an = r.root().OpenGroup("analysis");
+    std::vector<uint64_t> got;
+    c.lengths = an.ReadIntsShaped("probe_length", {h5::Group::kAnySize}, &got);
+    c.entropy = an.ReadDoublesShaped("entropy_mean", got);
+    c.max_logit = an.ReadDoublesShaped("max_logit_mean", got);
+    for (int64_t n : c.lengths)
+      if (std::find(lengths.begin(), lengths.end(), n) == lengths.end()) lengths.push_back(n);
+    cols.push_back(std::move(c));
+  }
+  std::sort(lengths.begin(), lengths.end());
+  std::string out =
+      "attention entropy (nats) / max logit by probe length, mean over layers and "
+      "heads:\n" +
+      fmt::format("{:<28}", "run");
+  for (int64_t n : lengths) out += fmt::format(" {:>15}", "n=" + std::to_string(n));
+  out += "\n";
+  for (const auto& c : cols) {
+    out += fmt::format("{:<28}", c.label);
+    for (int64_t n : lengths) {
+      const auto at = std::find(c.lengths.begin(), c.lengths.end(), n);
+      if (at == c.lengths.end()) {
+        out += fmt::format(" {:>15}", "-");
+        continue;
+      }
+      const size_t i = static_cast<size_t>(at - c.lengths.begin());
+      out += fmt::format(" {:>15}", fmt::format("{:.3f} / {:.2f}", c.entropy[i], c.max_logit[i]));
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace lexp

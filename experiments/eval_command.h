@@ -31,4 +31,8 @@ struct EvalCommandOptions {
 
 RunSummary EvaluateRunFile(const EvalCommandOptions& opt);
 
+// Evaluations of one run under several rules side by side: per probe length, each file's attention
+// entropy and max logit (means over layers and heads, /analysis/entropy_mean and max_logit_mean).
+std::string ScaleComparisonTable(const std::vector<std::string>& run_files);
+
 }  // namespace lexp

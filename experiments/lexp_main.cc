@@ -285,9 +285,13 @@ int main(int argc, char** argv) {
   bool eval_no_figures = false;
   eval->add_option("RUN_FILE", eo.run_file, "a completed run file (data/runs/<name>/<encoding>.h5)")
       ->required();
-  eval->add_option("--scale", eo.scale,
+  std::vector<std::string> eval_scales;
+  eval->add_option("--scale", eval_scales,
                    "RULE[:key=value,...], e.g. yarn:factor=4 or ntk:factor=8 or "
-                   "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings)");
+                   "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings); give it several "
+                   "times to compare rules (one file each, and a table of entropy and max logit "
+                   "by length)")
+      ->take_all();
   eval->add_option("--set", eo.sets,
                    "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
       ->take_all();
@@ -575,10 +579,19 @@ int main(int argc, char** argv) {
     }
     if (*eval) {
       eo.progress = PrintLine;
-      const auto s = lexp::EvaluateRunFile(eo);
-      PrintLine("wrote " + s.path);
+      if (eval_scales.empty()) eval_scales.push_back("");
+      // Every rule is checked before any evaluation runs.
+      for (const auto& sc : eval_scales)
+        if (!sc.empty()) lexp::ParseScaleSpec(sc);
+      std::vector<std::string> written;
+      for (const auto& sc : eval_scales) {
+        eo.scale = sc;
+        written.push_back(lexp::EvaluateRunFile(eo).path);
+        PrintLine("wrote " + written.back());
+      }
+      if (written.size() > 1) std::fputs(lexp::ScaleComparisonTable(written).c_str(), stdout);
       if (!eval_no_figures) {
-        const std::string dir = std::filesystem::path(s.path).parent_path().string();
+        const std::string dir = std::filesystem::path(written.back()).parent_path().string();
         for (const auto& png : lexp::DrawAllFigures(dir)) PrintLine("figure: " + png);
       }
       return 0;

@@ -1,6 +1,7 @@
 // `lexp eval`: trained weights survive the run file, and scaling rules apply at evaluation time.
 #include "experiments/eval_command.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -157,6 +158,26 @@ TEST_F(EvalCommandRun, OutputsKeepTheSourceNameAndAreNotReplacedWithoutForce) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("encoding_options.rope.log_n"), std::string::npos);
   }
+}
+
+// Several rules side by side: one file each, and a table of entropy and max logit by probe length.
+TEST_F(EvalCommandRun, SeveralRulesCompareInOneTable) {
+  std::vector<std::string> files;
+  for (const char* rule : {"pi:factor=2", "yarn:factor=2"}) {
+    EvalCommandOptions o;
+    o.run_file = RunFilePath(dir_.string(), "rope");
+    o.scale = rule;
+    files.push_back(EvaluateRunFile(o).path);
+  }
+  const std::string table = ScaleComparisonTable(files);
+  EXPECT_NE(table.find("rope+pix2"), std::string::npos) << table;
+  EXPECT_NE(table.find("rope+yarnx2"), std::string::npos) << table;
+  EXPECT_NE(table.find("n=20"), std::string::npos) << table;
+  h5::Reader r(files[1]);
+  const auto ent = r.root().OpenGroup("analysis").ReadDoubles("entropy_mean");
+  EXPECT_NE(table.find(fmt::format("{:.3f} /", ent.back())), std::string::npos)
+      << "the table shows the file's own numbers:\n"
+      << table;
 }
 
 TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
