@@ -176,6 +176,42 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
       "contribution and post-critical ablation (predicted boundary dashed)'\n",
       runs.size());
   s += "set grid\n";
+  // Runs are compared row against row: every column shares its axes across rows (a range over
+  // every run's finite values, padded; autoscaled when a column has none).
+  struct Range {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    void Add(double x, bool positive_only = false) {
+      if (!std::isfinite(x) || (positive_only && x <= 0)) return;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    std::string Set(const char* axis, bool log) const {
+      if (!(lo <= hi)) return fmt::format("set autoscale {}\n", axis);
+      double a = lo, b = hi;
+      if (log) {
+        a /= 1.5;
+        b *= 1.5;
+      } else {
+        const double pad = std::max(0.05 * (b - a), 1e-3 * std::max(1.0, std::abs(b)));
+        a -= pad;
+        b += pad;
+      }
+      return fmt::format("set {}range [{:g}:{:g}]\n", axis, a, b);
+    }
+  };
+  Range periods, contribution, loss;
+  int max_pairs = 0;
+  for (const auto& r : runs) {
+    max_pairs = std::max(max_pairs, r.P);
+    for (int k = 0; k < r.P; ++k) {
+      periods.Add(r.train_periods[k], true);
+      periods.Add(r.eval_periods[k], true);
+      contribution.Add(r.near[k], true);  // drawn on the same log scale as the periods
+      contribution.Add(r.far[k], true);
+    }
+    for (double v : r.beyond_freeze) loss.Add(v);
+    for (double v : r.beyond_remove) loss.Add(v);
+  }
   int block = 0;
   for (const auto& r : runs) {
     dat << "# " << r.label << " pairs\n";
@@ -193,6 +229,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
                     r.predicted - 0.5);
     s += boundary;
     s += "set key top right\nset logscale y\nset xlabel 'rotary pair k (slower to the right)'\n";
+    s += fmt::format("set xrange [-0.5:{}]\n", max_pairs - 0.5) + periods.Set("y", true);
     s += "set ylabel 'periods covered (log scale)'\n";
     s += fmt::format("set title '{}: angle range / 2 pi (1 = a full period)'\n", r.label);
     s += fmt::format(
@@ -200,13 +237,15 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         "'' index {1} using 1:3 with linespoints ls 2 title 'longest evaluation', 1 with lines dt "
         "3 lc rgb 'gray40' title 'one period'\n",
         name, a, r.train_tokens);
-    s += "set ylabel 'mean |contribution| to the logit'\n";
+    s +=
+        "set ylabel 'mean |contribution| to the logit (log scale)'\n" + contribution.Set("y", true);
     s += "set title \"each pair's share of the logits (longest probe)\"\n";
     s += fmt::format(
         "plot '{0}.dat' index {1} using 1:4 with linespoints ls 1 title 'distance < training', "
         "'' index {1} using 1:5 with linespoints ls 2 title 'distance >= training'\n",
         name, a);
     s += "unset logscale y\nset xlabel 'cut c: pairs k >= c ablated (c = P: none)'\n";
+    s += fmt::format("set xrange [-0.5:{}]\n", max_pairs + 0.5) + loss.Set("y", false);
     s += "set ylabel 'loss beyond training (nats/token)'\n";
     s += r.measured_freeze < 0
              ? fmt::format(
@@ -214,8 +253,10 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
                    "predicted {}'\n",
                    r.predicted)
              : fmt::format(
-                   "set title 'ablation: measured best cut freeze {}, remove {}; predicted {}'\n",
-                   r.measured_freeze, r.measured_remove, r.predicted);
+                   "set title 'ablation: best cut freeze {}, remove {}; predicted {}'\n",
+                   r.measured_freeze >= r.P ? "none helps" : std::to_string(r.measured_freeze),
+                   r.measured_remove >= r.P ? "none helps" : std::to_string(r.measured_remove),
+                   r.predicted);
     s +=
         fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 2 lc rgb 'black'\n",
                     r.predicted);

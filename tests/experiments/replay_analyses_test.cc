@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -469,6 +471,35 @@ TEST(RotaryPairs, NoLengthBeyondTrainingMakesTheMeasuredBoundaryNotApplicable) {
   EXPECT_EQ(rot.AttrInt("measured_boundary_freeze"), -1);
   EXPECT_EQ(rot.AttrInt("measured_boundary_remove"), -1);
   EXPECT_TRUE(rot.HasAttr("measured_boundary_not_applicable"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// Rows of the rotary-pair figure compare runs: every column shares its axes across rows.
+TEST(RotaryPairsFigure, RowsShareTheirAxes) {
+  const auto dir = testing::FreshTempDir("rotary_axes");
+  RecipeConfig c = testing::TinyCopyRecipe({"model.n_layers=1", "model.encodings=rope"});
+  for (const char* base : {"100", "10000"}) {
+    RecipeConfig one = c;
+    ApplyOverrides(one, {std::string("encoding_options.rope.base=") + base});
+    RunOptions o;
+    o.out_dir = dir.string();
+    o.name = std::string("rope-base") + base;
+    ASSERT_EQ(TrainAndEvaluate(one, "rope", o).state, "completed");
+  }
+  DrawRotaryPairs(dir.string());
+  std::ifstream f(dir / "figures" / "rotary_pairs.gp");
+  std::map<std::string, int> ranges;
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("set yrange", 0) == 0 || line.rfind("set xrange", 0) == 0) ++ranges[line];
+  EXPECT_FALSE(ranges.empty());
+  for (const auto& [line, n] : ranges)
+    EXPECT_EQ(n % 2, 0) << line << ": set " << n << " times for 2 rows (every row the same range)";
   std::filesystem::remove_all(dir);
 }
 
