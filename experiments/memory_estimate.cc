@@ -150,43 +150,50 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   return peak;
 }
 
-int ModelsThatFitAtOnce(const RecipeConfig& c) {
-  const char* off = std::getenv("LEXP_MEMORY_CHECK");
-  if (off && std::string(off) == "off") return std::numeric_limits<int>::max();
-  const double avail = AvailableMemoryBytes();
-  double peak = 0;
+MemoryNeed LargestModelNeed(const RecipeConfig& c) {
+  MemoryNeed largest;
   for (const auto& variant : c.Variants())
     for (const auto& t : c.Tasks()) {
       RecipeConfig one = c.For(t, c.Seeds()[0]);
       if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
-      peak = std::max(peak, EstimatePeakMemory(one).bytes);
+      MemoryNeed need = EstimatePeakMemory(one);
+      if (need.bytes > largest.bytes) largest = std::move(need);
     }
-  const double n = std::floor(avail / std::max(peak, 1.0));
+  return largest;
+}
+
+namespace {
+
+// Tests of the allocation-failure path itself switch the estimate off.
+bool MemoryCheckOff() {
+  const char* off = std::getenv("LEXP_MEMORY_CHECK");
+  return off && std::string(off) == "off";
+}
+
+}  // namespace
+
+int ModelsThatFitAtOnce(const RecipeConfig& c) {
+  if (MemoryCheckOff()) return std::numeric_limits<int>::max();
+  const double avail = AvailableMemoryBytes();
+  const double n = std::floor(avail / std::max(LargestModelNeed(c).bytes, 1.0));
   if (!(n < static_cast<double>(std::numeric_limits<int>::max())))
     return std::numeric_limits<int>::max();
   return std::max(1, static_cast<int>(n));
 }
 
 void CheckMemoryFits(const RecipeConfig& c) {
-  // Tests of the allocation-failure path itself switch the estimate off.
-  const char* off = std::getenv("LEXP_MEMORY_CHECK");
-  if (off && std::string(off) == "off") return;
+  if (MemoryCheckOff()) return;
   const double avail = AvailableMemoryBytes();
-  for (const auto& variant : c.Variants())
-    for (const auto& t : c.Tasks()) {
-      RecipeConfig one = c.For(t, c.Seeds()[0]);
-      if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
-      const MemoryNeed need = EstimatePeakMemory(one);
-      // run.jobs models may be at that peak at once.
-      const double bytes = need.bytes * std::max(1, c.jobs);
-      LEXP_INPUT_CHECK(bytes <= avail,
-                       fmt::format("recipe '{}' needs about {} for {}{}, but about {} are "
-                                   "available (the least of free memory, ulimit -v and the cgroup "
-                                   "limit); ask for shorter lengths or fewer sequences{}",
-                                   c.source_name, GiB(bytes), need.phase,
-                                   c.jobs > 1 ? fmt::format(", {} models at once", c.jobs) : "",
-                                   GiB(avail), c.jobs > 1 ? ", or lower run.jobs" : ""));
-    }
+  const MemoryNeed need = LargestModelNeed(c);
+  // run.jobs models may be at that peak at once.
+  const double bytes = need.bytes * std::max(1, c.jobs);
+  LEXP_INPUT_CHECK(bytes <= avail,
+                   fmt::format("recipe '{}' needs about {} for {}{}, but about {} are "
+                               "available (the least of free memory, ulimit -v and the cgroup "
+                               "limit); ask for shorter lengths or fewer sequences{}",
+                               c.source_name, GiB(bytes), need.phase,
+                               c.jobs > 1 ? fmt::format(", {} models at once", c.jobs) : "",
+                               GiB(avail), c.jobs > 1 ? ", or lower run.jobs" : ""));
 }
 
 }  // namespace lexp

@@ -19,6 +19,9 @@ struct MemoryNeed {
 
 // The peak of one model of `c` (one task, one variant of the key sweep).
 MemoryNeed EstimatePeakMemory(const RecipeConfig& c);
+// The largest EstimatePeakMemory over the tasks and key-sweep values of `c` (seeds do not change
+// it): the peak of the sweep's biggest model.
+MemoryNeed LargestModelNeed(const RecipeConfig& c);
 // Bytes this process may still allocate (infinity when nothing limits it).
 double AvailableMemoryBytes();
 // Throws InputError naming the phase, its keys and both sizes when `c` (every task and key-sweep

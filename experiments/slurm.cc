@@ -36,13 +36,7 @@ std::string ThisBinary() {
 // --mem per task: the estimate of one model's peak (the largest task and key-sweep value) with
 // half again for what the estimate leaves out, in MiB rounded up to 256.
 std::string DefaultMemory(const RecipeConfig& cfg) {
-  double peak = 0;
-  for (const auto& variant : cfg.Variants())
-    for (const auto& t : cfg.Tasks()) {
-      RecipeConfig one = cfg.For(t, cfg.Seeds()[0]);
-      if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
-      peak = std::max(peak, EstimatePeakMemory(one).bytes);
-    }
+  const double peak = LargestModelNeed(cfg).bytes;
   const double mib = std::ceil(1.5 * peak / (1 << 20) / 256) * 256;
   return fmt::format("{}M", std::max(512.0, mib));
 }
