@@ -252,15 +252,15 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   const RecipeConfig cfg = ReadFrozenRecipe(run_dir);
   const std::vector<PlanRow> rows = SweepPlan(cfg, run_dir);
   CollectResult res;
-  // The JS references that finished after the runs that look for them.
-  for (const auto& row : rows)
-    if (fs::exists(row.file) && ReadRowStates({row})[0].state == RowState::kDone &&
-        MissesItsReference(row)) {
-      say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done", row.index,
-                      row.file));
-      AnalyzeRunFile(row.file, "", cfg.probe_replay == 1, false);
-    }
   res.states = ReadRowStates(rows);
+  // The JS references that finished after the runs that look for them (analysing again keeps a
+  // done row done).
+  for (const auto& s : res.states)
+    if (s.state == RowState::kDone && MissesItsReference(s.row)) {
+      say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done",
+                      s.row.index, s.row.file));
+      AnalyzeRunFile(s.row.file, "", cfg.probe_replay == 1, false);
+    }
   std::vector<std::string> dirs;
   for (const auto& s : res.states) {
     const PlanRow& row = s.row;

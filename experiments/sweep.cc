@@ -109,13 +109,10 @@ void CheckInputFiles(const std::vector<PlannedRun>& plan) {
             "relative to the working directory)");
 }
 
-}  // namespace
-
-std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_dir) {
-  SweepOptions opt;
-  opt.out_dir = out_dir;
+// The job list of a plan (its rows in plan order).
+std::vector<PlanRow> RowsOf(const RecipeConfig& cfg, const std::vector<PlannedRun>& plan) {
   std::vector<PlanRow> rows;
-  for (const auto& r : PlanRuns(cfg, opt)) {
+  for (const auto& r : plan) {
     PlanRow row;
     row.index = rows.size();
     row.task = r.recipe.task;
@@ -128,6 +125,14 @@ std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_d
     rows.push_back(row);
   }
   return rows;
+}
+
+}  // namespace
+
+std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_dir) {
+  SweepOptions opt;
+  opt.out_dir = out_dir;
+  return RowsOf(cfg, PlanRuns(cfg, opt));
 }
 
 std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& opt) {
@@ -158,7 +163,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   }
   // The job list of the whole sweep, so that `lexp status` and `lexp collect` read this directory
   // as they read one run in pieces (a --job run reads the plan it was given instead).
-  if (opt.rows.empty()) WritePlanFiles(cfg, SweepPlan(cfg, opt.out_dir), opt.out_dir);
+  if (opt.rows.empty()) WritePlanFiles(cfg, RowsOf(cfg, plan), opt.out_dir);
   // Models run concurrently with run.jobs > 1, each in a task arena with its share of the threads;
   // progress lines are kept whole.
   const int jobs = SweepJobs(cfg, plan.size());
