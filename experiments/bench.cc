@@ -11,6 +11,7 @@
 
 #include "experiments/build_info.h"
 #include "experiments/provenance.h"
+#include "experiments/shell.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/model/transformer.h"
@@ -167,13 +168,10 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
       "--json - 2>&1",
       TorchInstructionSetLimit(), preload, opt.python, script, c.name, pos, threads, steps,
       opt.warmup);
-  FILE* p = popen(cmd.c_str(), "r");
-  LEXP_CHECK(p != nullptr, "cannot run " + cmd);
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  const int rc = pclose(p);
-  LEXP_INPUT_CHECK(rc == 0,
+  const ShellResult run = RunShell(cmd);
+  LEXP_CHECK(run.ran, "cannot run " + cmd);
+  const std::string& out = run.output;
+  LEXP_INPUT_CHECK(run.exit_code == 0,
                    "PyTorch reference failed (is python3-torch installed? apt-get install "
                    "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" +
                        out);

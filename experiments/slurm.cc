@@ -1,16 +1,15 @@
 #include "experiments/slurm.h"
 
 #include <fmt/core.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "experiments/job_list.h"
 #include "experiments/memory_estimate.h"
+#include "experiments/shell.h"
 #include "experiments/sweep.h"
 #include "nn/check.h"
 
@@ -18,13 +17,6 @@ namespace lexp {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A word for the shell, whatever it holds.
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 std::string ThisBinary() {
   std::error_code ec;
@@ -87,13 +79,13 @@ void WriteScripts(const RecipeConfig& cfg, const std::string& run_dir, size_t ro
   sweep += fmt::format(
       "exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" run {} --out {} --job "
       "\"$SLURM_ARRAY_TASK_ID\"\n",
-      Quote(bin), Quote(recipe), Quote(run_dir));
+      ShellQuote(bin), ShellQuote(recipe), ShellQuote(run_dir));
   std::string collect =
       Header("lexp-" + cfg.name + "-collect", (dir / "logs" / "collect_%j.out").string(), o, mem);
   collect += fmt::format(
       "# Collects the sweep once its array has ended (submitted with --dependency=afterany).\nset "
       "-euo pipefail\n{}exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" collect {}\n",
-      setup, Quote(bin), Quote(run_dir));
+      setup, ShellQuote(bin), ShellQuote(run_dir));
   for (const auto& [path, text] : {std::pair{s.sweep, sweep}, std::pair{s.collect, collect}}) {
     std::ofstream f(path, std::ios::trunc);
     f << text;
@@ -106,19 +98,14 @@ void WriteScripts(const RecipeConfig& cfg, const std::string& run_dir, size_t ro
 // Runs an sbatch line and returns the job id it prints (--parsable: "id" or "id;cluster").
 std::string Sbatch(const std::string& args) {
   const std::string cmd = "sbatch --parsable " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  LEXP_INPUT_CHECK(p != nullptr, "lexp slurm: cannot run sbatch");
-  std::string out;
-  char buf[512];
-  while (std::fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  const int status = pclose(p);
+  const ShellResult r = RunShell(cmd);
+  std::string out = r.output;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  LEXP_INPUT_CHECK(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) != 127,
+  LEXP_INPUT_CHECK(r.ran && r.exit_code != 127,
                    "lexp slurm --submit: sbatch was not found (is this a SLURM login node?); "
                    "the scripts are written, submit them with the lines lexp slurm prints "
                    "without --submit");
-  LEXP_INPUT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                   "lexp slurm --submit: `" + cmd + "` failed: " + out);
+  LEXP_INPUT_CHECK(r.exit_code == 0, "lexp slurm --submit: `" + cmd + "` failed: " + out);
   const std::string id = out.substr(0, out.find(';'));
   LEXP_INPUT_CHECK(!id.empty() && std::all_of(id.begin(), id.end(), ::isdigit),
                    "lexp slurm --submit: sbatch printed '" + out + "', not a job id");
@@ -130,16 +117,17 @@ void SubmitOrPrint(const std::string& run_dir, const std::string& array, const S
     if (o.print) o.print(s);
   };
   const Scripts s = ScriptPaths(run_dir);
-  const std::string sweep_args = (array.empty() ? "" : "--array=" + array + " ") + Quote(s.sweep);
+  const std::string sweep_args =
+      (array.empty() ? "" : "--array=" + array + " ") + ShellQuote(s.sweep);
   if (!o.submit) {
     print("submit with:");
     print("  jobid=$(sbatch --parsable " + sweep_args + ")");
-    print("  sbatch --dependency=afterany:$jobid " + Quote(s.collect));
+    print("  sbatch --dependency=afterany:$jobid " + ShellQuote(s.collect));
     return;
   }
   const std::string id = Sbatch(sweep_args);
   print("submitted the sweep array: job " + id);
-  const std::string cid = Sbatch("--dependency=afterany:" + id + " " + Quote(s.collect));
+  const std::string cid = Sbatch("--dependency=afterany:" + id + " " + ShellQuote(s.collect));
   print("submitted the collect job: job " + cid + " (after " + id + ")");
   print(fmt::format("logs: {}/slurm/logs/; progress: lexp status {}", run_dir, run_dir));
 }
