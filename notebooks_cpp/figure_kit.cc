@@ -66,8 +66,12 @@ std::string ScriptFor(const std::string& script, const std::string& name,
   return s;
 }
 
-// Runs gnuplot on dir/<script file> with its messages in dir/<log>; returns what it said.
-std::string RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::path& log) {
+// Runs gnuplot on dir/NAME.gp, which must write `out`; its messages stay in dir/NAME.log when it
+// printed any (the log is removed otherwise). Returns the log's path.
+fs::path RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::path& out) {
+  fs::path log = script_file;
+  log.replace_extension(".log");
+  fs::remove(out);
   {
     // gnuplot's own messages (an empty panel's "all points y value undefined", say) go to the log
     // beside the script, not to the user's terminal; "; true" keeps its exit status from
@@ -78,10 +82,18 @@ std::string RunGnuplot(const fs::path& dir, const fs::path& script_file, const f
     g << "cd " << Quote(dir.string()) << "\n";
     g << "load " << Quote(script_file.filename().string()) << "\n";
   }  // closes the pipe and waits for gnuplot
-  std::ifstream f(log);
-  std::stringstream text;
-  text << f.rdbuf();
-  return text.str();
+  std::string said;
+  {
+    std::ifstream f(log);
+    std::stringstream text;
+    text << f.rdbuf();
+    said = text.str();
+  }
+  LEXP_CHECK(fs::exists(out) && fs::file_size(out) > 0,
+             "gnuplot did not write '" + out.string() + "' (script " + script_file.string() +
+                 "): " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
+  if (said.find_first_not_of(" \n\t") == std::string::npos) fs::remove(log);
+  return log;
 }
 
 }  // namespace
@@ -109,21 +121,12 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
       std::ofstream f(variant);
       f << ScriptFor(script, name, format);
     }
-    fs::remove(out);
-    const std::string said = RunGnuplot(dir, variant, dir / (name + "." + format + ".log"));
-    LEXP_CHECK(fs::exists(out) && fs::file_size(out) > 0,
-               "gnuplot did not write '" + out.string() +
-                   "': " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
+    // The variant's script and messages are the PNG's with another terminal: neither is kept.
+    const fs::path log = RunGnuplot(dir, variant, out);
     fs::remove(variant);
-    fs::remove(dir / (name + "." + format + ".log"));
+    fs::remove(log);
   }
-  const fs::path log = dir / (name + ".log");
-  fs::remove(png);
-  const std::string said = RunGnuplot(dir, gp, log);
-  LEXP_CHECK(fs::exists(png) && fs::file_size(png) > 0,
-             "gnuplot did not write '" + png.string() + "' (script " + gp.string() +
-                 "): " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
-  if (said.find_first_not_of(" \n\t") == std::string::npos) fs::remove(log);
+  RunGnuplot(dir, gp, png);
   return png.string();
 }
 
