@@ -107,21 +107,21 @@ class Runner {
       start_step = LoadState(ckpt);
       Say(fmt::format("resuming from step {} ({})", start_step, ckpt));
     }
-    state_ = "completed";
+    state_ = RunState::kCompleted;
     if (!opt_.weights_from.empty()) {
       LoadWeights(opt_.weights_from);
       Say("evaluating the weights of " + opt_.weights_from);
     } else {
       Train(start_step);
-      if (state_ == "interrupted") {
-        sum.state = state_;
+      if (state_ == RunState::kInterrupted) {
+        sum.state = RunStateName(state_);
         return sum;
       }
     }
-    if (state_ == "completed") EvaluateAndProbe();
+    if (state_ == RunState::kCompleted) EvaluateAndProbe();
     // Written as "analyzing" first: the file says "completed" only once its analysis is in it.
-    Content().Write(sum.path);
-    if (state_ == "completed") {
+    TakeContent().Write(sum.path);
+    if (state_ == RunState::kCompleted) {
       if (opt_.stop_before_analysis) {
         sum.state = "interrupted";
         return sum;
@@ -132,7 +132,7 @@ class Runner {
       }
     }
     std::filesystem::remove(ckpt);
-    sum.state = state_;
+    sum.state = RunStateName(state_);
     sum.message = message_;
     sum.final_train_loss = hist_.loss.empty() ? 0 : hist_.loss.back();
     sum.eval = eval_;
@@ -196,7 +196,7 @@ class Runner {
     weights_source_ = path;
   }
 
-  // Leaves state_ "completed", "diverged" or "interrupted".
+  // Leaves state_ completed, diverged or interrupted.
   void Train(long start_step) {
     const int N = cfg_.train_max_length;
     MatF logits, d_logits;
@@ -230,7 +230,7 @@ class Runner {
       hist_.grad_norm.push_back(gnorm);
       hist_.tokens_per_s.push_back(static_cast<double>(b.B) * b.T / std::max(dt, 1e-9));
       if (!IsFinite(loss) || !IsFinite(gnorm)) {
-        state_ = "diverged";
+        state_ = RunState::kDiverged;
         message_ = fmt::format("non-finite {} at step {} (length {})",
                                IsFinite(loss) ? "gradient norm" : "loss", step, n);
         return;
@@ -255,7 +255,7 @@ class Runner {
         SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
       if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
         SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
-        state_ = "interrupted";
+        state_ = RunState::kInterrupted;
         return;
       }
     }
@@ -351,8 +351,9 @@ class Runner {
     }
   }
 
-  // The run file's content as this run has it (experiments/run_file.h writes it).
-  RunFile Content() const {
+  // The run file's content as this run has it (experiments/run_file.h writes it). The probe maps,
+  // the large part, move: nothing reads them after the file is written.
+  RunFile TakeContent() {
     RunFile f;
     f.encoding = encoding_;
     f.label = name_;
@@ -371,14 +372,11 @@ class Runner {
     f.source_entropy_rate = task_->EntropyRate();
     f.depth_exact = depth_exact_;
     f.depth_accuracy = depth_accuracy_;
-    f.probes = probes_;
-    if (state_ == "completed")
+    f.probes = std::move(probes_);
+    if (state_ == RunState::kCompleted)
       for (const auto& p : params_)
         f.weights.emplace_back(p.name, std::vector<float>(p.value, p.value + p.size));
-    f.state = state_ == "completed"  ? RunState::kCompleted
-              : state_ == "diverged" ? RunState::kDiverged
-              : state_ == "failed"   ? RunState::kFailed
-                                     : RunState::kInterrupted;
+    f.state = state_;
     f.message = message_;
     return f;
   }
@@ -400,7 +398,8 @@ class Runner {
   std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
   EvalBuffers eval_buf_;                              // reused across evaluation batches
   std::vector<ProbeRecord> probes_;
-  std::string state_ = "completed", message_, start_time_, name_, weights_source_;
+  RunState state_ = RunState::kCompleted;
+  std::string message_, start_time_, name_, weights_source_;
 };
 
 }  // namespace
