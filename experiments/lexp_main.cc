@@ -698,8 +698,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (cfg.threads > 0 && threads == 0) limit = lexp::ThreadLimit(cfg.threads);
-    const size_t models =
-        cfg.encodings.size() * cfg.Tasks().size() * cfg.Seeds().size() * cfg.Variants().size();
+    const size_t models = lexp::SweepPlan(cfg, out_dir).size();
     const int jobs = lexp::SweepJobs(cfg, models);
     PrintLine(fmt::format("lexp run: recipe {}, task {}, {} model(s), {} threads{}, output {}",
                           cfg.source_name, fmt::format("{}", fmt::join(cfg.Tasks(), ",")), models,
