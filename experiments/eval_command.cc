@@ -72,8 +72,8 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
         (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
       continue;
     const auto dot = set.rfind('.', eq);
-    name += "-" + set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)) +
-            set.substr(eq + 1);
+    name += fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
+                        set.substr(eq + 1));
   }
   ValidateRecipe(cfg);
   CheckMemoryFits(cfg);

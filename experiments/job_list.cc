@@ -173,8 +173,8 @@ std::string JobListText(const std::vector<size_t>& rows) {
   for (size_t i = 0; i < v.size();) {
     size_t j = i;
     while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") +
-           (j == i ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]));
+    if (!out.empty()) out += ",";
+    out += j == i ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]);
     i = j + 1;
   }
   return out;

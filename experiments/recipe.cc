@@ -548,9 +548,9 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
     }
     // A single value for a list field becomes a one-element list.
     if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
-      toml::table wrapped = toml::parse(
-          "v = [" +
-          std::string(node.is_string() ? "\"" + *node.value<std::string>() + "\"" : value) + "]");
+      toml::table wrapped = toml::parse(fmt::format(
+          "v = [{}]",
+          node.is_string() ? fmt::format("\"{}\"", *node.value<std::string>()) : value));
       Assign(*it, *wrapped.get("v"), "--set");
     } else {
       Assign(*it, node, "--set");

@@ -345,7 +345,7 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
   w.root().CreateGroup("config").WriteString("recipe", RecipeToToml(copy));
   auto join = [](const auto& v) {
     std::string s;
-    for (const auto& x : v) s += (s.empty() ? "" : ",") + fmt::format("{}", x);
+    for (const auto& x : v) s += fmt::format("{}{}", s.empty() ? "" : ",", x);
     return s;
   };
   w.root().SetAttr("tasks", join(tasks));
@@ -421,10 +421,10 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
     };
     s += cell(p.in_distribution, 9);
     for (int n : cols) {
-      std::string cell = "-";
+      std::string accuracy = "-";
       for (const auto& e : r.eval)
-        if (e.length == n) cell = fmt::format("{:.3f}", e.token_accuracy);
-      s += fmt::format(" {:>7}", cell);
+        if (e.length == n) accuracy = fmt::format("{:.3f}", e.token_accuracy);
+      s += fmt::format(" {:>7}", accuracy);
     }
     s += cell(p.ruoss, 9) + cell(p.kazemnejad_exact, 13) + "\n";
   }

@@ -202,19 +202,19 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     for (size_t which = 0; which < curves.size(); ++which) {
       const Curve& cv = curves[which];
       const auto t1 = std::chrono::steady_clock::now();
-      MonteCarloCurve c = ExpectationMonteCarlo(cv.theta, cv.zeta, cv.scale_base, dist, content,
-                                                o.mc_samples, o.mc_seed + which);
+      MonteCarloCurve curve = ExpectationMonteCarlo(cv.theta, cv.zeta, cv.scale_base, dist, content,
+                                                    o.mc_samples, o.mc_seed + which);
       const double s1 =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
       auto closed = ExpectationClosedForm(cv.theta, cv.zeta, cv.scale_base, dist, content);
       for (uint64_t n = 0; n < N; ++n) {
-        c.mean[n] *= cv.temperature;
-        c.standard_error[n] *= cv.temperature;
+        curve.mean[n] *= cv.temperature;
+        curve.standard_error[n] *= cv.temperature;
         closed[n] *= cv.temperature;
       }
-      mc.WriteDoubles(cv.tag + "_mean", c.mean, {N}, "distance",
+      mc.WriteDoubles(cv.tag + "_mean", curve.mean, {N}, "distance",
                       "logit q^T R(n) k (before 1/sqrt(d)), Monte-Carlo mean");
-      mc.WriteDoubles(cv.tag + "_standard_error", c.standard_error, {N}, "distance",
+      mc.WriteDoubles(cv.tag + "_standard_error", curve.standard_error, {N}, "distance",
                       "logit: standard error of the mean");
       mc.WriteDoubles(cv.tag + "_closed_form", closed, {N}, "distance",
                       "logit: (mu^2 + sigma^2) x proxy (q = k) or mu^2 x proxy (independent)");
@@ -225,15 +225,15 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
       double zmax = 0;
       long beyond = 0, exact = 0, exact_differ = 0;
       for (uint64_t n = 0; n < N; ++n) {
-        const double diff = std::abs(c.mean[n] - closed[n]);
-        if (!(c.standard_error[n] > 1e-6 * std::max(1.0, std::abs(closed[n])))) {
+        const double diff = std::abs(curve.mean[n] - closed[n]);
+        if (!(curve.standard_error[n] > 1e-6 * std::max(1.0, std::abs(closed[n])))) {
           ++exact;
           const bool differ = !(diff <= 1e-9 * std::max(1.0, std::abs(closed[n])));
           exact_differ += differ;
           beyond += differ;
           continue;
         }
-        const double zs = diff / c.standard_error[n];
+        const double zs = diff / curve.standard_error[n];
         zmax = std::max(zmax, zs);
         beyond += zs > 2;
       }

@@ -48,8 +48,8 @@ class WithPositionScheme final : public ForwardingEncoding<S> {
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;
 
  private:
-  std::string name_;
   PositionSchemeConfig c_;
+  std::string name_;
 };
 
 }  // namespace lexp

@@ -30,7 +30,9 @@ std::vector<int> Terminated(const Example& e) {
   const size_t k = end - e.output.begin();
   for (size_t i = 0; i < e.output.size(); ++i) {
     EXPECT_EQ(e.output_scored[i], i <= k ? 1 : 0) << i;
-    if (i > k) EXPECT_EQ(e.output[i], 0);
+    if (i > k) {
+      EXPECT_EQ(e.output[i], 0);
+    }
   }
   return std::vector<int>(e.output.begin(), end);
 }

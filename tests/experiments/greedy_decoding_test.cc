@@ -144,7 +144,7 @@ std::vector<std::string> CausalEncodings() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, DecodeEqualsForward, ::testing::ValuesIn(CausalEncodings()),
-                         [](const auto& info) { return info.param; });
+                         [](const auto& param_info) { return param_info.param; });
 
 // A model that answers copy_rsc (one token repeated, copied) by attending uniformly to everything
 // before it and naming the majority token: every answer token is right, and it never writes the

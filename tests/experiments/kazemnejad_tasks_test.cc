@@ -68,7 +68,9 @@ TEST(Kazemnejad, AdditionAndSummationAreExact) {
     for (int d : a.output) s = 10 * s + d;
     EXPECT_EQ(s, x + y);
     // One operand has exactly n digits.
-    if (n > 1) EXPECT_TRUE(a.input[0] != 0 || a.input[n + 1] != 0);
+    if (n > 1) {
+      EXPECT_TRUE(a.input[0] != 0 || a.input[n + 1] != 0);
+    }
     const Example m = SampleOf("summation", n, seed);
     int sum = 0;
     for (size_t i = 0; i < m.input.size(); ++i) {

@@ -81,7 +81,9 @@ TEST_F(ReplayAnalyses, EntropyUnderLogNLambdaAndYarn) {
     for (int i = 0; i < T; ++i) {
       const size_t at = static_cast<size_t>(h) * T + i;
       EXPECT_LE(logn[at], plain[at] + 1e-5) << "head " << h << " query " << i;
-      if (i > ev.train_tokens + 1 && plain[at] > 1e-3) EXPECT_LT(logn[at], plain[at]) << i;
+      if (i > ev.train_tokens + 1 && plain[at] > 1e-3) {
+        EXPECT_LT(logn[at], plain[at]) << i;
+      }
     }
   // The Lambda mask caps the visible keys at the window plus the global tokens.
   const auto& lam = ev.variants[3];

@@ -137,10 +137,10 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
 }
 
 // Killed after the run file was written but before its analysis (a pitfall: such a file marked
-// completed would be skipped by --resume): the file says "analyzing", and --resume finishes it into the
-// file an uninterrupted run writes.
-// An analysis that fails (here: the weights damaged between the kill and the resume) keeps
-// the trained and evaluated file in state "analyzing" instead of replacing it, and says why.
+// completed would be skipped by --resume): the file says "analyzing", and --resume finishes it into
+// the file an uninterrupted run writes. An analysis that fails (here: the weights damaged between
+// the kill and the resume) keeps the trained and evaluated file in state "analyzing" instead of
+// replacing it, and says why.
 TEST(Training, AFailedAnalysisKeepsTheEvaluatedRunFile) {
   RecipeConfig c = TinyRecipe();
   c.encodings = {"alibi"};
@@ -238,9 +238,11 @@ TEST(Training, DivergenceIsRecordedAndTheSweepGoesOn) {
     EXPECT_FALSE(r.root().Has("model")) << "a diverged run keeps no weights";
   }
   EXPECT_TRUE(fs::exists(dir / "plan" / "plan.tsv")) << "the sweep's job list (lexp status)";
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().filename() != "plan")
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != "plan") {
       EXPECT_EQ(e.path().extension(), ".h5") << "no temporary file left: " << e.path();
+    }
+  }
   fs::remove_all(dir);
 }
 
@@ -265,7 +267,9 @@ TEST(Training, RunFileIsSelfDescribing) {
       << flavour;
   const std::string gemm = root.AttrString("gemm_backend");
   EXPECT_TRUE(gemm == "libxsmm + eigen" || gemm == "eigen") << gemm;
-  if (flavour == "portable") EXPECT_EQ(gemm, "eigen") << "libxsmm picks kernels by CPU";
+  if (flavour == "portable") {
+    EXPECT_EQ(gemm, "eigen") << "libxsmm picks kernels by CPU";
+  }
   EXPECT_EQ(root.AttrString("gemm_jit_target") == "none", gemm == "eigen");
   EXPECT_EQ(root.AttrString("compile_flags").find("-march=native") != std::string::npos,
             flavour == "native");

@@ -65,8 +65,14 @@ TEST(Patterns, SlidingWindowSeesTheLastWKeys) {
   EXPECT_EQ(VisibleKeys(w, 0, 10), Range(0, 0));
   EXPECT_EQ(VisibleKeys(w, 7, 10), Range(5, 7));
   EXPECT_EQ(CreatePattern(PatternConfig{}), nullptr) << "full = the model's own mask";
-  EXPECT_THROW(CreatePattern(PatternConfig{"diagonal", 3, 0, 0}), InputError);
-  EXPECT_THROW(CreatePattern(PatternConfig{"bca", 5, 0, 0}), InputError);
+  PatternConfig unknown;
+  unknown.name = "diagonal";
+  unknown.window = 3;
+  EXPECT_THROW(CreatePattern(unknown), InputError);
+  PatternConfig bca_in_decoder;
+  bca_in_decoder.name = "bca";
+  bca_in_decoder.window = 5;
+  EXPECT_THROW(CreatePattern(bca_in_decoder), InputError);
 }
 
 TEST(Patterns, LongNetMatchesReferenceIndexSets) {  // N = 16, w = 8, r = 2

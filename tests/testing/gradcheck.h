@@ -77,8 +77,9 @@ inline GradCheckResult CheckGradients(const std::function<double()>& loss,
       nn += numeric * numeric;
       ++r.checked;
     }
-    if (na > 1e-20 && nn > 1e-20)
+    if (na > 1e-20 && nn > 1e-20) {
       EXPECT_GT(dot / std::sqrt(na * nn), 1 - kCosineTolerance) << p.name << ": cosine";
+    }
     // Directional derivative along a random unit direction v: (L(x + h v) - L(x - h v)) / 2h = a.v.
     std::vector<double> v(p.size), saved(p.value, p.value + p.size);
     double norm = 0;
