@@ -53,17 +53,27 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
 
 namespace {
 
+std::string DimsText(const std::vector<uint64_t>& dims) {
+  std::string s;
+  for (const uint64_t d : dims) s += (s.empty() ? "" : " x ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
 // Copies weights found by name (find(name): null when absent) into params, with the file's name
-// in every message.
+// in every message. Format 2 files store each parameter with its shape; format 1 files stored
+// them flat, which is accepted when the element count matches.
 template <typename S, typename Find>
 void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params, Find find) {
   for (const auto& p : params) {
-    const std::vector<double>* found = find(p.name);
+    const WeightsRead* found = find(p.name);
     LEXP_INPUT_CHECK(found != nullptr, "'" + path + "' has no weights for " + p.name +
                                            " (a different model or encoding?)");
-    const std::vector<double>& v = *found;
-    LEXP_INPUT_CHECK(static_cast<long>(v.size()) == p.size,
-                     "'" + path + "': " + p.name + " has another shape");
+    const std::vector<double>& v = found->values;
+    const bool flat_v1 = found->dims.size() == 1 && static_cast<long>(v.size()) == p.size;
+    LEXP_INPUT_CHECK(found->dims == p.shape || flat_v1,
+                     "'" + path + "': " + p.name + " is " + DimsText(found->dims) +
+                         " in the file, the model needs " + DimsText(p.shape) +
+                         " (a different model size or encoding option?)");
     for (long i = 0; i < p.size; ++i) {
       LEXP_INPUT_CHECK(std::isfinite(v[i]), "'" + path + "': the weights of " + p.name +
                                                 " are not finite (a diverged model?)");
@@ -72,12 +82,15 @@ void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params
   }
 }
 
-std::map<std::string, std::vector<double>> ReadWeights(const std::string& path) {
+std::map<std::string, WeightsRead> ReadWeights(const std::string& path) {
   h5::Reader r(path);
   LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
   h5::Group m = r.root().OpenGroup("model");
-  std::map<std::string, std::vector<double>> w;
-  for (const auto& name : m.Children()) w[name] = m.ReadDoubles(name);
+  std::map<std::string, WeightsRead> w;
+  for (const auto& name : m.Children()) {
+    WeightsRead& t = w[name];
+    t.values = m.ReadDoubles(name, &t.dims);
+  }
   return w;
 }
 
@@ -88,11 +101,11 @@ void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& p
   h5::Reader r(path);
   LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
   h5::Group m = r.root().OpenGroup("model");
-  std::vector<double> v;
-  CopyWeights(path, params, [&](const std::string& name) -> const std::vector<double>* {
+  WeightsRead t;
+  CopyWeights(path, params, [&](const std::string& name) -> const WeightsRead* {
     if (!m.Has(name)) return nullptr;
-    v = m.ReadDoubles(name);
-    return &v;
+    t.values = m.ReadDoubles(name, &t.dims);
+    return &t;
   });
 }
 
@@ -106,7 +119,7 @@ TrainedRun ReadTrainedRun(const std::string& run_file) {
 
 template <typename S>
 void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params) {
-  CopyWeights(run.path, params, [&](const std::string& name) -> const std::vector<double>* {
+  CopyWeights(run.path, params, [&](const std::string& name) -> const WeightsRead* {
     const auto it = run.weights.find(name);
     return it == run.weights.end() ? nullptr : &it->second;
   });

@@ -44,6 +44,12 @@ EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout);
 template <typename S>
 void LoadModelWeights(const std::string& run_file, const std::vector<ParamRef<S>>& params);
 
+// One /model dataset as read: values (row-major) and the dimensions the file gives them.
+struct WeightsRead {
+  std::vector<double> values;
+  std::vector<uint64_t> dims;
+};
+
 // A completed run read once: its recipe (narrowed to its encoding) and its /model weights, so that
 // the replays of one analysis (variants, cuts, lengths) build their models from memory, in
 // parallel, without reading the file again.
@@ -51,7 +57,7 @@ struct TrainedRun {
   std::string path;
   std::string encoding;
   RecipeConfig recipe;
-  std::map<std::string, std::vector<double>> weights;  // /model, by parameter name
+  std::map<std::string, WeightsRead> weights;  // /model, by parameter name
 };
 TrainedRun ReadTrainedRun(const std::string& run_file);
 // LoadModelWeights from the weights read (the same checks and messages).

@@ -74,8 +74,8 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
     with_ref = false;
     *ref_note = "the reference has another probe batch";
   }
-  SpreadAccumulator explosion(LH * uT), running_all(LH * uT), entropy(LH * uT), att_mean(LH * uT),
-      att_argmax(LH * uT), sink(LH * uT), local(LH * uT);
+  SpreadAccumulator explosion(LH * uT), running_all(LH * uT), entropy(LH * uT), row_max(LH * uT),
+      att_mean(LH * uT), att_argmax(LH * uT), sink(LH * uT), local(LH * uT);
   std::vector<double> by_sum(LH * uT, 0.0), by_sq(LH * uT, 0.0), by_n(LH * uT, 0.0);
   std::vector<double> js(LH * H, 0.0);
   g.visible.assign(uT, 0.0);
@@ -112,6 +112,7 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
           const AttentionRowStats st = RowStats(z + i * uT, T);
           if (s == 0 && lh == 0) g.visible[i] = st.visible;
           entropy.Add(at + i, st.visible ? st.entropy : kNaN);
+          row_max.Add(at + i, st.visible ? st.max_logit : kNaN);
           att_mean.Add(at + i, ad.mean[i]);
           att_argmax.Add(at + i, ad.argmax[i]);
           const float* row = p + i * uT;
@@ -137,6 +138,7 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   g.explosion = explosion.Finish();
   g.running_max_all = running_all.Finish();
   g.entropy = entropy.Finish();
+  g.max_logit = row_max.Finish();
   g.attended_mean = att_mean.Finish();
   g.attended_argmax = att_argmax.Finish();
   g.sink_mass = sink.Finish();
@@ -343,6 +345,8 @@ std::string WriteGeometry(const GeometryAnalysis& a, const h5::Group& analysis) 
            "logit: max over every query of the logit at distance <= n (grows with the number of "
            "queries; not LM-Infinite's statistic)");
     spread("entropy_by_query", g.entropy, "layer,head,query", "nats over the keys the query sees");
+    spread("max_logit_by_query", g.max_logit, "layer,head,query",
+           "logit: the row maximum over the keys the query sees");
     spread("attended_distance_mean", g.attended_mean, "layer,head,query",
            "tokens: sum_j p_ij (i - j)");
     spread("attended_distance_argmax", g.attended_argmax, "layer,head,query",

@@ -53,7 +53,7 @@ struct ProbeGeometry {
   uint64_t layers = 0, heads = 0;
   std::vector<double> visible;                // [T] keys query i sees (layer 0, head 0)
   SequenceSpread explosion, running_max_all;  // [L, H, T] by distance
-  SequenceSpread entropy, attended_mean, attended_argmax, sink_mass,
+  SequenceSpread entropy, max_logit, attended_mean, attended_argmax, sink_mass,
       local_mass;                                                    // [L, H, T] by query
   std::vector<double> logit_mean_by_distance, logit_sd_by_distance;  // [L, H, T]
   std::vector<double> resolution, resolution_b, resolution_window;   // [L, H]

@@ -283,12 +283,6 @@ void RunFile::Write(const std::string& path) const {
                   "pre-softmax logit; -inf where masked");
     g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
                   "attention probability");
-    h5::Group ag = an.CreateGroup("length_" + std::to_string(p.length));
-    ag.WriteDoubles("entropy_by_query", p.entropy_by_query, {L, H, T}, "layer,head,query", "nats");
-    ag.WriteDoubles("max_logit_by_query", p.max_logit_by_query, {L, H, T}, "layer,head,query",
-                    "logit (row maximum over visible keys, mean over samples)");
-    ag.WriteInts("nonfinite_logits", p.nonfinite, {L, H}, "layer,head",
-                 "logits that are NaN or +inf over the probe batch (the statistics skip them)");
   }
   probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
   an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");
@@ -306,9 +300,8 @@ void RunFile::Write(const std::string& path) const {
 
   if (state == RunState::kCompleted) {
     h5::Group model = root.CreateGroup("model");
-    for (const auto& [name, v] : weights)
-      model.WriteFloats(name, v, {static_cast<uint64_t>(v.size())}, "element",
-                        "parameter values (float32, row-major)");
+    for (const StoredWeights& p : weights)
+      model.WriteFloats(p.name, p.values, p.shape, p.axes, "parameter values (float32)");
   }
 
   h5::Group st = root.CreateGroup("status");
@@ -387,7 +380,6 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
       ProbeRecord p;
       p.length = static_cast<int>(lengths[i]);
       const h5::Group g = probe.OpenGroup("length_" + std::to_string(p.length));
-      const h5::Group ag = an.OpenGroup("length_" + std::to_string(p.length));
       p.T = static_cast<int>(g.AttrInt("sequence_length"));
       const uint64_t T = p.T;
       p.positions = g.ReadDoublesShaped("positions", {T});
@@ -398,9 +390,6 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
       p.max_logit = part(mx);
       p.mean_logit = part(mean);
       p.log_visible = logv[i];
-      p.entropy_by_query = ag.ReadDoublesShaped("entropy_by_query", {L, H, T});
-      p.max_logit_by_query = ag.ReadDoublesShaped("max_logit_by_query", {L, H, T});
-      p.nonfinite = ag.ReadIntsShaped("nonfinite_logits", {L, H});
       if (with_probes) {
         p.tokens = g.ReadIntsShaped("tokens", {kAny, T}, &got);
         const uint64_t stored = got[0];

@@ -39,13 +39,18 @@ struct TrainHistory {
 // The attention probe at one task length: the stored sequences' maps and the batch statistics.
 struct ProbeRecord {
   int length = 0, T = 0;
-  std::vector<int64_t> tokens;                               // [stored, T]
-  std::vector<double> positions;                             // [T]
-  std::vector<float> logits, probs;                          // [stored, L, H, T, T]
-  std::vector<double> entropy, max_logit, mean_logit;        // [L, H]
-  std::vector<double> entropy_by_query, max_logit_by_query;  // [L, H, T]
-  std::vector<int64_t> nonfinite;                            // [L, H] NaN / +inf logits
+  std::vector<int64_t> tokens;                         // [stored, T]
+  std::vector<double> positions;                       // [T]
+  std::vector<float> logits, probs;                    // [stored, L, H, T, T]
+  std::vector<double> entropy, max_logit, mean_logit;  // [L, H]
   double log_visible = 0;
+};
+
+// One trained parameter as /model stores it: float32 values with their shape and axis names.
+struct StoredWeights {
+  std::string name, axes;
+  std::vector<uint64_t> shape;
+  std::vector<float> values;
 };
 
 // Everything a run file holds before its end-of-training analysis, typed. The trainer fills it
@@ -65,7 +70,7 @@ struct RunFile {
   double source_entropy_rate = std::numeric_limits<double>::quiet_NaN();  // nats per token
   std::vector<double> depth_exact, depth_accuracy;  // [length, recipe.eval_depths] (passkey)
   std::vector<ProbeRecord> probes;
-  std::vector<std::pair<std::string, std::vector<float>>> weights;  // written when completed
+  std::vector<StoredWeights> weights;     // written when completed
   RunState state = RunState::kCompleted;  // written as analyzing when completed
   std::string message;
 

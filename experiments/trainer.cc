@@ -315,9 +315,6 @@ class Runner {
       p.tokens.assign(b.tokens.begin(), b.tokens.begin() + static_cast<long>(stored) * T);
       p.entropy.assign(static_cast<size_t>(L) * H, 0);
       p.max_logit = p.mean_logit = p.entropy;
-      p.entropy_by_query.assign(static_cast<size_t>(L) * H * T, 0);
-      p.max_logit_by_query = p.entropy_by_query;
-      p.nonfinite.assign(static_cast<size_t>(L) * H, 0);
       const size_t map = static_cast<size_t>(T) * T;
       p.logits.resize(static_cast<size_t>(stored) * L * H * map);
       p.probs.resize(p.logits.size());
@@ -328,17 +325,12 @@ class Runner {
           for (int h = 0; h < H; ++h) {
             const long task = static_cast<long>(s) * H + h;
             const float* z = lg.data() + task * T * T;
-            const AttentionMapStats st = MapStats(z, T, T);
+            const AttentionMapStats map_stats = MapStats(z, T, T);
             const size_t lh = static_cast<size_t>(l) * H + h;
-            p.entropy[lh] += st.entropy / b.B;
-            p.max_logit[lh] += st.max_logit / b.B;
-            p.mean_logit[lh] += st.mean_logit / b.B;
-            p.log_visible += st.log_visible / (static_cast<double>(b.B) * H * L);
-            p.nonfinite[lh] += st.nonfinite;
-            for (int i = 0; i < T; ++i) {
-              p.entropy_by_query[lh * T + i] += st.entropy_by_query[i] / b.B;
-              p.max_logit_by_query[lh * T + i] += st.max_logit_by_query[i] / b.B;
-            }
+            p.entropy[lh] += map_stats.entropy / b.B;
+            p.max_logit[lh] += map_stats.max_logit / b.B;
+            p.mean_logit[lh] += map_stats.mean_logit / b.B;
+            p.log_visible += map_stats.log_visible / (static_cast<double>(b.B) * H * L);
             if (s < stored) {
               const size_t off = ((static_cast<size_t>(s) * L + l) * H + h) * map;
               std::copy(z, z + map, p.logits.begin() + off);
@@ -375,7 +367,8 @@ class Runner {
     f.probes = std::move(probes_);
     if (state_ == RunState::kCompleted)
       for (const auto& p : params_)
-        f.weights.emplace_back(p.name, std::vector<float>(p.value, p.value + p.size));
+        f.weights.push_back(
+            {p.name, p.axes, p.shape, std::vector<float>(p.value, p.value + p.size)});
     f.state = state_;
     f.message = message_;
     return f;

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/rng.h"
@@ -28,13 +29,38 @@
 
 namespace lexp {
 
-// A learnable tensor as seen by the optimizer, checkpoints and gradient checks.
+// A learnable tensor as seen by the optimizer, checkpoints and gradient checks. The optimizer sees
+// `size` contiguous elements; files store them with `shape` (row-major) and its `axes` names.
 template <typename S>
 struct ParamRef {
+  ParamRef(std::string name_, S* value_, S* grad_, long size_, std::vector<uint64_t> shape_ = {},
+           std::string axes_ = "")
+      : name(std::move(name_)),
+        value(value_),
+        grad(grad_),
+        size(size_),
+        shape(shape_.empty() ? std::vector<uint64_t>{static_cast<uint64_t>(size_)}
+                             : std::move(shape_)),
+        axes(axes_.empty() ? "element" : std::move(axes_)) {}
+  // A matrix parameter [rows, cols] seen as `axes` (e.g. "in,out"), or with a finer `shape` whose
+  // product is rows * cols (e.g. [layer, bucket, head] for a table of layer-major rows).
+  ParamRef(std::string name_, Mat<S>& v, Mat<S>& g, std::string axes_,
+           std::vector<uint64_t> shape_ = {})
+      : ParamRef(std::move(name_), v.data(), g.data(), static_cast<long>(v.size()),
+                 shape_.empty() ? std::vector<uint64_t>{static_cast<uint64_t>(v.rows()),
+                                                        static_cast<uint64_t>(v.cols())}
+                                : std::move(shape_),
+                 std::move(axes_)) {}
+  ParamRef(std::string name_, RowVec<S>& v, RowVec<S>& g, std::string axes_)
+      : ParamRef(std::move(name_), v.data(), g.data(), static_cast<long>(v.size()), {},
+                 std::move(axes_)) {}
+
   std::string name;  // "layer0.attn.qkv.w", "pe.t5.table", ...
   S* value;
   S* grad;
   long size;
+  std::vector<uint64_t> shape;  // product == size
+  std::string axes;             // one comma-separated name per dimension of shape
 };
 
 // Mask / pattern site. Causal and bidirectional are the two built-in patterns; the others

@@ -24,7 +24,7 @@ void ComplexOrder<S>::Init(Rng&) {
 
 template <typename S>
 std::vector<ParamRef<S>> ComplexOrder<S>::Parameters() {
-  return {{"pe.complex_order.omega", omega_.data(), d_omega_.data(), omega_.size()}};
+  return {{"pe.complex_order.omega", omega_, d_omega_, "token,frequency"}};
 }
 
 // (r, phi) -> (r cos theta, r sin theta), theta = omega_{w,c} p + phi.

@@ -25,8 +25,7 @@ void DistanceAware<S>::Init(Rng& rng) {
 
 template <typename S>
 std::vector<ParamRef<S>> DistanceAware<S>::Parameters() {
-  return {{"pe.da.w", w_.data(), d_w_.data(), w_.size()},
-          {"pe.da.v", v_.data(), d_v_.data(), v_.size()}};
+  return {{"pe.da.w", w_, d_w_, "layer,head"}, {"pe.da.v", v_, d_v_, "layer,head"}};
 }
 
 template <typename S>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace lexp {
 
@@ -150,12 +151,19 @@ void Fire<S>::EndBackward() {
 
 template <typename S>
 std::vector<ParamRef<S>> Fire<S>::Parameters() {
-  auto ref = [](const char* n, Mat<S>& v, Mat<S>& g) {
-    return ParamRef<S>{std::string("pe.fire.") + n, v.data(), g.data(),
-                       static_cast<long>(v.size())};
+  // One row per FIRE module (layer, or one shared): the MLP 1 -> kWidth -> H and the scalars c, m.
+  const uint64_t rows = static_cast<uint64_t>(w1_.rows());
+  auto ref = [&](const char* n, Mat<S>& v, Mat<S>& g, const char* axes,
+                 std::vector<uint64_t> shape) {
+    return ParamRef<S>{std::string("pe.fire.") + n, v, g, axes, std::move(shape)};
   };
-  return {ref("w1", w1_, dw1_), ref("b1", b1_, db1_), ref("w2", w2_, dw2_),
-          ref("b2", b2_, db2_), ref("c", c_, dc_),    ref("L_multiplier", m_, dm_)};
+  const uint64_t W = kWidth, H = static_cast<uint64_t>(H_);
+  return {ref("w1", w1_, dw1_, "layer,hidden", {rows, W}),
+          ref("b1", b1_, db1_, "layer,hidden", {rows, W}),
+          ref("w2", w2_, dw2_, "layer,hidden,head", {rows, W, H}),
+          ref("b2", b2_, db2_, "layer,head", {rows, H}),
+          ref("c", c_, dc_, "layer", {rows}),
+          ref("L_multiplier", m_, dm_, "layer", {rows})};
 }
 
 template <typename S>

@@ -34,10 +34,10 @@ void Floater<S>::Init(Rng& rng) {
 
 template <typename S>
 std::vector<ParamRef<S>> Floater<S>::Parameters() {
-  return {{"pe.floater.w1", w1_.data(), d_w1_.data(), w1_.size()},
-          {"pe.floater.b1", b1_.data(), d_b1_.data(), b1_.size()},
-          {"pe.floater.w2", w2_.data(), d_w2_.data(), w2_.size()},
-          {"pe.floater.b2", b2_.data(), d_b2_.data(), b2_.size()}};
+  return {{"pe.floater.w1", w1_, d_w1_, "in,out"},
+          {"pe.floater.b1", b1_, d_b1_, "out"},
+          {"pe.floater.w2", w2_, d_w2_, "in,out"},
+          {"pe.floater.b2", b2_, d_b2_, "out"}};
 }
 
 // h(y) = y Omega + tanh(y W1 + b1) W2 + b2, with (y Omega)_{2k} = w_k y_{2k+1},

@@ -74,7 +74,8 @@ template <typename S>
 std::vector<ParamRef<S>> Kerple<S>::Parameters() {
   const std::string n = "pe." + Name();
   const long H = this->H_;
-  return {{n + ".r1", r_.data(), d_r_.data(), H}, {n + ".r2", r_.data() + H, d_r_.data() + H, H}};
+  return {{n + ".r1", r_.data(), d_r_.data(), H, {}, "head"},
+          {n + ".r2", r_.data() + H, d_r_.data() + H, H, {}, "head"}};
 }
 
 template class Kerple<float>;

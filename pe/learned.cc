@@ -57,7 +57,7 @@ void LearnedAbsolute<S>::EmbeddingBackward(const std::vector<double>& pos,
 
 template <typename S>
 std::vector<ParamRef<S>> LearnedAbsolute<S>::Parameters() {
-  return {{"pe.learned.table", table_.data(), d_table_.data(), static_cast<long>(table_.size())}};
+  return {{"pe.learned.table", table_, d_table_, "position,channel"}};
 }
 
 template class LearnedAbsolute<float>;

@@ -29,8 +29,11 @@ void Shaw<S>::Init(Rng& rng) {
 
 template <typename S>
 std::vector<ParamRef<S>> Shaw<S>::Parameters() {
-  std::vector<ParamRef<S>> p = {{"pe.shaw.keys", wk_.data(), d_wk_.data(), wk_.size()}};
-  if (values_) p.push_back({"pe.shaw.values", wv_.data(), d_wv_.data(), wv_.size()});
+  const std::vector<uint64_t> shape = {static_cast<uint64_t>(L_), static_cast<uint64_t>(Rows()),
+                                       static_cast<uint64_t>(D_)};
+  const std::string axes = "layer,offset,channel";  // offset -clip..clip
+  std::vector<ParamRef<S>> p = {{"pe.shaw.keys", wk_, d_wk_, axes, shape}};
+  if (values_) p.push_back({"pe.shaw.values", wv_, d_wv_, axes, shape});
   return p;
 }
 

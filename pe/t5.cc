@@ -102,7 +102,12 @@ void T5Bias<S>::EndBackward() {
 
 template <typename S>
 std::vector<ParamRef<S>> T5Bias<S>::Parameters() {
-  return {{"pe.t5.table", table_.data(), d_table_.data(), static_cast<long>(table_.size())}};
+  return {{"pe.t5.table",
+           table_,
+           d_table_,
+           "layer,bucket,head",
+           {static_cast<uint64_t>(table_.rows() / buckets_), static_cast<uint64_t>(buckets_),
+            static_cast<uint64_t>(H_)}}};
 }
 
 template class T5Bias<float>;

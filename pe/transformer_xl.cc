@@ -37,9 +37,12 @@ void TransformerXL<S>::Init(Rng& rng) {
 
 template <typename S>
 std::vector<ParamRef<S>> TransformerXL<S>::Parameters() {
-  return {{"pe.transformer_xl.w_r", w_r_.data(), d_w_r_.data(), w_r_.size()},
-          {"pe.transformer_xl.u", u_.data(), d_u_.data(), u_.size()},
-          {"pe.transformer_xl.v", v_.data(), d_v_.data(), v_.size()}};
+  const auto rows = [](const Mat<S>& m, long per) { return static_cast<uint64_t>(m.rows() / per); };
+  const uint64_t C = static_cast<uint64_t>(C_), H = static_cast<uint64_t>(H_),
+                 D = static_cast<uint64_t>(D_);
+  return {{"pe.transformer_xl.w_r", w_r_, d_w_r_, "layer,in,out", {rows(w_r_, C_), C, C}},
+          {"pe.transformer_xl.u", u_, d_u_, "layer,head,channel", {rows(u_, H_), H, D}},
+          {"pe.transformer_xl.v", v_, d_v_, "layer,head,channel", {rows(v_, H_), H, D}}};
 }
 
 template <typename S>

@@ -41,11 +41,11 @@ void Tupe<S>::Init(Rng& rng) {
 
 template <typename S>
 std::vector<ParamRef<S>> Tupe<S>::Parameters() {
-  std::vector<ParamRef<S>> p = {{"pe.tupe.table", table_.data(), d_table_.data(), table_.size()},
-                                {"pe.tupe.ln.g", ln_.g.data(), d_ln_.g.data(), C_},
-                                {"pe.tupe.ln.b", ln_.b.data(), d_ln_.b.data(), C_},
-                                {"pe.tupe.u_q", u_q_.data(), d_u_q_.data(), u_q_.size()},
-                                {"pe.tupe.u_k", u_k_.data(), d_u_k_.data(), u_k_.size()}};
+  std::vector<ParamRef<S>> p = {{"pe.tupe.table", table_, d_table_, "position,channel"},
+                                {"pe.tupe.ln.g", ln_.g, d_ln_.g, "channel"},
+                                {"pe.tupe.ln.b", ln_.b, d_ln_.b, "channel"},
+                                {"pe.tupe.u_q", u_q_, d_u_q_, "in,out"},
+                                {"pe.tupe.u_k", u_k_, d_u_k_, "in,out"}};
   if (relative_)
     for (auto& r : relative_->Parameters()) p.push_back(r);
   return p;

@@ -373,6 +373,22 @@ std::string Group::ChildAttrString(const std::string& child, const std::string& 
   return ReadStringAttr(obj.id(), name);
 }
 
+bool Group::ChildHasAttr(const std::string& child, const std::string& name) const {
+  Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
+                         "no object '" + child + "'");
+  return H5Aexists(obj.id(), name.c_str()) > 0;
+}
+
+std::vector<uint64_t> Group::Dims(const std::string& dataset) const {
+  Handle ds = CheckRead(H5Dopen2(id(), dataset.c_str(), H5P_DEFAULT), H5Dclose, id(),
+                        "no dataset '" + dataset + "'");
+  Handle space = Check(H5Dget_space(ds.id()), H5Sclose, "dataset space");
+  const int rank = H5Sget_simple_extent_ndims(space.id());
+  std::vector<hsize_t> d(std::max(rank, 0));
+  if (rank > 0) H5Sget_simple_extent_dims(space.id(), d.data(), nullptr);
+  return std::vector<uint64_t>(d.begin(), d.end());
+}
+
 Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".tmp") {
   SilenceThisThread();
   namespace fs = std::filesystem;

@@ -73,10 +73,13 @@ class Group {
   void WriteInts(const std::string& name, const std::vector<int64_t>& data,
                  const std::vector<uint64_t>& dims, const std::string& axes,
                  const std::string& units = "") const;
-  void WriteString(const std::string& name, const std::string& text) const;  // scalar string dataset
+  void WriteString(const std::string& name,
+                   const std::string& text) const;  // scalar string dataset
 
-  std::vector<double> ReadDoubles(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
-  std::vector<int64_t> ReadInts(const std::string& name, std::vector<uint64_t>* dims = nullptr) const;
+  std::vector<double> ReadDoubles(const std::string& name,
+                                  std::vector<uint64_t>* dims = nullptr) const;
+  std::vector<int64_t> ReadInts(const std::string& name,
+                                std::vector<uint64_t>* dims = nullptr) const;
   // Datasets that must have exactly `dims` (kAnySize matches any extent; *got receives the actual
   // dims); otherwise an input error naming the file, the dataset and both shapes. Every reader of a
   // file it did not just write checks shapes this way.
@@ -90,18 +93,28 @@ class Group {
   std::string FileName() const;
 
   void SetAttr(const std::string& name, const std::string& value) const;
-  void SetAttr(const std::string& name, const char* value) const { SetAttr(name, std::string(value)); }
+  void SetAttr(const std::string& name, const char* value) const {
+    SetAttr(name, std::string(value));
+  }
   void SetAttr(const std::string& name, double value) const;
   void SetAttr(const std::string& name, int64_t value) const;
-  void SetAttr(const std::string& name, int value) const { SetAttr(name, static_cast<int64_t>(value)); }
-  void SetAttr(const std::string& name, bool value) const { SetAttr(name, static_cast<int64_t>(value)); }
+  void SetAttr(const std::string& name, int value) const {
+    SetAttr(name, static_cast<int64_t>(value));
+  }
+  void SetAttr(const std::string& name, bool value) const {
+    SetAttr(name, static_cast<int64_t>(value));
+  }
   // Attributes of a child object (dataset or group) of this group.
-  void SetChildAttr(const std::string& child, const std::string& name, const std::string& value) const;
+  void SetChildAttr(const std::string& child, const std::string& name,
+                    const std::string& value) const;
   bool HasAttr(const std::string& name) const;
   std::string AttrString(const std::string& name) const;
   double AttrDouble(const std::string& name) const;
   int64_t AttrInt(const std::string& name) const;
   std::string ChildAttrString(const std::string& child, const std::string& name) const;
+  bool ChildHasAttr(const std::string& child, const std::string& name) const;
+  // The dimensions of a dataset of any type ({} for a scalar).
+  std::vector<uint64_t> Dims(const std::string& dataset) const;
 
  private:
   Handle h_;

@@ -21,8 +21,8 @@ struct CheckpointExtras {
 };
 
 template <typename S>
-void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
-                    AdamW<S>& opt, const CheckpointExtras& extra) {
+void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params, AdamW<S>& opt,
+                    const CheckpointExtras& extra) {
   h5::Writer w(path);
   h5::Group params_g = w.root().CreateGroup("params");
   h5::Group adam = w.root().CreateGroup("adam");
@@ -31,19 +31,20 @@ void SaveCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& par
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& p = params[i];
     std::vector<double> vals(p.value, p.value + p.size);
-    params_g.WriteDoubles(p.name, vals, {static_cast<uint64_t>(p.size)}, "element");
-    m.WriteDoubles(p.name, opt.first_moments()[i], {static_cast<uint64_t>(p.size)}, "element");
-    v.WriteDoubles(p.name, opt.second_moments()[i], {static_cast<uint64_t>(p.size)}, "element");
+    params_g.WriteDoubles(p.name, vals, p.shape, p.axes);
+    m.WriteDoubles(p.name, opt.first_moments()[i], p.shape, p.axes);
+    v.WriteDoubles(p.name, opt.second_moments()[i], p.shape, p.axes);
   }
   h5::Group ex = w.root().CreateGroup("extra");
   for (const auto& [k, vec] : extra.ints) ex.WriteInts("i_" + k, vec, {vec.size()}, "element");
-  for (const auto& [k, vec] : extra.doubles) ex.WriteDoubles("d_" + k, vec, {vec.size()}, "element");
+  for (const auto& [k, vec] : extra.doubles)
+    ex.WriteDoubles("d_" + k, vec, {vec.size()}, "element");
   w.Commit();
 }
 
 template <typename S>
 CheckpointExtras LoadCheckpoint(const std::string& path, const std::vector<ParamRef<S>>& params,
-                              AdamW<S>& opt) {
+                                AdamW<S>& opt) {
   h5::Reader r(path);
   h5::Group params_g = r.root().OpenGroup("params");
   h5::Group adam = r.root().OpenGroup("adam");
@@ -55,8 +56,12 @@ CheckpointExtras LoadCheckpoint(const std::string& path, const std::vector<Param
     // A checkpoint of another model (or a damaged one) is the user's input, not a lexp bug.
     LEXP_INPUT_CHECK(params_g.Has(p.name),
                      "file '" + path + "': the checkpoint has no parameter " + p.name);
-    // The optimizer steps every moment element-wise against the parameter, so both must match it.
-    const std::vector<uint64_t> shape = {static_cast<uint64_t>(p.size)};
+    // The optimizer steps every moment element-wise against the parameter, so both must match it:
+    // the parameter's shape, or flat of its size (format 1 stored every tensor flat).
+    std::vector<uint64_t> dims;
+    params_g.ReadDoubles(p.name, &dims);
+    const std::vector<uint64_t> shape =
+        dims.size() == 1 ? std::vector<uint64_t>{static_cast<uint64_t>(p.size)} : p.shape;
     std::vector<double> vals = params_g.ReadDoublesShaped(p.name, shape);
     for (long j = 0; j < p.size; ++j) p.value[j] = static_cast<S>(vals[j]);
     opt.first_moments()[i] = m.ReadDoublesShaped(p.name, shape);

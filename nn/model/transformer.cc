@@ -37,14 +37,14 @@ void ZeroLike(LayerNormParams<S>& g, const LayerNormParams<S>& p) {
 template <typename S>
 void AddRefs(std::vector<ParamRef<S>>& out, const std::string& name, LinearParams<S>& p,
              LinearParams<S>& g) {
-  out.push_back({name + ".w", p.w.data(), g.w.data(), static_cast<long>(p.w.size())});
-  out.push_back({name + ".b", p.b.data(), g.b.data(), static_cast<long>(p.b.size())});
+  out.push_back({name + ".w", p.w, g.w, "in,out"});
+  out.push_back({name + ".b", p.b, g.b, "out"});
 }
 template <typename S>
 void AddRefs(std::vector<ParamRef<S>>& out, const std::string& name, LayerNormParams<S>& p,
              LayerNormParams<S>& g) {
-  out.push_back({name + ".g", p.g.data(), g.g.data(), static_cast<long>(p.g.size())});
-  out.push_back({name + ".b", p.b.data(), g.b.data(), static_cast<long>(p.b.size())});
+  out.push_back({name + ".g", p.g, g.g, "channel"});
+  out.push_back({name + ".b", p.b, g.b, "channel"});
 }
 
 }  // namespace
@@ -121,8 +121,7 @@ void Transformer<S>::ZeroGrad() {
 template <typename S>
 std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   std::vector<ParamRef<S>> out;
-  out.push_back(
-      {"tok_emb", p_.tok_emb.data(), g_.tok_emb.data(), static_cast<long>(p_.tok_emb.size())});
+  out.push_back({"tok_emb", p_.tok_emb, g_.tok_emb, "token,channel"});
   for (size_t l = 0; l < p_.blocks.size(); ++l) {
     const std::string n = "layer" + std::to_string(l);
     auto& pb = p_.blocks[l];

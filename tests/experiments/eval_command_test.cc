@@ -191,3 +191,33 @@ TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
 
 }  // namespace
 }  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// A format-1 run file (t5, weights stored flat, tests/golden/run_format1_t5.h5) is still read:
+// evaluated again from its flat weights, it reproduces its own /eval (written by the same model),
+// and the output is a format-2 file.
+TEST(EvalCommand, FormatOneRunFilesAreStillRead) {
+  const fs::path dir = testing::FreshTempDir("eval_format1");
+  const fs::path src = dir / "t5.h5";
+  fs::copy_file(std::string(LEXP_SOURCE_DIR) + "/tests/golden/run_format1_t5.h5", src);
+  h5::Reader v1(src.string());
+  ASSERT_EQ(v1.root().AttrString("format"), "lexp-run/1");
+  ASSERT_EQ(v1.root().OpenGroup("model").Dims("pe.t5.table").size(), 1u) << "flat weights";
+  EvalCommandOptions o;
+  o.run_file = src.string();
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  h5::Reader v2(s.path);
+  EXPECT_EQ(v2.root().AttrString("format"), "lexp-run/2");
+  const auto before = v1.root().OpenGroup("eval").ReadDoubles("loss");
+  const auto after = v2.root().OpenGroup("eval").ReadDoubles("loss");
+  ASSERT_EQ(before.size(), after.size());
+  // The file was written on an AVX-512 machine; the last digits depend on the CPU's kernels.
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_NEAR(after[i], before[i], 1e-4 * before[i]);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp

@@ -50,7 +50,7 @@ TEST(RunFile, WhatARunWritesReadsBackAndWritesTheSameGroups) {
   const RunFile again = RunFile::Read(copy, true);
   EXPECT_EQ(again.train.loss, f.train.loss);
   EXPECT_EQ(again.probes[0].probs, f.probes[0].probs);
-  EXPECT_EQ(again.probes[1].entropy_by_query, f.probes[1].entropy_by_query);
+  EXPECT_EQ(again.probes[1].entropy, f.probes[1].entropy);
   fs::remove_all(dir);
 }
 
