@@ -29,14 +29,7 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   m.task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
   m.layout = std::make_unique<SequenceLayout>(
       *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
-  ModelConfig mc;
-  mc.vocab = m.layout->Vocab();
-  mc.d_model = cfg.d_model;
-  mc.n_heads = cfg.n_heads;
-  mc.n_layers = cfg.n_layers;
-  mc.d_ff = cfg.d_ff;
-  mc.pre_ln = cfg.norm == "pre";
-  mc.causal = cfg.layout == "decoder";
+  const ModelConfig mc = cfg.Model(m.layout->Vocab());
   m.encoding = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, *m.layout));
   if (cfg.positions != "identity") {
     PositionSchemeConfig pc;

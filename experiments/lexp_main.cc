@@ -29,6 +29,7 @@
 #include "experiments/tasks/task.h"
 #include "experiments/theory_command.h"
 #include "nn/check.h"
+#include "nn/model/capture_sites.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figure_kit.h"
 #include "notebooks_cpp/figures.h"
@@ -139,9 +140,31 @@ int ListCommand(const std::string& what) {
     PrintLine("                  encodings as lambda");
   } else if (what == "keys") {
     std::fputs(RecipeKeysHelp().c_str(), stdout);
+  } else if (what == "sites") {
+    const lexp::RecipeConfig c =
+        lexp::ParseRecipe(lexp::kDefaultRecipeToml, "<embedded default recipe>");
+    const lexp::ModelConfig m = c.Model(1);
+    PrintLine(
+        "Capture sites: probe.capture = [\"layer*.attn.q\", \"layer1.resid_post\"] (names or "
+        "globs) in a recipe, or lexp eval RUN --capture GLOB...,\nstores them for the "
+        "probe.stored_samples sequences at every probe length, as /probe/length_<n>/<site> with "
+        "a leading axis `sample`.");
+    PrintLine(fmt::format(
+        "Shapes per sequence for the default recipe's model (C = {}, H = {}, D = {}, F = {}, {} "
+        "layers: layer0..layer{}); T = the sequence's tokens:",
+        m.d_model, m.n_heads, m.HeadDim(), m.FF(), m.n_layers, m.n_layers - 1));
+    const int kT = -1;  // printed as T
+    for (const auto& s : lexp::CaptureSites(m, kT)) {
+      std::string shape;
+      for (const uint64_t d : s.dims)
+        shape += (shape.empty() ? "" : ", ") +
+                 (d == static_cast<uint64_t>(kT) ? std::string("T") : std::to_string(d));
+      PrintLine(
+          fmt::format("  {:<20} {:<13} {:<19} {}", s.name, "[" + shape + "]", s.axes, s.what));
+    }
   } else {
     lexp::FailInput("lexp list: unknown topic '" + what +
-                    "'; topics: encodings, scalings, patterns, tasks, keys");
+                    "'; topics: encodings, scalings, patterns, tasks, keys, sites");
   }
   return 0;
 }
@@ -294,6 +317,12 @@ int main(int argc, char** argv) {
       ->take_all();
   eval->add_option("--set", eo.sets,
                    "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
+      ->take_all();
+  std::vector<std::string> eval_capture;
+  eval->add_option("--capture", eval_capture,
+                   "capture sites to store at every probe length (names or globs, e.g. "
+                   "'layer*.attn.q' layer1.resid_post; lexp list sites); the same as "
+                   "--set probe.capture=[...]")
       ->take_all();
   eval->add_option("--out", eo.out_dir, "output directory (default: the run file's directory)");
   eval->add_flag("--no-figures", eval_no_figures, "do not redraw the directory's figures");
@@ -451,10 +480,11 @@ int main(int argc, char** argv) {
   collect->add_option("--format", figure_formats, formats_help)->delimiter(',');
   eval->add_option("--format", figure_formats, formats_help)->delimiter(',');
 
-  auto* list =
-      app.add_subcommand("list", "list encodings, scalings, patterns, tasks or recipe keys");
+  auto* list = app.add_subcommand(
+      "list", "list encodings, scalings, patterns, tasks, recipe keys or capture sites");
   std::string topic;
-  list->add_option("TOPIC", topic, "encodings | scalings | patterns | tasks | keys")->required();
+  list->add_option("TOPIC", topic, "encodings | scalings | patterns | tasks | keys | sites")
+      ->required();
 
   auto* bench = app.add_subcommand(
       "bench", "time training steps and evaluation passes against the PyTorch reference");
@@ -579,6 +609,12 @@ int main(int argc, char** argv) {
     }
     if (*eval) {
       eo.progress = PrintLine;
+      if (!eval_capture.empty()) {
+        std::string globs;
+        for (const auto& g : eval_capture)
+          globs += fmt::format("{}\"{}\"", globs.empty() ? "" : ",", g);
+        eo.sets.push_back("probe.capture=[" + globs + "]");
+      }
       if (eval_scales.empty()) eval_scales.push_back("");
       // Every rule is checked before any evaluation runs.
       for (const auto& sc : eval_scales)

@@ -13,6 +13,7 @@
 #include "experiments/sequence_layout.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
+#include "nn/model/capture_sites.h"
 #include "pe/options.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
@@ -97,6 +98,18 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   pc.dilations = pattern_dilations;
   pc.ratio = pattern_ratio;
   return pc;
+}
+
+ModelConfig RecipeConfig::Model(int vocab) const {
+  ModelConfig mc;
+  mc.vocab = vocab;
+  mc.d_model = d_model;
+  mc.n_heads = n_heads;
+  mc.n_layers = n_layers;
+  mc.d_ff = d_ff;
+  mc.pre_ln = norm == "pre";
+  mc.causal = layout == "decoder";
+  return mc;
 }
 
 int RecipeConfig::MaxPositionId() const {
@@ -261,6 +274,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "rotary pairs and ablation); 0: only the stored-attention metrics (lexp analyze always "
        "replays)",
        &c.probe_replay, 0, 1},
+      {"probe.capture",
+       "capture sites stored for the probe.stored_samples sequences at every probe length, under "
+       "/probe/length_<n>/<site>: names or globs such as \"layer*.attn.q\" (lexp list sites)",
+       &c.probe_capture},
   };
 }
 
@@ -674,6 +691,10 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
                      Where(src, "probe.lengths") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
+  MatchCaptureSites(c.Model(1), c.probe_capture, Where(src, "probe.capture"));
+  LEXP_INPUT_CHECK(c.probe_capture.empty() || c.probe_stored_samples > 0,
+                   Where(src, "probe.capture") +
+                       " stores sites of the stored probe sequences; probe.stored_samples is 0");
   LEXP_INPUT_CHECK(c.probe_stored_samples <= c.probe_samples,
                    Where(src, "probe.stored_samples") + " = " +
                        std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +

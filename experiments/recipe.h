@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/tasks/task.h"
+#include "nn/model/transformer.h"
 #include "pe/patterns.h"
 
 namespace lexp {
@@ -72,7 +73,8 @@ struct RecipeConfig {
   std::vector<int> probe_lengths;  // empty: N, 2N, 4N, 8N (capped at the longest eval length)
   int probe_samples = 8;
   int probe_stored_samples = 1;
-  int probe_replay = 1;  // 1: end-of-training analysis replays the model
+  int probe_replay = 1;                    // 1: end-of-training analysis replays the model
+  std::vector<std::string> probe_capture;  // globs of capture sites (nn/model/capture_sites.h)
 
   // Not fields: where the recipe came from.
   std::string source_name;  // file path or "<embedded default>"
@@ -109,6 +111,8 @@ struct RecipeConfig {
   // The pattern of the recipe, with defaults resolved (train_tokens: the longest training
   // sequence).
   PatternConfig PatternFor(int train_tokens) const;
+  // The engine's model shape for a vocabulary of `vocab` tokens (the task layout's).
+  ModelConfig Model(int vocab) const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).
   int MaxPositionId() const;
   // eval.decoding resolved for `task`: "task" is the task's source protocol where the decoder

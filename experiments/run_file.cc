@@ -7,6 +7,7 @@
 #include "experiments/provenance.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/model/capture_sites.h"
 #include "nn/parallel.h"
 #include "pe/registry.h"
 
@@ -283,6 +284,8 @@ void RunFile::Write(const std::string& path) const {
                   "pre-softmax logit; -inf where masked");
     g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
                   "attention probability");
+    for (const StoredTensor& s : p.sites)
+      g.WriteFloats(s.name, s.values, s.shape, s.axes, "capture site (float32)");
   }
   probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
   an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");
@@ -300,7 +303,7 @@ void RunFile::Write(const std::string& path) const {
 
   if (state == RunState::kCompleted) {
     h5::Group model = root.CreateGroup("model");
-    for (const StoredWeights& p : weights)
+    for (const StoredTensor& p : weights)
       model.WriteFloats(p.name, p.values, p.shape, p.axes, "parameter values (float32)");
   }
 
@@ -396,6 +399,18 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
         for (const char* name : {"logits", "probs"}) {
           const auto v = g.ReadDoublesShaped(name, {stored, L, H, T, T});
           (std::string(name) == "logits" ? p.logits : p.probs).assign(v.begin(), v.end());
+        }
+        for (const std::string& site :
+             f.recipe.probe_capture.empty()
+                 ? std::vector<std::string>{}
+                 : MatchCaptureSites(f.recipe.Model(1), f.recipe.probe_capture,
+                                     path + ": probe.capture")) {
+          StoredTensor s;
+          s.name = site;
+          const auto v = g.ReadDoubles(site, &s.shape);
+          s.values.assign(v.begin(), v.end());
+          s.axes = g.ChildAttrString(site, "axes");
+          p.sites.push_back(std::move(s));
         }
       }
       f.probes.push_back(std::move(p));

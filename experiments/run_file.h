@@ -36,6 +36,14 @@ struct TrainHistory {
   std::vector<double> loss, lr, grad_norm, tokens_per_s;
 };
 
+// A float32 tensor as a run file stores it, with its shape and axis names: a trained parameter
+// (/model) or a capture site (/probe/length_<n>/<site>).
+struct StoredTensor {
+  std::string name, axes;
+  std::vector<uint64_t> shape;
+  std::vector<float> values;
+};
+
 // The attention probe at one task length: the stored sequences' maps and the batch statistics.
 struct ProbeRecord {
   int length = 0, T = 0;
@@ -44,13 +52,7 @@ struct ProbeRecord {
   std::vector<float> logits, probs;                    // [stored, L, H, T, T]
   std::vector<double> entropy, max_logit, mean_logit;  // [L, H]
   double log_visible = 0;
-};
-
-// One trained parameter as /model stores it: float32 values with their shape and axis names.
-struct StoredWeights {
-  std::string name, axes;
-  std::vector<uint64_t> shape;
-  std::vector<float> values;
+  std::vector<StoredTensor> sites;  // probe.capture: [stored, site dims...], by site name
 };
 
 // Everything a run file holds before its end-of-training analysis, typed. The trainer fills it
@@ -70,7 +72,7 @@ struct RunFile {
   double source_entropy_rate = std::numeric_limits<double>::quiet_NaN();  // nats per token
   std::vector<double> depth_exact, depth_accuracy;  // [length, recipe.eval_depths] (passkey)
   std::vector<ProbeRecord> probes;
-  std::vector<StoredWeights> weights;     // written when completed
+  std::vector<StoredTensor> weights;      // written when completed
   RunState state = RunState::kCompleted;  // written as analyzing when completed
   std::string message;
 

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "experiments/sequence_layout.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/model/capture_sites.h"
 #include "nn/model/checkpoint.h"
 #include "nn/model/transformer.h"
 #include "nn/ops/cross_entropy.h"
@@ -306,7 +308,12 @@ class Runner {
       LengthStreams st = ProbeStreams(cfg_.seed, n);
       const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, st.data);
       enc_->PositionIds(b.T, false, st.positions, pos);
+      // Capture sites keep every layer's activations (same bits as without): only when asked.
+      const std::vector<std::string> sites =
+          MatchCaptureSites(model_->config(), cfg_.probe_capture, "probe.capture");
+      model_->set_capture_sites(!sites.empty());
       model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
+      model_->set_capture_sites(false);
       ProbeRecord p;
       p.length = n;
       p.T = b.T;
@@ -338,6 +345,16 @@ class Runner {
                         p.probs.begin() + off);
             }
           }
+      }
+      for (const CaptureSite& site : CaptureSites(model_->config(), T)) {
+        if (std::find(sites.begin(), sites.end(), site.name) == sites.end()) continue;
+        StoredTensor s{site.name, "sample," + site.axes, site.dims, {}};
+        s.shape.insert(s.shape.begin(), static_cast<uint64_t>(stored));
+        for (int k = 0; k < stored; ++k) {
+          const std::vector<float> v = ReadCaptureSite(*model_, site.name, k, T);
+          s.values.insert(s.values.end(), v.begin(), v.end());
+        }
+        p.sites.push_back(std::move(s));
       }
       probes_.push_back(std::move(p));
     }

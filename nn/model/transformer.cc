@@ -179,6 +179,7 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
   auto& p = p_.blocks[l];
   const long N = x_in.rows(), C = cfg_.d_model;
   LinearForward(c.att, p.proj, c.tmp);
+  if (capture_sites_ && c.attn.capture_logits) c.attn_out = c.tmp;
   // Without a backward pass nothing between the sums is kept: pre-LN sums straight into x_out and
   // normalises into LN1's output (free by now), and the MLP runs a chunk of rows at a time. The
   // sums are the same.
@@ -201,6 +202,7 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
     GeluForward(c.f1, c.g);
     LinearForward(c.g, p.fc2, c.tmp);
   }
+  if (capture_sites_ && c.attn.capture_logits) c.mlp_out = c.tmp;
   Resize(x_out, N, C);
   if (cfg_.pre_ln) {
     x_out = mid + c.tmp;
@@ -216,7 +218,8 @@ template <typename S>
 void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
   // Training keeps every layer's activations for Backward, capture every layer's attention; a plain
   // evaluation needs one layer's at a time, so every layer works in the same cache.
-  const bool keep = training || cache_[l].attn.capture_logits;
+  const bool capture = cache_[l].attn.capture_logits;
+  const bool keep = training || capture;
   auto& c = keep ? cache_[l] : cache_[0];
   const long N = x_in.rows(), C = cfg_.d_model;
   BlockQkv(l, x_in, c);
@@ -232,7 +235,7 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
   }
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, keep, c.attn, c.att);
-  BlockAfterAttention(l, x_in, c, x_out, training);
+  BlockAfterAttention(l, x_in, c, x_out, training || (capture && capture_sites_));
 }
 
 template <typename S>

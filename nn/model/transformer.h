@@ -61,6 +61,9 @@ struct BlockCache {
   Mat<S> m_in;   // [N, C] MLP input
   Mat<S> f1, g;  // [N, F] pre- and post-GELU
   Mat<S> tmp;    // [N, C] scratch
+  // Kept by a pass that captures sites only: the attention and MLP branches' outputs [N, C]
+  // before they join the residual stream.
+  Mat<S> attn_out, mlp_out;
 };
 
 template <typename S>
@@ -96,6 +99,12 @@ class Transformer {
   // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
+  // With set_capture_sites(true), a capturing forward also keeps every layer's activations (the
+  // training pass's, same bits as a plain evaluation) and both branch outputs, which
+  // nn/model/capture_sites.h reads by name. Off by default: it costs a training pass's memory.
+  void set_capture_sites(bool on) { capture_sites_ = on; }
+  const BlockCache<S>& Cache(int l) const { return cache_[l]; }
+  const Mat<S>& FinalNorm() const { return hf_; }  // [B*T, C] the final LayerNorm's output
 
   // Incremental decoding, for greedy generation: B sequences grow together, up to `capacity`
   // tokens, with position ids pos [capacity] fixed in advance. DecodeAppend adds n tokens to every
@@ -130,6 +139,7 @@ class Transformer {
   AttentionPattern pattern_;
   const AttentionPattern* pattern_override_ = nullptr;
   bool keep_residuals_ = false;
+  bool capture_sites_ = false;
   ModelParams<S> p_, g_;
 
   // Workspace, sized once per (B, T).

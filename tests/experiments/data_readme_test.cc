@@ -6,8 +6,8 @@
 // starts with "/" sets the group; tables whose header's first cell is "dataset" list datasets in
 // their first cell, as code spans (`name`, `a`, `b`, or a relative `length_<n>/name`), with
 // "(+ `_sd`)" adding each name's `_sd` companion. Rows starting with "attribute" are attributes.
-// In a file, groups named length_<digits> stand for `length_<n>`, and the groups of
-// /analysis/entropy_variants for `<variant>`.
+// In a file, groups named length_<digits> stand for `length_<n>`, the groups of
+// /analysis/entropy_variants for `<variant>`, and capture sites in /probe/length_<n> for `<site>`.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -109,7 +109,9 @@ void CollectDatasets(const h5::Group& g, const std::string& path, const std::str
       EXPECT_EQ(named, dims.size()) << file << ": " << path << "/" << c << " axes '" << axes << "'";
     }
     if (path == "/model" || path == "/encoding") continue;  // documented as families below
-    paths->insert(path + "/" + c);
+    // Capture sites (probe.capture) are named layer<l>.<part> or final.ln.
+    const bool site = path == "/probe/length_<n>" && c.find('.') != std::string::npos;
+    paths->insert(path + "/" + (site ? "<site>" : c));
   }
 }
 
@@ -125,12 +127,14 @@ TEST(DataReadme, RunFilesAndTheDocumentListTheSameDatasets) {
   ASSERT_GT(documented.size(), 100u) << "the document's tables were not found";
 
   // nope and rope on copy (greedy decoding, every analysis, rope's rotary analysis, the JS
-  // divergence against nope), and a passkey run for the depth axis.
+  // divergence against nope, a capture site), and a passkey run for the depth axis.
   const fs::path dir = testing::FreshTempDir("data_readme");
   SweepOptions so;
   so.out_dir = (dir / "copy").string();
   so.figures = false;
-  RunRecipe(testing::TinyCopyRecipe({"model.encodings=nope,rope", "train.steps=20"}), so);
+  RunRecipe(testing::TinyCopyRecipe(
+                {"model.encodings=nope,rope", "train.steps=20", "probe.capture=layer0.attn.q"}),
+            so);
   so.out_dir = (dir / "passkey").string();
   RunRecipe(testing::TinyCopyRecipe({"task.name=passkey", "task.vocab=0", "train.steps=10",
                                      "eval.lengths=2,8", "eval.depths=0,100", "probe.lengths=4"}),
