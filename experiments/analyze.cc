@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <regex>
 
 #include "analysis/rope_theory.h"
 #include "experiments/assembled_model.h"
@@ -25,12 +26,18 @@
 
 namespace lexp {
 
-std::string ReferenceBeside(const std::string& run_file, const std::string& encoding,
-                            const std::string& label) {
-  if (encoding == "nope" || label.rfind(encoding, 0) != 0) return "";
-  return (std::filesystem::path(run_file).parent_path() /
-          ("nope" + label.substr(encoding.size()) + ".h5"))
-      .string();
+std::vector<std::string> ReferenceCandidates(const std::string& run_file,
+                                             const std::string& encoding,
+                                             const std::string& label) {
+  if (encoding == "nope" || label.rfind(encoding, 0) != 0) return {};
+  const std::filesystem::path dir = std::filesystem::path(run_file).parent_path();
+  const std::string suffix = label.substr(encoding.size());  // <sweep part><-seedN>
+  std::smatch seed;
+  std::regex_search(suffix, seed, std::regex("-seed[0-9]+$"));
+  const std::string seed_part = seed.empty() ? "" : seed.str();
+  std::vector<std::string> out = {(dir / ("nope" + suffix + ".h5")).string()};
+  if (suffix != seed_part) out.push_back((dir / ("nope" + seed_part + ".h5")).string());
+  return out;
 }
 
 std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
@@ -42,7 +49,6 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
                                                     "); there is nothing to analyze");
   const std::string encoding = head.encoding, label = head.label;
   // No reference given: the NoPE run beside this one, when it is there and completed.
-  const std::string candidate = ReferenceBeside(path, encoding, label);
   auto state_of = [](const std::string& file) -> std::optional<RunState> {
     try {
       return ReadRunFileHead(file).state;
@@ -50,11 +56,12 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
       return std::nullopt;
     }
   };
-  if (reference.empty() && !candidate.empty() && std::filesystem::exists(candidate) &&
-      state_of(candidate) == RunState::kCompleted) {
-    reference = candidate;
-    report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
-  }
+  for (const std::string& candidate : ReferenceCandidates(path, encoding, label))
+    if (reference.empty() && std::filesystem::exists(candidate) &&
+        state_of(candidate) == RunState::kCompleted) {
+      reference = candidate;
+      report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
+    }
   if (!reference.empty()) {
     const auto state = state_of(reference);
     LEXP_INPUT_CHECK(state && HasFinalWeights(*state),

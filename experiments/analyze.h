@@ -16,6 +16,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace lexp {
 
@@ -27,11 +28,13 @@ namespace lexp {
 // with probe.replay = 0; the geometry (forward passes of the probe) always runs. finish = true (the
 // trainer's call) also turns the file's state from "analyzing" into "completed" in the same write,
 // so a file is marked completed only once its analysis is in it.
-// Where a run's analysis looks for its JS reference when none is given: the NoPE run of the same
-// directory and sweep point, nope<suffix>.h5 beside a run labelled <encoding><suffix>; "" for a
-// NoPE run or a label that does not start with its encoding.
-std::string ReferenceBeside(const std::string& run_file, const std::string& encoding,
-                            const std::string& label);
+// Where a run's analysis looks for its JS reference when none is given, first found first: the
+// NoPE run of the same directory and sweep point, nope<suffix>.h5 beside a run labelled
+// <encoding><suffix>; then, when the suffix holds a key sweep's part, the NoPE run of the same
+// seed without it (a sweep of another encoding's option trains NoPE once: nope-seed3.h5 beside
+// rope-base500-seed3.h5). Empty for a NoPE run or a label that does not start with its encoding.
+std::vector<std::string> ReferenceCandidates(const std::string& run_file,
+                                             const std::string& encoding, const std::string& label);
 
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
                            bool replay = true, bool finish = false);

@@ -61,10 +61,12 @@ std::string CheckpointOf(const PlanRow& row) {
 // A completed run whose NoPE reference beside it finished after its analysis ran (rows of a job
 // list run in any order): its analysis lacks the JS divergence a sequential sweep gives it.
 bool MissesItsReference(const PlanRow& row) {
-  const std::string ref =
-      ReferenceBeside(row.file, row.encoding, fs::path(row.file).stem().string());
-  if (ref.empty() || !fs::exists(ref)) return false;
-  if (ReadRunFileHead(ref).state != RunState::kCompleted) return false;
+  bool completed_reference = false;
+  for (const std::string& ref :
+       ReferenceCandidates(row.file, row.encoding, fs::path(row.file).stem().string()))
+    completed_reference = completed_reference ||
+                          (fs::exists(ref) && ReadRunFileHead(ref).state == RunState::kCompleted);
+  if (!completed_reference) return false;
   h5::Reader r(row.file);
   if (!r.root().Has("analysis")) return false;
   const h5::Group a = r.root().OpenGroup("analysis");

@@ -80,10 +80,23 @@ std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
   return out;
 }
 
+bool RecipeConfig::SweepChanges(const std::string& encoding) const {
+  const std::string prefix = "encoding_options.";
+  if (sweep_key.rfind(prefix, 0) != 0) return true;
+  const std::string rest = sweep_key.substr(prefix.size());
+  return rest.substr(0, rest.find('.')) == encoding;
+}
+
 std::vector<std::string> RecipeConfig::ModelLabels() const {
   std::vector<std::string> out;
-  for (const auto& v : Variants())
-    for (const auto& e : encodings) out.push_back(e + v.suffix);
+  const std::vector<Variant> variants = Variants();
+  for (size_t v = 0; v < variants.size(); ++v)
+    for (const auto& e : encodings) {
+      if (SweepChanges(e))
+        out.push_back(e + variants[v].suffix);
+      else if (v == 0)
+        out.push_back(e);
+    }
   return out;
 }
 

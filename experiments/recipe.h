@@ -92,7 +92,12 @@ struct RecipeConfig {
     std::string set, suffix;
   };
   std::vector<Variant> Variants() const;
-  // Model labels of the sweep in summary order: every encoding for every variant.
+  // Whether the key sweep changes this encoding's model: every encoding, except that a key
+  // encoding_options.<e>.<option> changes only e's. An encoding the sweep does not change is
+  // trained once, without the suffix (nope.h5 beside rope-base500.h5, rope-base10000.h5).
+  bool SweepChanges(const std::string& encoding) const;
+  // Model labels of the sweep in summary order: for every variant, every encoding it changes
+  // (the encodings it leaves alone once, with the first variant).
   std::vector<std::string> ModelLabels() const;
   // The recipe of one model of the sweep.
   RecipeConfig For(const std::string& task_name, int seed_value) const {

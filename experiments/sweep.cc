@@ -47,8 +47,10 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
   for (const auto& task : cfg.Tasks()) {
     const std::string dir =
         task_sweep ? (std::filesystem::path(opt.out_dir) / task).string() : opt.out_dir;
-    for (int seed : cfg.Seeds())
-      for (const auto& variant : cfg.Variants()) {
+    for (int seed : cfg.Seeds()) {
+      const std::vector<RecipeConfig::Variant> variants = cfg.Variants();
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const RecipeConfig::Variant& variant = variants[v];
         RecipeConfig one = cfg.For(task, seed);
         if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
         one.jobs = 1;  // a model is one job: its file does not depend on how many ran at once
@@ -57,12 +59,18 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
         std::stable_partition(encodings.begin(), encodings.end(),
                               [](const std::string& e) { return e == "nope"; });
         for (const auto& enc : encodings) {
-          PlannedRun r{one,
-                       enc,
-                       enc + variant.suffix,
-                       dir,
-                       variant.set.empty() ? "" : variant.set.substr(variant.set.find('=') + 1),
-                       {}};
+          // An encoding the swept key leaves alone is one model: trained with the first variant,
+          // named without its suffix, its recipe without the override.
+          const bool changed = cfg.SweepChanges(enc);
+          if (!changed && v > 0) continue;
+          PlannedRun r{
+              changed ? one : cfg.For(task, seed),
+              enc,
+              changed ? enc + variant.suffix : enc,
+              dir,
+              changed && !variant.set.empty() ? variant.set.substr(variant.set.find('=') + 1) : "",
+              {}};
+          r.recipe.jobs = 1;
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
           r.options.progress = opt.progress;
@@ -75,6 +83,7 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
           plan.push_back(std::move(r));
         }
       }
+    }
   }
   for (size_t k = 0; k < plan.size(); ++k)
     plan[k].options.label += fmt::format(" {}/{}", k + 1, plan.size());
@@ -213,11 +222,12 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     // waits for its group's NoPE run to be finished, as a sequential sweep would have it.
     std::vector<long> reference(plan.size(), -1);
     for (size_t k = 0; k < plan.size(); ++k) {
-      const std::string beside = ReferenceBeside(plan[k].File(), plan[k].encoding, plan[k].Name());
-      for (size_t n = 0; n < k && !beside.empty(); ++n)
-        if (std::filesystem::path(plan[n].File()).lexically_normal() ==
-            std::filesystem::path(beside).lexically_normal())
-          reference[k] = static_cast<long>(n);
+      for (const std::string& beside :
+           ReferenceCandidates(plan[k].File(), plan[k].encoding, plan[k].Name()))
+        for (size_t n = 0; n < k && reference[k] < 0; ++n)
+          if (std::filesystem::path(plan[n].File()).lexically_normal() ==
+              std::filesystem::path(beside).lexically_normal())
+            reference[k] = static_cast<long>(n);
     }
     std::vector<char> done(plan.size(), 0);
     std::mutex done_mu;

@@ -35,20 +35,24 @@ TEST(JobList, PlanRowsFollowTheSequentialOrder) {
   const RecipeConfig c = testing::TinyCopyRecipe({"model.encodings=rope,nope", "run.seeds=1,2",
                                                   "run.sweep=encoding_options.rope.base",
                                                   "run.sweep_values=100,1000"});
+  // Per seed: NoPE once (the rope option leaves it alone), then rope at each base.
   const auto rows = SweepPlan(c, "out");
-  ASSERT_EQ(rows.size(), 8u);
+  ASSERT_EQ(rows.size(), 6u);
   for (size_t k = 0; k < rows.size(); ++k) EXPECT_EQ(rows[k].index, k);
   EXPECT_EQ(rows[0].encoding, "nope");
   EXPECT_EQ(rows[0].seed, 1);
-  EXPECT_EQ(rows[0].sweep_key, "encoding_options.rope.base");
-  EXPECT_EQ(rows[0].sweep_value, "100");
+  EXPECT_EQ(rows[0].sweep_value, "");
+  EXPECT_EQ(rows[0].file, (fs::path("out") / "nope-seed1.h5").string());
   EXPECT_EQ(rows[1].label, "rope-base100");
+  EXPECT_EQ(rows[1].sweep_key, "encoding_options.rope.base");
+  EXPECT_EQ(rows[1].sweep_value, "100");
   EXPECT_EQ(rows[1].file, (fs::path("out") / "rope-base100-seed1.h5").string());
   EXPECT_EQ(rows[2].sweep_value, "1000");
-  EXPECT_EQ(rows[4].seed, 2);
+  EXPECT_EQ(rows[3].seed, 2);
+  EXPECT_EQ(rows[3].encoding, "nope");
   const std::string table = PlanTable(rows);
   EXPECT_EQ(table.rfind("index\ttask\t", 0), 0u);
-  EXPECT_NE(table.find("\n7\tcopy\trope\trope-base1000\t2\t"), std::string::npos) << table;
+  EXPECT_NE(table.find("\n5\tcopy\trope\trope-base1000\t2\t"), std::string::npos) << table;
 }
 
 // Rows run in reverse order, the last two at once: NoPE finishes after the RoPE runs that take it

@@ -71,11 +71,52 @@ TEST(Sweep, RepeatedSeedsOrTasksAreRecipeErrors) {
 }
 
 TEST(Sweep, AKeySweepTrainsOneModelPerValueUnderItsOwnName) {
+  // NoPE has no rope option: the sweep leaves it alone, so it is one model (nope-seed<s>.h5), the
+  // JS reference of every rope model of its seed.
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"model.encodings=nope,rope", "run.sweep=encoding_options.rope.base",
+                               "run.sweep_values=100,10000", "run.seeds=1,2", "model.n_layers=1",
+                               "train.steps=10", "eval.lengths=2,7"});
+  ValidateRecipe(c);
+  EXPECT_EQ(c.ModelLabels(), (std::vector<std::string>{"nope", "rope-base100", "rope-base10000"}));
+  const auto dir = testing::FreshTempDir("key_sweep");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  const auto runs = RunRecipe(c, so);
+  ASSERT_EQ(runs.size(), 6u);
+  for (const char* seed : {"1", "2"})
+    for (const char* base : {"100", "10000"}) {
+      const auto path = dir / fmt::format("rope-base{}-seed{}.h5", base, seed);
+      ASSERT_TRUE(std::filesystem::exists(path)) << path;
+      h5::Reader r(path.string());
+      EXPECT_EQ(r.root().OpenGroup("config").AttrString("encoding_option.base"), base);
+      EXPECT_EQ(r.root().OpenGroup("analysis").OpenGroup("geometry").AttrString("reference"),
+                (dir / fmt::format("nope-seed{}.h5", seed)).string())
+          << "the NoPE run of the same seed";
+    }
+  EXPECT_FALSE(std::filesystem::exists(dir / "nope-base100-seed1.h5"));
+  h5::Reader s((dir / "summary.h5").string());
+  EXPECT_EQ(s.root().AttrString("encodings"), "nope,rope-base100,rope-base10000");
+  EXPECT_EQ(s.root().AttrString("sweep"), "encoding_options.rope.base");
+  std::filesystem::remove_all(dir);
+}
+
+// A key every encoding reads (model.*, train.*) changes every model: each is trained per value.
+TEST(Sweep, AModelKeySweepTrainsEveryEncodingPerValue) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=nope,rope", "run.sweep=model.n_layers", "run.sweep_values=1,2"});
+  EXPECT_EQ(c.ModelLabels(), (std::vector<std::string>{"nope-n_layers1", "rope-n_layers1",
+                                                       "nope-n_layers2", "rope-n_layers2"}));
+  EXPECT_TRUE(c.SweepChanges("nope"));
+}
+
+TEST(Sweep, ASingleEncodingKeySweepWritesOneFilePerValue) {
   const RecipeConfig c = testing::TinyCopyRecipe(
       {"model.encodings=rope", "run.sweep=encoding_options.rope.base", "run.sweep_values=100,10000",
        "model.n_layers=1", "train.steps=10", "eval.lengths=2,7"});
   ValidateRecipe(c);
-  const auto dir = testing::FreshTempDir("key_sweep");
+  const auto dir = testing::FreshTempDir("key_sweep_one");
   SweepOptions so;
   so.out_dir = dir.string();
   so.figures = false;
