@@ -131,7 +131,13 @@ namespace {
 // "cut" is then P, nothing ablated).
 std::string AblationOutcome(const RotaryPairAnalysis& a, int mode) {
   if (a.measured_boundary[mode] >= a.pairs) return "no cut lowers the loss";
-  return fmt::format("best at cut {} ({:.3f})", a.measured_boundary[mode], a.beyond_loss[mode][1]);
+  const double gain = a.beyond_loss[mode][0] - a.beyond_loss[mode][1];
+  // Below the printed precision the "best" cut is noise: say that no ablation helps.
+  if (gain < 5e-4)
+    return fmt::format("no cut lowers the loss by 0.001 nats or more (best cut {}, {:.1e} below)",
+                       a.measured_boundary[mode], gain);
+  return fmt::format("best at cut {} ({:.3f}, {:.3f} nats below)", a.measured_boundary[mode],
+                     a.beyond_loss[mode][1], gain);
 }
 
 }  // namespace
