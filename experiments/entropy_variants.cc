@@ -24,6 +24,7 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   const auto probe_lengths = cfg.ProbeLengths();
   out.length = *std::max_element(probe_lengths.begin(), probe_lengths.end());
   out.sequence_length = plain.SequenceLength(out.length);
+  out.input_tokens = plain.InputTokens(out.length);
   out.train_tokens = plain.SequenceLength(cfg.train_max_length);
   out.layers = cfg.n_layers;
   out.heads = cfg.n_heads;
@@ -92,6 +93,7 @@ std::string WriteEntropyVariants(const EntropyVariants& ev, const h5::Group& ana
   h5::Group g = analysis.CreateGroup("entropy_variants");
   g.SetAttr("length", ev.length);
   g.SetAttr("sequence_length", ev.sequence_length);
+  g.SetAttr("input_tokens", ev.input_tokens);
   g.SetAttr("train_tokens", ev.train_tokens);
   g.SetAttr("source", "replay of the probe at its longest length (experiments/entropy_variants.h)");
   std::string report, done;

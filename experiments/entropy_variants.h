@@ -25,7 +25,7 @@ struct EntropyVariant {
 };
 
 struct EntropyVariants {
-  int length = 0, sequence_length = 0, train_tokens = 0, layers = 0, heads = 0;
+  int length = 0, sequence_length = 0, input_tokens = 0, train_tokens = 0, layers = 0, heads = 0;
   std::vector<EntropyVariant> variants;
 };
 

@@ -471,6 +471,12 @@ int main(int argc, char** argv) {
       app.add_subcommand("figures", "redraw every figure of a run directory from its files");
   std::string fig_dir;
   figures->add_option("RUN_DIR", fig_dir, "directory holding the run files (*.h5)")->required();
+  std::vector<std::string> fig_runs;
+  figures
+      ->add_option("--runs", fig_runs,
+                   "draw only these runs, by file name without .h5 (globs allowed), e.g. --runs "
+                   "nope,rope-base500; the figures go to RUN_DIR/figures/<nope+rope-base500>/")
+      ->delimiter(',');
   // Figure formats: PNG always, SVG and PDF on request (papers), for every command that draws.
   std::vector<std::string> figure_formats;
   const std::string formats_help =
@@ -672,6 +678,20 @@ int main(int argc, char** argv) {
       LEXP_INPUT_CHECK(
           std::filesystem::is_directory(fig_dir),
           "lexp figures: '" + fig_dir + "' is a file; give the run directory that holds it");
+      if (!fig_runs.empty()) {
+        lexp::SetRunSelection(fig_runs);
+        if (lexp::FindRunFiles(fig_dir).empty()) {
+          lexp::SetRunSelection({});
+          std::string names;
+          for (const auto& f : lexp::FindRunFiles(fig_dir))
+            names += (names.empty() ? "" : ", ") + std::filesystem::path(f).stem().string();
+          lexp::FailInput("lexp figures --runs: no run of '" + fig_dir + "' is named " +
+                          fmt::format("{}", fmt::join(fig_runs, " or ")) +
+                          "; its runs: " + (names.empty() ? "none" : names));
+        }
+        for (const auto& png : lexp::DrawAllFigures(fig_dir)) PrintLine("figure: " + png);
+        return 0;
+      }
       // A sweep directory: the score table, then every task directory holding run files.
       const std::filesystem::path summary = std::filesystem::path(fig_dir) / "summary.h5";
       if (std::filesystem::exists(summary)) {

@@ -30,6 +30,7 @@ class ModelReplay {
   // The assembled parts (task layout, encoding, model), for analyses that build their own batches.
   AssembledModel& parts() { return parts_; }
   int SequenceLength(int n) const { return parts_.layout->SequenceLengthFor(n); }
+  int InputTokens(int n) const { return parts_.layout->InputTokensFor(n); }
 
   // Mean loss per scored token at task length n over the recipe's eval.samples sequences (the
   // trainer's evaluation stream for n).

@@ -69,6 +69,7 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   const uint64_t uT = static_cast<uint64_t>(T);
   g.samples = S;
   g.sequence_length = T;
+  g.input_tokens = run.InputTokens(n);
   bool with_ref = ref != nullptr;
   if (with_ref && ref->ProbeSequences(n) != S) {
     with_ref = false;
@@ -329,6 +330,7 @@ std::string WriteGeometry(const GeometryAnalysis& a, const h5::Group& analysis) 
     h5::Group p = geo.CreateGroup("length_" + std::to_string(g.length));
     p.SetAttr("length", g.length);
     p.SetAttr("sequence_length", static_cast<int64_t>(T));
+    p.SetAttr("input_tokens", g.input_tokens);
     p.SetAttr("samples", static_cast<int64_t>(g.samples));
     p.SetAttr("within_training", static_cast<int64_t>(g.length <= a.train_length));
     const std::vector<uint64_t> lht = {L, H, T}, lh = {L, H};

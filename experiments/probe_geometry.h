@@ -49,7 +49,8 @@ struct TrainedLogitRange {
 };
 
 struct ProbeGeometry {
-  int length = 0, sequence_length = 0, samples = 0, train_tokens = 0, local_window = 0;
+  int length = 0, sequence_length = 0, input_tokens = 0, samples = 0, train_tokens = 0,
+      local_window = 0;
   uint64_t layers = 0, heads = 0;
   std::vector<double> visible;                // [T] keys query i sees (layer 0, head 0)
   SequenceSpread explosion, running_max_all;  // [L, H, T] by distance

@@ -243,6 +243,7 @@ void RunFile::Write(const std::string& path) const {
   ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
                   "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
   ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
+  ev.SetAttr("chance_token_accuracy", chance_token_accuracy);
   if (std::isfinite(source_entropy_rate))
     ev.SetAttr("source_entropy_rate", source_entropy_rate);  // nats per token
   if (!depth_exact.empty()) {
@@ -278,6 +279,7 @@ void RunFile::Write(const std::string& path) const {
     h5::Group g = probe.CreateGroup("length_" + std::to_string(p.length));
     g.SetAttr("length", p.length);
     g.SetAttr("sequence_length", p.T);
+    g.SetAttr("input_tokens", p.input_tokens);
     g.WriteInts("tokens", p.tokens, {stored, T}, "sample,query");
     g.WriteDoubles("positions", p.positions, {T}, "query", "position ids (site 1)");
     g.WriteFloats("logits", p.logits, {stored, L, H, T, T}, "sample,layer,head,query,key",
@@ -360,6 +362,8 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     if (ev.HasAttr("decoding") && ev.AttrString("decoding") == "greedy")
       f.decoding = Decoding::kGreedy;
     if (ev.HasAttr("end_token")) f.end_token = ev.AttrInt("end_token") != 0;
+    if (ev.HasAttr("chance_token_accuracy"))
+      f.chance_token_accuracy = ev.AttrDouble("chance_token_accuracy");
     if (ev.HasAttr("source_entropy_rate"))
       f.source_entropy_rate = ev.AttrDouble("source_entropy_rate");
     if (ev.Has("depth_exact_match")) {
@@ -384,6 +388,7 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
       p.length = static_cast<int>(lengths[i]);
       const h5::Group g = probe.OpenGroup("length_" + std::to_string(p.length));
       p.T = static_cast<int>(g.AttrInt("sequence_length"));
+      if (g.HasAttr("input_tokens")) p.input_tokens = static_cast<int>(g.AttrInt("input_tokens"));
       const uint64_t T = p.T;
       p.positions = g.ReadDoublesShaped("positions", {T});
       auto part = [&](const std::vector<double>& v) {

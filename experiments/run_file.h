@@ -46,7 +46,7 @@ struct StoredTensor {
 
 // The attention probe at one task length: the stored sequences' maps and the batch statistics.
 struct ProbeRecord {
-  int length = 0, T = 0;
+  int length = 0, T = 0, input_tokens = 0;
   std::vector<int64_t> tokens;                         // [stored, T]
   std::vector<double> positions;                       // [T]
   std::vector<float> logits, probs;                    // [stored, L, H, T, T]
@@ -70,6 +70,7 @@ struct RunFile {
   Decoding decoding = Decoding::kTeacherForced;
   bool end_token = false;
   double source_entropy_rate = std::numeric_limits<double>::quiet_NaN();  // nats per token
+  double chance_token_accuracy = 0;  // a uniform guess over the task's output alphabet
   std::vector<double> depth_exact, depth_accuracy;  // [length, recipe.eval_depths] (passkey)
   std::vector<ProbeRecord> probes;
   std::vector<StoredTensor> weights;      // written when completed

@@ -29,6 +29,11 @@ int SequenceLayout::SequenceLengthFor(int n) const {
   return SequenceLength(task_.Sample(n, probe));
 }
 
+int SequenceLayout::InputTokensFor(int n) const {
+  Rng probe(0);
+  return static_cast<int>(task_.Sample(n, probe).input.size());
+}
+
 int SequenceLayout::GreedyCapacityFor(int n) const {
   Rng probe(0);
   const Example e = task_.Sample(n, probe);

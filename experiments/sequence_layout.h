@@ -46,6 +46,9 @@ class SequenceLayout {
   // Model sequence length for requested length n (tasks give every example of an n the same
   // length).
   int SequenceLengthFor(int n) const;
+  // Input tokens of a sequence of requested length n: the positions before the separator (decoder)
+  // or before the output slots (encoder); figures mark this boundary.
+  int InputTokensFor(int n) const;
   // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey).
   Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1) const;
   // Greedy decoding writes at most twice the answer (its end token included) after the prompt

@@ -317,6 +317,7 @@ class Runner {
       ProbeRecord p;
       p.length = n;
       p.T = b.T;
+      p.input_tokens = layout_.InputTokensFor(n);
       p.positions = pos;
       const int T = b.T, stored = std::min(cfg_.probe_stored_samples, b.B);
       p.tokens.assign(b.tokens.begin(), b.tokens.begin() + static_cast<long>(stored) * T);
@@ -379,6 +380,7 @@ class Runner {
     f.decoding = cfg_.DecodingFor(*task_);
     f.end_token = layout_.EndsWithEndToken();
     f.source_entropy_rate = task_->EntropyRate();
+    f.chance_token_accuracy = 1.0 / task_->OutputAlphabet();
     f.depth_exact = depth_exact_;
     f.depth_accuracy = depth_accuracy_;
     f.probes = std::move(probes_);

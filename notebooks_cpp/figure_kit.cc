@@ -1,6 +1,7 @@
 #include "notebooks_cpp/figure_kit.h"
 
 #include <fmt/core.h>
+#include <fnmatch.h>
 #include <gnuplot-iostream.h>
 
 #include <algorithm>
@@ -150,8 +151,34 @@ std::vector<std::string> SplitCommas(const std::string& text) {
   return out;
 }
 
+namespace {
+std::vector<std::string>& RunSelection() {
+  static std::vector<std::string> runs;
+  return runs;
+}
+}  // namespace
+
+void SetRunSelection(const std::vector<std::string>& runs) { RunSelection() = runs; }
+
+bool RunSelected(const fs::path& run_file) {
+  if (RunSelection().empty()) return true;
+  const std::string stem = run_file.stem().string();
+  for (const std::string& glob : RunSelection())
+    if (fnmatch(glob.c_str(), stem.c_str(), 0) == 0) return true;
+  return false;
+}
+
 fs::path FigureDir(const std::string& run_dir) {
-  const fs::path dir = fs::path(run_dir) / "figures";
+  fs::path dir = fs::path(run_dir) / "figures";
+  if (!RunSelection().empty()) {
+    std::string sub;
+    for (const std::string& r : RunSelection()) sub += (sub.empty() ? "" : "+") + r;
+    for (char& ch : sub)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-' &&
+          ch != '+')
+        ch = '_';
+    dir /= sub;
+  }
   fs::create_directories(dir);
   return dir;
 }

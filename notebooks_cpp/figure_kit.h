@@ -25,7 +25,13 @@ std::string Render(const std::filesystem::path& dir, const std::string& name,
                    const std::string& script);
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.
 std::filesystem::path FigureDirNextTo(const std::string& file);
-// <run_dir>/figures, created if needed.
+// The runs to draw, by file name without .h5 (globs allowed: "rope*"); process-wide, set once by
+// `lexp figures DIR --runs a,b`. Empty (the default): every run of the directory. With a
+// selection, figures go to <run_dir>/figures/<a+b>/ and leave the full set in place.
+void SetRunSelection(const std::vector<std::string>& runs);
+// Whether a run file is in the selection.
+bool RunSelected(const std::filesystem::path& run_file);
+// <run_dir>/figures (or its selection's subfolder), created if needed.
 std::filesystem::path FigureDir(const std::string& run_dir);
 // Mean over the LH leading blocks of v ([LH, X], e.g. layers x heads), ignoring NaN entries (NaN
 // where every block is NaN).

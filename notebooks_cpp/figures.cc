@@ -34,6 +34,7 @@ struct RunData {
   std::vector<double> depth, depth_exact;        // tasks with a depth axis: [length, depth]
   std::vector<double> loss;                      // nats per scored token, per length
   double entropy_rate = std::numeric_limits<double>::quiet_NaN();  // language-modelling sources
+  double chance = std::numeric_limits<double>::quiet_NaN();  // token accuracy of a uniform guess
   std::vector<double> probe_length, entropy, log_visible, max_logit;
 };
 
@@ -53,6 +54,7 @@ RunData ReadRun(const std::string& path) {
     d.exact = ev.ReadDoublesShaped("exact_match", {E});
     d.loss = ev.ReadDoublesShaped("loss", {E});
     if (ev.HasAttr("source_entropy_rate")) d.entropy_rate = ev.AttrDouble("source_entropy_rate");
+    if (ev.HasAttr("chance_token_accuracy")) d.chance = ev.AttrDouble("chance_token_accuracy");
     if (ev.Has("depth_exact_match")) {
       for (auto v : ev.ReadIntsShaped("depth", {kAny}, &got))
         d.depth.push_back(static_cast<double>(v));
@@ -94,7 +96,8 @@ std::vector<std::string> FindRunFiles(const std::string& run_dir) {
   for (const auto& e : fs::directory_iterator(run_dir)) {
     const std::string name = e.path().filename().string();
     if (e.is_regular_file() && e.path().extension() == ".h5" &&
-        name.find(".ckpt.") == std::string::npos && name != "summary.h5" && name != "base_law.h5")
+        name.find(".ckpt.") == std::string::npos && name != "summary.h5" && name != "base_law.h5" &&
+        RunSelected(e.path()))
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -138,11 +141,13 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
     }
     if (it->second.empty() || it->second[0]->length == r.length) it->second.push_back(&r);
   }
-  double max_len = 1;
+  double max_len = 1, chance = std::numeric_limits<double>::quiet_NaN();
   std::string plot_acc, plot_em;
   int block = 0;
   for (const auto& [key, members] : groups) {
     const RunData& first = *members[0];
+    if (std::isfinite(first.chance))
+      chance = std::isnan(chance) ? first.chance : std::max(chance, first.chance);
     dat << "# encoding " << key << " (" << members.size() << " run(s))\n";
     for (size_t i = 0; i < first.length.size(); ++i) {
       double acc = 0, em = 0, lo = 1, hi = 0;
@@ -173,6 +178,10 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   }
   dat.close();
   LEXP_INPUT_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
+  // Chance: a uniform guess over the task's output alphabet (the runs of a directory share a task).
+  if (std::isfinite(chance))
+    plot_acc += fmt::format(", {} with lines dt 3 lw 2 lc rgb 'black' title 'chance ({:.3g})'",
+                            chance, chance);
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name +
        ".dat (written by lexp from the run files)\n";
@@ -184,7 +193,7 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   s += "set grid\n" + KeyPlacement(block, "bottom left") + "set yrange [0:1.02]\n";
   s += fmt::format("set xrange [1:{}]\n", max_len);
   s += "set logscale x 2\n";
-  s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
+  s += "set xlabel 'evaluation length n (task length: input symbols; log scale)'\n";
   s += fmt::format("set arrow 1 from {},0 to {},1.02 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
   s += fmt::format(
       "set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
@@ -237,7 +246,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
   s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, "
        "queries)'\n";
   s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\n";
-  s += "set xlabel 'probe length n (tokens, log scale)'\n";
+  s += "set xlabel 'probe length n (task length: input symbols; log scale)'\n";
   s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",
                    N, N);
   s += "set ylabel 'attention entropy (nats)'\nset title 'entropy over visible keys'\n";
@@ -571,7 +580,8 @@ std::string DrawTheory(const std::string& file) {
 // The longest probe of each run's /analysis/geometry, averaged over layers and heads.
 struct GeometryCurves {
   std::string encoding;
-  int length = 0, train_max_length = 0, train_tokens = 0;       // train_tokens: 0 when unknown
+  int length = 0, train_max_length = 0, train_tokens = 0;  // train_tokens: 0 when unknown
+  int input_tokens = 0;  // of the longest probe: where the input ends (0 when unknown)
   std::vector<double> running_max, entropy, visible, distance;  // [T]
   std::vector<double> expectation;                              // [T] mean logit by distance
   // Per probe length (ascending): mean over layers and heads of the best-match JS divergence
@@ -651,6 +661,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
     }
     const h5::Group g = geo.OpenGroup(best);
     c.length = static_cast<int>(g.AttrInt("length"));
+    if (g.HasAttr("input_tokens")) c.input_tokens = static_cast<int>(g.AttrInt("input_tokens"));
     std::vector<uint64_t> dims;  // [layer, head, query or distance]
     const auto run = g.ReadDoublesShaped("logit_bound_last_query", {kAny, kAny, kAny}, &dims);
     const auto ent = g.ReadDoublesShaped("entropy_by_query", dims);
@@ -687,6 +698,12 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
          "none), resolution over the training window, resolution over every distance, a flat "
          "curve's resolution over every distance\n";
   std::string p1, p2, p3, p4, p5, p6;
+  // Encoder layout: every query sees every key, so entropy against visible keys is one column.
+  bool every_key = true;
+  for (const auto& c : runs)
+    every_key = every_key && !c.visible.empty() &&
+                std::all_of(c.visible.begin(), c.visible.end(),
+                            [&](double v) { return v == c.visible.front(); });
   int block = 0, N = 0, train_tokens = 0;
   for (const auto& c : runs) {
     N = std::max(N, c.train_max_length);
@@ -699,8 +716,8 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     const std::string sep = block ? ", " : "";
     p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{}'", sep, name, block,
                       block + 1, c.encoding);
-    p2 += fmt::format("{}'{}.dat' index {} using 4:3 with lines ls {} title '{}'", sep, name, block,
-                      block + 1, c.encoding);
+    p2 += fmt::format("{}'{}.dat' index {} using {}:3 with lines ls {} title '{}'", sep, name,
+                      block, every_key ? 1 : 4, block + 1, c.encoding);
     p3 += fmt::format("{}'{}.dat' index {} using 1:5 with lines ls {} title '{}'", sep, name, block,
                       block + 1, c.encoding);
     p4 += fmt::format("{}'{}.dat' index {} using 1:6 with lines ls {} title '{}'", sep, name, block,
@@ -741,9 +758,9 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   }
   dat.close();
   p2 += fmt::format(
-      ", '{}.dat' index 0 using 4:(log($4)) with lines dt 3 lw 2 lc rgb 'black' "
+      ", '{}.dat' index 0 using {}:(log($4)) with lines dt 3 lw 2 lc rgb 'black' "
       "title 'uniform: ln(visible keys)'",
-      name);
+      name, every_key ? 1 : 4);
   std::string s =
       "# Attention geometry of the longest probe (lexp analyze); data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size {},900 font 'Sans,10' noenhanced\n",
@@ -764,10 +781,28 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
        "logits'\n";
   s += "set title 'logit explosion (LM-Infinite: last query, mean over sequences)'\nplot " + p1 +
        "\n";
-  s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";
-  s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
+  // Where the input ends, on the panels indexed by query (runs of a directory share a task).
+  const std::string input_mark =
+      runs[0].input_tokens > 0
+          ? fmt::format(
+                "set arrow 3 from {0},graph 0 to {0},graph 1 nohead dt 4 lc rgb "
+                "'gray50'\nset label 3 'input | answer' at {0},graph 0.12 right offset "
+                "-0.5,0 tc rgb 'gray50'\n",
+                runs[0].input_tokens - 0.5)
+          : "";
+  if (every_key) {  // encoder layout: every query sees all T keys, so plot against the query
+    s += input_mark;
+    s += "set xlabel 'query position (every query sees all keys)'\nset ylabel 'attention "
+         "entropy (nats)'\n";
+    s += "set title 'entropy by query'\nplot " + p2 + "\n";
+  } else {
+    s += "set xlabel 'keys the query may see'\nset ylabel 'attention entropy (nats)'\n";
+    s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
+    s += input_mark;
+  }
   s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
   s += "set title 'where attention goes'\nplot " + p3 + "\n";
+  s += "unset arrow 3\nunset label 3\n";
   s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'mean logit at that distance'\n";
   s += "set title 'empirical attention expectation (xPos paper)'\nplot " + p4 + "\n";
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
@@ -817,7 +852,7 @@ std::string DrawPerplexityVsLength(const std::string& run_dir) {
   s += "set output '" + name + ".png'\n" + SeriesStyles(block);
   s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\nset logscale y\n";
   s += fmt::format("set xrange [1:{}]\n", max_len);
-  s += "set xlabel 'evaluation length n (tokens, log scale)'\n";
+  s += "set xlabel 'evaluation length n (task length: input symbols; log scale)'\n";
   s += "set ylabel 'perplexity exp(loss per token) (log scale)'\n";
   s += fmt::format("set title 'trained on 1..{}; dashed: exp(source entropy rate)'\n", N);
   s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",

@@ -1,7 +1,8 @@
 // Figure programs' shared code: read run files (HDF5) of a run directory and draw with gnuplot
-// through gnuplot-iostream. Every figure writes three files into <run_dir>/figures/: NAME.png,
-// NAME.gp (the script) and NAME.dat (the data it plots), so a figure can be restyled without
-// rerunning anything. Figures read files, never live objects.
+// through gnuplot-iostream. Every figure writes into <run_dir>/figures/: NAME.png, NAME.gp (the
+// script) and NAME.dat (the data it plots), so a figure can be restyled without rerunning
+// anything; NAME.svg and NAME.pdf with --format, NAME.log when gnuplot printed anything. Figures
+// read files, never live objects.
 #pragma once
 
 #include <string>
@@ -11,9 +12,8 @@
 
 namespace lexp {
 
-// Run files of a directory (completed or not), sorted by encoding name; checkpoints excluded.
-// Run files of a directory: *.h5 except checkpoints and the sweep outputs summary.h5 and
-// base_law.h5.
+// Run files of a directory (completed or not), sorted by path: *.h5 except checkpoints and the
+// sweep outputs summary.h5 and base_law.h5, and only the selected runs (SetRunSelection).
 std::vector<std::string> FindRunFiles(const std::string& run_dir);
 // A run file's label (encoding plus any sweep suffix); its encoding in files without one.
 std::string RunLabel(const h5::Group& root);
@@ -78,8 +78,8 @@ std::string DrawReceptiveField(const std::string& run_dir);
 // with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.
 std::string DrawBaseLaw(const std::string& base_law_file);
-// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 1 (error), 2
-// (usage).
+// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 2 (usage or
+// bad input), 3 (an internal error).
 int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));
 
 }  // namespace lexp

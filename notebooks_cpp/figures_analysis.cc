@@ -26,7 +26,7 @@ constexpr uint64_t kAny = h5::Group::kAnySize;
 std::string DrawEntropyVariants(const std::string& run_dir) {
   struct Panel {
     std::string label;
-    int train_tokens = 0;
+    int train_tokens = 0, input_tokens = 0;  // input_tokens: 0 when unknown
     std::vector<std::string> names;
     std::vector<std::vector<double>> entropy, visible;
   };
@@ -39,6 +39,7 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
     Panel p;
     p.label = RunLabel(root);
     p.train_tokens = static_cast<int>(g.AttrInt("train_tokens"));
+    if (g.HasAttr("input_tokens")) p.input_tokens = static_cast<int>(g.AttrInt("input_tokens"));
     for (const char* v : {"plain", "log_n", "yarn", "lambda"}) {
       if (!g.Has(v)) continue;
       const h5::Group vg = g.OpenGroup(v);
@@ -68,8 +69,8 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
       "set multiplot layout {},{} title 'attention entropy of the longest probe under "
       "evaluation-time remedies (mean over layers and heads)'\n",
       rows, cols);
-  s += "set grid\nset key bottom right\nset xlabel 'query position i (i + 1 tokens visible without "
-       "a mask)'\nset ylabel 'entropy (nats)'\n";
+  s += "set grid\nset key below\nset xlabel 'query position i'\nset ylabel 'entropy "
+       "(nats)'\n";
   int block = 0;
   for (const auto& p : panels) {
     std::string plot;
@@ -85,9 +86,12 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
       plot += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{}'",
                           plot.empty() ? "" : ", ", name, block++, style, p.names[v]);
     }
-    plot +=
-        ", log(x + 1) with lines dt 3 lw 2 lc rgb 'black' title 'uniform over i + 1 keys: "
-        "ln(i + 1)'";
+    // The uniform bound over the keys each query sees unmasked (i + 1 in the decoder layout, all
+    // T in the encoder layout), from the first variant's visible keys (plain's).
+    plot += fmt::format(
+        ", '{}.dat' index {} using 1:(log($3)) with lines dt 3 lw 2 lc rgb 'black' title "
+        "'uniform over the visible keys: ln(visible)'",
+        name, block - static_cast<int>(p.names.size()));
     // Under the Lambda mask a query sees fewer keys: its uniform reference is ln(visible keys).
     for (size_t v = 0; v < p.names.size(); ++v)
       if (p.names[v] == "lambda")
@@ -97,6 +101,12 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
             name, block - static_cast<int>(p.names.size()) + static_cast<int>(v));
     s += fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lc rgb 'gray40'\n",
                      p.train_tokens - 1);
+    s += "unset arrow 2\nunset label 2\n";
+    if (p.input_tokens > 0)
+      s += fmt::format(
+          "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 4 lc rgb 'gray60'\n"
+          "set label 2 'input | answer' at {0},graph 0.12 right offset -0.5,0 tc rgb 'gray50'\n",
+          p.input_tokens - 0.5);
     s += fmt::format("set title '{} (dashed: training length {})'\nplot {}\n", p.label,
                      p.train_tokens, plot);
   }

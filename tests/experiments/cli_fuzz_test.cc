@@ -484,6 +484,27 @@ TEST_F(CliFuzz, FiguresAreAlsoDrawnAsSvgAndPdf) {
   EXPECT_NE(bad.err.find("png, svg or pdf"), std::string::npos) << bad.err;
 }
 
+// figures --runs draws a subset into its own folder, leaving the full set; an unknown name lists
+// the runs there are.
+TEST_F(CliFuzz, FiguresOfASubsetOfRuns) {
+  ASSERT_EQ(Lexp(root_, {"run", "tiny.toml", "--out", "subset", "--no-figures", "--set",
+                         "model.encodings=nope,alibi,rope"})
+                .code,
+            0);
+  const Result r = Lexp(root_, {"figures", "subset", "--runs", "nope,rope"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream dat(root_ / "subset" / "figures" / "nope+rope" / "accuracy_vs_length.dat");
+  std::stringstream text;
+  text << dat.rdbuf();
+  EXPECT_NE(text.str().find("# encoding nope"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("# encoding rope"), std::string::npos);
+  EXPECT_EQ(text.str().find("# encoding alibi"), std::string::npos) << "not selected";
+  EXPECT_FALSE(fs::exists(root_ / "subset" / "figures" / "accuracy_vs_length.png"));
+  const Result bad = Lexp(root_, {"figures", "subset", "--runs", "ropey"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("its runs: alibi, nope, rope"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliFuzz, GnuplotMessagesStayInTheFigureLogs) {
   const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "gnuplot", "--set",
                                 "model.encodings=nope,rope", "--set", "run.seeds=1,2"});
