@@ -139,17 +139,23 @@ Decoding RecipeConfig::DecodingFor(const Task& t) const {
 }
 
 int RecipeConfig::MaxSequenceTokens() const {
-  // Teacher forcing: output length at most 2n for every task here, plus a separator and an end
-  // token.
+  // The longest requested length M gives the longest sequence (every task's sequences grow with
+  // n): its layout's length, at least 4M + 1 (an answer of up to 2n, a separator and an end token;
+  // the bound absolute tables are sized by). MQAR, whose answer slots are twice its 2n input,
+  // needs more.
   int M = train_max_length;
   for (int n : EvalLengths()) M = std::max(M, n);
   for (int n : ProbeLengths()) M = std::max(M, n);
   int tokens = 4 * M + 1;
-  // Greedy decoding writes up to twice the answer after the prompt: longer sequences.
-  if (layout == "decoder") {
-    const auto t = CreateTask(task, TaskOptions{task_vocab});
-    if (DecodingFor(*t) == Decoding::kGreedy)
-      tokens = std::max(tokens, SequenceLayout(*t, Layout::kDecoder).GreedyCapacityFor(M));
+  const auto t = CreateTask(task, TaskOptions{task_vocab});
+  const SequenceLayout lay(*t, layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  try {
+    tokens = std::max(tokens, lay.SequenceLengthFor(M));
+    // Greedy decoding writes up to twice the answer after the prompt: longer sequences.
+    if (layout == "decoder" && DecodingFor(*t) == Decoding::kGreedy)
+      tokens = std::max(tokens, lay.GreedyCapacityFor(M));
+  } catch (const InputError&) {
+    // A length the task cannot make: the recipe check names it (ValidateOneTask).
   }
   return tokens;
 }

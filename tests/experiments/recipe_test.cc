@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "experiments/sequence_layout.h"
+#include "experiments/tasks/task.h"
 #include "nn/check.h"
 
 namespace lexp {
@@ -114,6 +116,33 @@ TEST(Recipe, EvaluationGridReachesEightTimesTheTrainingLength) {
   for (int n = 1; n <= 32; ++n) EXPECT_NE(std::find(g.begin(), g.end(), n), g.end());
   EXPECT_TRUE(std::is_sorted(g.begin(), g.end()));
   EXPECT_EQ(c.ProbeLengths(), (std::vector<int>{16, 32, 64, 128}));
+}
+
+}  // namespace
+}  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// Absolute tables (learned, TUPE) and position schemes are sized by MaxSequenceTokens: it must
+// hold the longest sequence of every task, in both layouts, whatever its answer's length (MQAR's
+// answer slots are twice its input).
+TEST(Recipe, MaxSequenceTokensHoldsEveryTasksLongestSequence) {
+  for (const auto& info : ListTasks()) {
+    const auto task = CreateTask(info.name, {});
+    for (const char* layout : {"decoder", "encoder"}) {
+      if (std::string(layout) == "encoder" && !task->SupportsEncoder()) continue;
+      RecipeConfig c;
+      c.task = info.name;
+      c.layout = layout;
+      c.train_max_length = std::min(5, task->MaxLength());
+      const int M = std::min(20, task->MaxLength());
+      c.eval_lengths = {std::max(task->MinLength(), 2), M};
+      c.probe_lengths = {M};
+      const SequenceLayout lay(*task, c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+      EXPECT_GE(c.MaxSequenceTokens(), lay.SequenceLengthFor(M)) << info.name << " " << layout;
+    }
+  }
 }
 
 }  // namespace
