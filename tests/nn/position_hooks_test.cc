@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/ops/attention.h"
+#include "tests/testing/attention_gradcheck.h"
 #include "tests/testing/gradcheck.h"
 
 namespace lexp {
@@ -133,23 +134,15 @@ TEST(PositionHooks, ContentTermScaleAndPatternHaveCorrectGradients) {
   GappedWindow pat;
   std::vector<double> pos;
   enc.PositionIds(sh.T, true, rng, pos);
-  const long N = static_cast<long>(sh.B) * sh.T, C = sh.C();
-  MatD q(N, C), k(N, C), v(N, C), w(N, C);
-  testing::FillNormal(q, rng);
-  testing::FillNormal(k, rng);
-  testing::FillNormal(v, rng);
-  testing::FillNormal(w, rng);
-  auto loss = [&] {
-    MatD out;
-    AttentionCache<double> c;
-    AttentionForward(q, k, v, sh, pos, pat, enc, 0, false, c, out);  // streaming path
-    return out.cwiseProduct(w).sum();
-  };
-  MatD out, d_q = MatD::Zero(N, C), d_k = MatD::Zero(N, C), d_v = MatD::Zero(N, C);
+  testing::AttentionGradCase gc;
+  gc.shape = sh;
+  gc.pattern = &pat;
+  gc.encoding = &enc;
+  gc.pos = pos;
+  gc.max_per_tensor = 60;
   AttentionCache<double> cache;
-  cache.capture_logits = true;
-  AttentionForward(q, k, v, sh, pos, pat, enc, 0, true, cache, out);
-  EXPECT_NEAR(out.cwiseProduct(w).sum(), loss(), 1e-12) << "streaming equals materialised";
+  const auto res = testing::CheckAttentionGradients(gc, &cache);
+  EXPECT_EQ(res.checked, 60 * 3 + 8);
   // The pattern decides visibility: masked logits are -inf, probabilities 0.
   for (int i = 0; i < sh.T; ++i)
     for (int j = 0; j < sh.T; ++j) {
@@ -159,13 +152,6 @@ TEST(PositionHooks, ContentTermScaleAndPatternHaveCorrectGradients) {
         EXPECT_EQ(cache.probs(i, j), 0.0);
       }
     }
-  AttentionBackward(q, k, v, sh, pos, pat, enc, 0, cache, w, d_q, d_k, d_v);
-  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
-                                          {"k", k.data(), d_k.data(), k.size()},
-                                          {"v", v.data(), d_v.data(), v.size()}};
-  for (auto& p : enc.Parameters()) params.push_back(p);
-  const auto res = testing::CheckGradients(loss, params, testing::CopyGrads(params), 60);
-  EXPECT_EQ(res.checked, 60 * 3 + 8);
 }
 
 // The attention op hands the logit and value terms the distance the pattern defines, computed from

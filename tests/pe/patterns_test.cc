@@ -12,6 +12,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/ops/attention.h"
 #include "pe/registry.h"
+#include "tests/testing/attention_gradcheck.h"
 #include "tests/testing/gradcheck.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -242,36 +243,19 @@ TEST(Patterns, RopeSeesRemappedKeysAtTheirDistanceWithCorrectGradients) {
 }
 
 TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
-  const AttentionShape sh{1, 70, 2, 4};
   auto enc = CreateEncoding<double>("t5", {}, EncodingShape{8, 2, 1, true, 128});
   Rng rng(2);
   enc->Init(rng);
   const LambdaPattern pat(3, 9, 200);  // cap beyond the sequence: Prepare must cover it
-  std::vector<double> pos(70);
-  std::iota(pos.begin(), pos.end(), 0.0);
-  MatD q(70, 8), k(70, 8), v(70, 8), w(70, 8);
-  testing::FillNormal(q, rng);
-  testing::FillNormal(k, rng);
-  testing::FillNormal(v, rng);
-  testing::FillNormal(w, rng);
-  auto loss = [&] {
-    enc->Prepare(pos, pat.MaxDistance(PositionSpan(pos)));
-    MatD out;
-    AttentionCache<double> c;
-    AttentionForward(q, k, v, sh, pos, pat, *enc, 0, false, c, out);
-    return out.cwiseProduct(w).sum();
-  };
-  enc->Prepare(pos, pat.MaxDistance(PositionSpan(pos)));
-  MatD out, d_q = MatD::Zero(70, 8), d_k = MatD::Zero(70, 8), d_v = MatD::Zero(70, 8);
-  AttentionCache<double> cache;
-  AttentionForward(q, k, v, sh, pos, pat, *enc, 0, true, cache, out);
-  EXPECT_NEAR(out.cwiseProduct(w).sum(), loss(), 1e-12);
-  for (auto& p : enc->Parameters()) std::fill(p.grad, p.grad + p.size, 0.0);
-  AttentionBackward(q, k, v, sh, pos, pat, *enc, 0, cache, w, d_q, d_k, d_v);
-  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
-                                          {"v", v.data(), d_v.data(), v.size()}};
-  for (auto& p : enc->Parameters()) params.push_back(p);
-  testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
+  testing::AttentionGradCase gc;
+  gc.shape = AttentionShape{1, 70, 2, 4};
+  gc.pattern = &pat;
+  gc.encoding = enc.get();
+  gc.pos.resize(70);
+  std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
+  gc.check_k = false;
+  gc.seed = 2;
+  testing::CheckAttentionGradients(gc);
 }
 
 TEST(Patterns, RecipesRefuseWhatCannotWorkAndTrainWhatCan) {

@@ -8,6 +8,7 @@
 #include "nn/ops/attention.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
+#include "tests/testing/attention_gradcheck.h"
 #include "tests/testing/gradcheck.h"
 
 namespace lexp {
@@ -66,30 +67,16 @@ TEST(RopeAblation, FreezeAndRemoveActOnlyOnThePairsFromTheCut) {
 TEST(RopeAblation, AblatedAttentionHasCorrectGradients) {
   for (const char* how : {"freeze", "remove"}) {
     auto enc = MakeRope({{"ablate_from", "1"}, {"ablation", how}});
-    const AttentionShape sh{1, 12, 1, kD};
-    std::vector<double> pos(12);
-    std::iota(pos.begin(), pos.end(), 0.0);
-    enc->Prepare(pos, PositionSpan(pos));
     AttentionPattern pat(true);
-    Rng rng(3);
-    MatD q(12, kD), k(12, kD), v(12, kD), w(12, kD);
-    testing::FillNormal(q, rng);
-    testing::FillNormal(k, rng);
-    testing::FillNormal(v, rng);
-    testing::FillNormal(w, rng);
-    auto loss = [&] {
-      MatD out;
-      AttentionCache<double> c;
-      AttentionForward(q, k, v, sh, pos, pat, *enc, 0, false, c, out);
-      return out.cwiseProduct(w).sum();
-    };
-    MatD out, d_q = MatD::Zero(12, kD), d_k = MatD::Zero(12, kD), d_v = MatD::Zero(12, kD);
-    AttentionCache<double> cache;
-    AttentionForward(q, k, v, sh, pos, pat, *enc, 0, true, cache, out);
-    AttentionBackward(q, k, v, sh, pos, pat, *enc, 0, cache, w, d_q, d_k, d_v);
-    std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
-                                            {"k", k.data(), d_k.data(), k.size()}};
-    testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
+    testing::AttentionGradCase gc;
+    gc.shape = AttentionShape{1, 12, 1, kD};
+    gc.pattern = &pat;
+    gc.encoding = enc.get();
+    gc.pos.resize(12);
+    std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
+    gc.transform_qk = true;  // the ablation acts on the rotation (site 3)
+    gc.check_v = false;
+    testing::CheckAttentionGradients(gc);
   }
 }
 

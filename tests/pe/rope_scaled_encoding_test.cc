@@ -13,6 +13,7 @@
 #include "nn/ops/attention.h"
 #include "pe/registry.h"
 #include "pe/rope.h"
+#include "tests/testing/attention_gradcheck.h"
 #include "tests/testing/gradcheck.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -107,30 +108,17 @@ TEST(RopeScaled, DynamicNtkUsesTheCurrentLengthAndTheTrainingLength) {
 
 TEST(RopeScaled, YarnAttentionHasCorrectGradients) {
   auto enc = MakeRope({{"scaling", "dynamic_yarn"}, {"factor", "1"}}, 20);
-  const AttentionShape sh{1, 70, 2, 8};
-  std::vector<double> pos(70);
-  std::iota(pos.begin(), pos.end(), 0.0);
-  enc->Prepare(pos, PositionSpan(pos));
   AttentionPattern pat(true);
-  Rng rng(8);
-  MatD q(70, 16), k(70, 16), v(70, 16), w(70, 16);
-  testing::FillNormal(q, rng);
-  testing::FillNormal(k, rng);
-  testing::FillNormal(v, rng);
-  testing::FillNormal(w, rng);
-  auto loss = [&] {
-    MatD out;
-    AttentionCache<double> c;
-    AttentionForward(q, k, v, sh, pos, pat, *enc, 0, false, c, out);
-    return out.cwiseProduct(w).sum();
-  };
-  MatD out, d_q = MatD::Zero(70, 16), d_k = MatD::Zero(70, 16), d_v = MatD::Zero(70, 16);
-  AttentionCache<double> cache;
-  AttentionForward(q, k, v, sh, pos, pat, *enc, 0, true, cache, out);
-  AttentionBackward(q, k, v, sh, pos, pat, *enc, 0, cache, w, d_q, d_k, d_v);
-  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
-                                          {"k", k.data(), d_k.data(), k.size()}};
-  testing::CheckGradients(loss, params, testing::CopyGrads(params), 40);
+  testing::AttentionGradCase gc;
+  gc.shape = AttentionShape{1, 70, 2, 8};
+  gc.pattern = &pat;
+  gc.encoding = enc.get();
+  gc.pos.resize(70);
+  std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
+  gc.transform_qk = true;  // the rotation and the temperature
+  gc.check_v = false;
+  gc.seed = 8;
+  testing::CheckAttentionGradients(gc);
 }
 
 TEST(Rerope, DistanceMapMatchesTheReferenceTable) {  // the paper, w = 512, k = 16

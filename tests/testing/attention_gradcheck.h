@@ -1,0 +1,93 @@
+// The gradient check of one attention layer with an encoding and a pattern, shared by every test
+// of an attention-level site: random q, k, v and a projection w, loss = sum(out * w) through the
+// streaming forward pass (which must equal the materialised one), analytic gradients from
+// AttentionBackward (and site 3's backward when q and k go through it), then CheckGradients on
+// the chosen inputs and the encoding's parameters.
+#pragma once
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "nn/ops/attention.h"
+#include "nn/position_hooks.h"
+#include "nn/rng.h"
+#include "tests/testing/gradcheck.h"
+
+namespace lexp::testing {
+
+struct AttentionGradCase {
+  AttentionShape shape;
+  const AttentionPattern* pattern = nullptr;
+  PositionEncoding<double>* encoding = nullptr;
+  std::vector<double> pos;    // [T] position ids
+  bool transform_qk = false;  // q and k go through site 3 (TransformQK) before attention
+  bool check_q = true, check_k = true, check_v = true;
+  int max_per_tensor = 40;
+  uint64_t seed = 3;
+};
+
+// materialised: receives the cache of the materialised pass (logits and probabilities captured).
+inline GradCheckResult CheckAttentionGradients(const AttentionGradCase& c,
+                                               AttentionCache<double>* materialised = nullptr) {
+  const AttentionShape& sh = c.shape;
+  const AttentionPattern& pat = *c.pattern;
+  PositionEncoding<double>& enc = *c.encoding;
+  Rng rng(c.seed);
+  const long N = static_cast<long>(sh.B) * sh.T, C = sh.C();
+  MatD q(N, C), k(N, C), v(N, C), w(N, C);
+  FillNormal(q, rng);
+  FillNormal(k, rng);
+  FillNormal(v, rng);
+  FillNormal(w, rng);
+  // Site 3 (or its backward) on every (sequence, head) block of m.
+  auto site3 = [&](MatD& m, bool is_query, bool backward) {
+    if (!c.transform_qk) return;
+    for (long task = 0; task < sh.Tasks(); ++task) {
+      AttentionContext ctx{0,    static_cast<int>(task % sh.H),
+                           sh.H, sh.D,
+                           sh.T, c.pos.data(),
+                           &pat, pat.PlainDistance()};
+      double* x = m.data() + (task / sh.H) * sh.T * C + (task % sh.H) * sh.D;
+      if (backward)
+        enc.TransformQKBackward(ctx, is_query, x, C);
+      else
+        enc.TransformQK(ctx, is_query, x, C);
+    }
+  };
+  // As the model does before every forward pass (tables follow the parameters).
+  auto forward = [&](bool materialize, AttentionCache<double>& cache, MatD& out) {
+    enc.Prepare(c.pos, pat.MaxDistance(PositionSpan(c.pos)));
+    MatD qr = q, kr = k;
+    site3(qr, true, false);
+    site3(kr, false, false);
+    AttentionForward(qr, kr, v, sh, c.pos, pat, enc, 0, materialize, cache, out);
+    return std::pair<MatD, MatD>(std::move(qr), std::move(kr));
+  };
+  auto loss = [&] {
+    MatD out;
+    AttentionCache<double> cache;
+    forward(false, cache, out);  // the streaming path
+    return out.cwiseProduct(w).sum();
+  };
+  MatD out, streamed;
+  AttentionCache<double> cache, stream_cache;
+  cache.capture_logits = true;
+  auto [qr, kr] = forward(true, cache, out);
+  forward(false, stream_cache, streamed);
+  EXPECT_LT((out - streamed).cwiseAbs().maxCoeff(), 1e-12) << "streaming != materialised";
+  for (auto& r : enc.Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
+  MatD d_q = MatD::Zero(N, C), d_k = MatD::Zero(N, C), d_v = MatD::Zero(N, C);
+  AttentionBackward(qr, kr, v, sh, c.pos, pat, enc, 0, cache, w, d_q, d_k, d_v);
+  site3(d_q, true, true);
+  site3(d_k, false, true);
+  std::vector<ParamRef<double>> params;
+  if (c.check_q) params.push_back({"q", q.data(), d_q.data(), q.size()});
+  if (c.check_k) params.push_back({"k", k.data(), d_k.data(), k.size()});
+  if (c.check_v) params.push_back({"v", v.data(), d_v.data(), v.size()});
+  for (auto& r : enc.Parameters()) params.push_back(r);
+  if (materialised) *materialised = cache;
+  return CheckGradients(loss, params, CopyGrads(params), c.max_per_tensor);
+}
+
+}  // namespace lexp::testing
