@@ -1,8 +1,7 @@
 // Per-query statistics of attention, computed from captured pre-softmax logits over the keys the
 // query may see (masked keys carry -inf and are excluded; entropy computed before masking is a
 // known mistake). Entropy H = -sum_j p_j ln p_j in nats; for n visible keys ln n - 2B <= H <= ln n
-// when all logits lie in [-B, B] (LM-Infinite, Han et al. 2023, arXiv:2308.16137, Theorem 2;
-// Han et al. 2023, theorem 2).
+// when all logits lie in [-B, B] (LM-Infinite, Han et al. 2023, arXiv:2308.16137, Theorem 2).
 #pragma once
 
 #include <vector>

@@ -11,6 +11,15 @@
 //    evaluation length (experiments/empirical_expectation.h);
 //  * /analysis/entropy_variants: entropy under log-n, YaRN and the Lambda mask
 //    (experiments/entropy_variants.h);
+//  * /analysis/position_scores: loss and accuracy by absolute position, and the last window scored
+//    with the whole sequence, alone, and alone at its original positions, at every evaluation
+//    length (experiments/position_scores.h);
+//  * /analysis/position_probes: linear probes of the hidden states for position fitted at the
+//    training length and tested beyond it, and their distance from the training states
+//    (experiments/position_probes.h);
+//  * /analysis/receptive_field: the gradient receptive field of the last position and the
+//    distances holding 50% and 90% of it, at every evaluation length
+//    (experiments/receptive_field.h);
 //  * /analysis/rotary (rope, rope_partial): pair angle ranges, contributions, logit supremum and
 //    the post-critical ablation (experiments/rotary_pairs.h).
 #pragma once

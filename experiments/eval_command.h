@@ -1,7 +1,9 @@
 // `lexp eval RUN_FILE --scale RULE[:key=value,...]`: evaluates the trained weights of a run file
 // again, with a RoPE scaling rule applied at evaluation time only (the scaling rules of
-// pe/rope_scaling.h), and writes a run file of its own next to the original, named
-// <encoding>+<rule>[x<factor>].h5.
+// pe/rope_scaling.h), and writes a run file of its own next to the original (or in --out), named
+// after the source run's label: <label>+<rule>[x<factor>][-<option><value>...].h5, e.g.
+// rope-base500+yarnx4.h5, or <label>+eval.h5 without --scale; model and encoding overrides add
+// -<key><value>.
 #pragma once
 
 #include <map>

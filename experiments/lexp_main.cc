@@ -463,8 +463,8 @@ int main(int argc, char** argv) {
   base_law->add_option("RUN_DIR", base_law_dir, "directory of rope run files")->required();
   base_law
       ->add_option("--tolerance", base_law_tolerance,
-                   "a length is within the limit while its loss <= (1 + tolerance) x the mean "
-                   "in-distribution loss")
+                   "a length is within the limit while its loss <= (1 + tolerance) x the loss "
+                   "at the longest evaluated length <= N")
       ->capture_default_str();
 
   auto* figures =

@@ -3,9 +3,9 @@
 // it: do hidden states carry position in a way that extrapolates (NoPE's implicit position,
 // Kazemnejad et al. 2023, Theorem 1: a causal layer can recover absolute position), and do they
 // leave their training distribution? From the run's evaluation stream (replayed, teacher-forced
-// inputs): the fit set is eval.samples sequences at the training length N; the test set
-// eval.samples sequences at the longest evaluation length, positions t < T_N ("in range") and
-// t >= T_N ("beyond"). Per layer:
+// inputs): the fit set is min(eval.samples, 64) sequences at the training length N; the test set
+// min(eval.samples, 64) sequences at the longest evaluation length, positions t < T_N ("in range")
+// and t >= T_N ("beyond"). Per layer:
 //  * absolute index t: ridge regression on standardised states (analysis/linear_probe.h: lambda =
 //    1e-3 x rows, intercept unpenalised) fitted on the training-length positions; RMSE in tokens in
 //    range and beyond, and the mean prediction at the last position against its true index;

@@ -176,7 +176,8 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.WriteDoubles("contribution_far", c.far_abs, {L, H, P}, "layer,head,pair",
                  "logit: mean |c_k| over visible pairs at distance >= train_span (NaN: none)");
   g.WriteDoubles("logit_supremum", c.supremum, {L, H}, "layer,head",
-                 "logit: max over (i, j) of scale sum_k |q_ik||k_jk|, mean over sequences");
+                 "logit: max over visible (i, j) of scale (sum_k |q_ik||k_jk| + q_u.k_u), u the "
+                 "unrotated dims (none when all rotate), mean over sequences");
   g.WriteDoubles("logit_observed_max", c.observed, {L, H}, "layer,head",
                  "logit: max over visible (i, j) of the rotary logit, mean over sequences");
   g.WriteDoubles("ablation_loss", a.ablation_loss, {2, P + 1, E}, "ablation,cut,length",

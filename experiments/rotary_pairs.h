@@ -1,11 +1,11 @@
-// The empirical side of the critical RoPE dimension (Liu et al. 2023, arXiv:2310.05209;
-// Liu et al. 2023, critical dimension) on a trained rope run, by replaying it
-// (experiments/model_replay.h):
+// The empirical side of the critical RoPE dimension (Liu et al. 2023, arXiv:2310.05209) on a
+// trained rope run, by replaying it (experiments/model_replay.h):
 //  * per rotary pair k, the angle range theta_k * distance it saw in training (largest distance
 //    the run's position scheme produces at the training length) against each evaluation length;
-//  * each pair's contribution to the logits, mean |c_k| over visible (query, key) pairs nearer than
-//    the training length and at or beyond it, and the supremum of the logits over distances against
-//    the largest observed logit (analysis/rotary_pair_probe.h), on the longest probe;
+//  * each pair's contribution to the logits, mean |c_k| over visible (query, key) pairs at a
+//    distance below train_span (the span defined below) and at or beyond it, and the supremum of
+//    the logits over distances against the largest observed logit (analysis/rotary_pair_probe.h),
+//    on the longest probe;
 //  * the post-critical ablation: the loss at every evaluation length with pairs k >= c frozen
 //    (theta_k = 0) or removed (q, k zeroed), for every cut c = 0..P (c = P: nothing ablated).
 // Predicted boundary: d_extra/2, the number of pairs whose period fits in the span of positions

@@ -375,7 +375,8 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
   g.WriteDoubles("in_distribution", ind, {T, E, S}, "task,encoding,seed",
                  "token accuracy averaged over the evaluated lengths 1..N");
   g.WriteDoubles("ruoss_mean", mean, {T, E}, "task,encoding", "mean over completed seeds");
-  g.WriteDoubles("ruoss_sd", sd, {T, E}, "task,encoding", "sample standard deviation over seeds");
+  g.WriteDoubles("ruoss_sd", sd, {T, E}, "task,encoding",
+                 "sample standard deviation over seeds (0 with one seed)");
   g.WriteDoubles("ruoss_max", mx, {T, E}, "task,encoding",
                  "max over seeds (the published convention of Deletang et al. and Ruoss et al.)");
   g.WriteDoubles("kazemnejad_exact_mean", kz_mean, {T, E}, "task,encoding", "mean over seeds");

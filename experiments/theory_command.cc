@@ -182,6 +182,7 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     mc.SetAttr("sd", content.sd);
     mc.SetAttr("content", content.same_content ? "q = k = x" : "q, k independent");
     mc.SetAttr("samples", static_cast<int64_t>(o.mc_samples));
+    // The base seed: curve c of the list below (rope 0, xpos 1, rope_scaled 2) draws with seed + c.
     mc.SetAttr("seed", static_cast<int64_t>(o.mc_seed));
     const uint64_t N = dist.size();
     std::vector<double> dd(dist.begin(), dist.end());

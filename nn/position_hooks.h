@@ -5,11 +5,10 @@
 //                       token ids, as complex word-order embeddings do)
 //   3. q/k transform    rotation / scaling of each head's queries and keys by position
 //   4. logit term       b_h(i, j) or a content-position term (may read q_i, k_j) added after
-//   1/sqrt(D),
-//                       or a transform of the block of logits (ReLU-and-rescale, a second rotary
-//                       pass)
+//                       1/sqrt(D), or a transform of the block of logits (ReLU-and-rescale, a
+//                       second rotary pass)
 //   5. mask / pattern   which keys query i may see and at what effective distance
-//   (AttentionPattern)
+//                       (AttentionPattern)
 //   6. logit scale      per-query temperature multiplying q.k/sqrt(D) (not the logit term)
 //   7. value term       sum_j p_ij r_h(i, j) added to the attention output (relative values, Shaw)
 // The attention logit of head h is  a_ij = scale_i * q_i.k_j / sqrt(D) + b_h(i, j, q_i, k_j)  for

@@ -50,7 +50,9 @@ std::string DrawPerplexityVsLength(const std::string& run_dir);
 std::string DrawScoreTable(const std::string& summary_file);
 
 // /analysis/entropy_variants of the runs (lexp analyze): entropy by query under plain, log-n, YaRN
-// and the Lambda mask against ln(i + 1), one panel per run, training length marked.
+// and the Lambda mask against ln(visible keys) (ln(i + 1) in the decoder layout, ln T in the
+// encoder layout; the keys the Lambda mask leaves under it), one panel per run, training length
+// marked.
 std::string DrawEntropyVariants(const std::string& run_dir);
 // /analysis/rotary of rope runs: periods covered per pair in training and at the longest
 // evaluation, each pair's mean |contribution| below and beyond the training length, and the

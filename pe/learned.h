@@ -1,8 +1,8 @@
 // Learned absolute position table added to the token embedding (Gehring et al. 2017,
 // arXiv:1705.03122). No value exists past the table: `beyond = "error"` (default)
 // refuses such positions, `beyond = "clamp"` reuses the last row. The table holds `max_len` rows
-// (0 = the run's longest evaluation length, so rows past the training length exist but were
-// never trained: the usual behaviour of a learned table evaluated long).
+// (0 = the run's bound on every position id a batch can carry, so rows past the training length
+// exist but were never trained: the usual behaviour of a learned table evaluated long).
 #pragma once
 
 #include <vector>

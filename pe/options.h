@@ -1,6 +1,6 @@
-// Options of an encoding, as given in a recipe (`[model.options]`), validated against the
-// encoding's declared option list so that a misspelt or out-of-range option is an error naming what
-// exists.
+// Options of an encoding, as given in a recipe (`[encoding_options.<name>]`), validated against
+// the encoding's declared option list so that a misspelt or out-of-range option is an error naming
+// what exists.
 #pragma once
 
 #include <map>
@@ -21,7 +21,9 @@ struct EncodingShape {
   int n_heads = 4;
   int n_layers = 2;
   bool causal = true;
-  int max_length = 0;    // longest sequence the run will ever evaluate (tokens)
+  int max_length = 0;    // bound on every position id a batch can carry (RecipeConfig::
+                         // MaxPositionId): above the longest sequence under the randomized and
+                         // shift position schemes
   int train_length = 0;  // longest training sequence (tokens): L of the scaling rules, kept apart
                          // from max_length (a known pitfall); 0 = unknown
   int vocab = 0;         // token vocabulary (encodings that depend on the token; 0 = unknown)

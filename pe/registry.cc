@@ -35,13 +35,14 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "absolute",
        "input embedding",
        "Gehring et al. 2017, arXiv:1705.03122",
-       {{"max_len", "0", "table rows (0 = the run's longest evaluation length)"},
+       {{"max_len", "0", "table rows (0 = the run's bound on every position id a batch can carry)"},
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
         {"init_std", "1.0", "standard deviation of the initial table"}},
        "its positions are added to the token embeddings before attention"},
       {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
       {"rope", "rotary",
-       "q/k transform (+ logit scale: yarn, log_n; logit term: rerope, remapped pattern distances)",
+       "q/k transform (+ logit scale: yarn, dynamic_yarn, log_n; logit term: rerope, remapped "
+       "pattern distances)",
        "Su et al. 2021, arXiv:2104.09864; scaling rules: pe/rope_scaling.h", RopeOptionSpecs()},
       {"rope_partial", "rotary", "q/k transform (+ logit scale, logit term as rope)",
        "Su et al. 2021; partial rotation as in GPT-NeoX / Kazemnejad et al. 2023 (25%)",
@@ -102,7 +103,8 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "absolute (untied) + relative bias",
        "logit term + logit scale",
        "Ke et al. 2021, arXiv:2006.15595",
-       {{"max_len", "0", "position table rows (0 = the run's longest evaluation length)"},
+       {{"max_len", "0",
+         "position table rows (0 = the run's bound on every position id a batch can carry)"},
         {"relative", "true", "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)"}},
        "its untied position term correlates the absolute positions of query and key"},
       {"da",
@@ -129,7 +131,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
        {{"base", "10000", "frequency base of the sinusoid"},
         {"max_shift", "0",
          "training positions k..k+T-1 with k ~ U{0..max_shift} "
-         "(0 = the run's longest sequence)"}},
+         "(0 = the run's bound on every position id a batch can carry)"}},
        "its positions are added to the token embeddings before attention"},
       {"complex_order",
        "absolute (word-dependent)",
@@ -187,8 +189,8 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
     PositionSchemeConfig pc;
     pc.name = "shift";
     LEXP_INPUT_CHECK(opt.Int("max_shift") >= 0,
-                     "encoding 'random_shift': max_shift must be >= 0 (0 = the longest sequence), "
-                     "got " +
+                     "encoding 'random_shift': max_shift must be >= 0 (0 = the run's bound on "
+                     "position ids), got " +
                          opt.Text("max_shift"));
     pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
     return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,

@@ -1,4 +1,6 @@
-// Creates an encoding from its recipe name and options. Adding an encoding is one entry here.
+// Creates an encoding from its recipe name and options. Adding an encoding takes an EncodingInfo in
+// ListEncodings() (name, family, sites, paper, options) and a branch in CreateEncoding that builds
+// it (registry.cc).
 #pragma once
 
 #include <map>

@@ -17,11 +17,14 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"fraction", fraction_default,
        "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); the rest "
        "passes unrotated"},
-      {"pairing", "half", "pair layout: half (k, k+D/2) | interleaved (2k, 2k+1)"},
+      {"pairing", "half",
+       "pair layout over the D_rot rotated dims: half (k, k+D_rot/2) | interleaved (2k, 2k+1)"},
       {"scaling", "none",
        "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
        "truncated_basis | llama3 | rerope | leaky_rerope"},
-      {"factor", "1", "scale s = target length / training length (dynamic rules: alpha)"},
+      {"factor", "1",
+       "scale s = target length / training length (dynamic_ntk: alpha; dynamic_yarn ignores it "
+       "and uses s = max(1, length / L))"},
       {"original_length", "0",
        "training length L in tokens (0 = the recipe's longest training sequence)"},
       {"beta_fast", "32", "yarn/by-parts: pairs with more rotations than this in L are kept"},
@@ -54,7 +57,7 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
       rot_(2 * static_cast<int>(std::floor(opt.Double("fraction") * D_ / 2 + 1e-9))),
       base_(opt.Double("base")),
       interleaved_(opt.String("pairing", {"half", "interleaved"}) == "interleaved") {
-  LEXP_INPUT_CHECK(base_ > 1, "encoding 'rope': base must be > 1");
+  LEXP_INPUT_CHECK(base_ > 1, "encoding '" + name_ + "': base must be > 1");
   LEXP_INPUT_CHECK(opt.Double("fraction") > 0 && opt.Double("fraction") <= 1,
                    "encoding '" + name_ + "': fraction must be in (0, 1]");
   LEXP_INPUT_CHECK(rot_ >= 2, "encoding '" + name_ + "': fraction leaves no pair to rotate");
@@ -74,7 +77,7 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   scaling_.low_freq_factor = opt.Double("low_freq_factor");
   scaling_.high_freq_factor = opt.Double("high_freq_factor");
   scaling_.truncate_length = opt.Double("truncate_length");
-  LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding 'rope': factor must be positive");
+  LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding '" + name_ + "': factor must be positive");
   scaling_.window = opt.Double("window");
   scaling_.leaky_factor = opt.Double("leaky_factor");
   auto positive = [&](const char* key, double v, bool zero_allowed) {

@@ -1,6 +1,7 @@
 // RoPE: rotary position embedding of queries and keys (Su et al. 2021, RoFormer, arXiv:2104.09864,
-// eq. 34). Pair k of a head rotates by pos * theta_k, theta_k = base^(-2k/D).
-// Pairing layout (pitfall 1): "half" (default) pairs dims (k, k + D/2) as GPT-NeoX,
+// eq. 34). The first D_rot dimensions of a head rotate (D_rot = D for rope, `fraction` of D for
+// rope_partial): pair k by pos * theta_k, theta_k = base^(-2k/D_rot).
+// Pairing layout (pitfall 1): "half" (default) pairs dims (k, k + D_rot/2) as GPT-NeoX,
 // Hugging Face and the reference benchmark do; "interleaved" pairs (2k, 2k+1) as RoFormer/GPT-J.
 // Angles are computed in double (pitfall 17); only cos/sin are cast. `scaling` applies one of the
 // frequency rules of pe/rope_scaling.h (PI, NTK, YaRN, ...), during training or at evaluation;

@@ -6,8 +6,9 @@
 // pass and shared by all layers. The content scale 1/sqrt(2D) is the logit-scale site (1/sqrt(2)
 // times lexp's 1/sqrt(D)). relative = true (TUPE-R, default) adds T5 relative buckets (32 buckets,
 // max distance 128, one table shared by the layers). lexp's tasks have no [CLS] token, so the
-// paper's [CLS] untying is not implemented. The table has max_len rows (0 = the run's longest
-// evaluation length); rows past the training length exist but were never trained.
+// paper's [CLS] untying is not implemented. The table has max_len rows (0 = the run's bound on
+// every position id a batch can carry); rows past the training length exist but were never
+// trained.
 #pragma once
 
 #include <atomic>

@@ -4,11 +4,12 @@
 // As the reference code (microsoft/torchscale) does: interleaved pairs by default,
 // gamma = 0.4, and positions centred before exponentiation (exponent (p - p_centre)/B, which halves
 // the range); the scale is computed in double (pitfall 13). The reference B = 512 goes with the
-// paper's 1024-token training (recalled): the slowest pair decays to zeta_0^2 = 0.08 across a
-// training sequence. At lexp's 16-64 training tokens B = 512 would leave a decay of 0.92-0.96, RoPE
-// in all but name, so scale_base = 0 (the default) keeps the ratio: B = half the run's longest
-// training sequence. Defined for causal attention: in the encoder layout keys ahead of the query
-// would be amplified by zeta^(-(n-m)/B) > 1.
+// paper's 1024-token training (recalled): pair 0, which rotates fastest and has the smallest zeta,
+// decays most, to zeta_0^2 = 0.08 across a training sequence. At lexp's 16-64 training tokens
+// B = 512 would leave that pair a decay of 0.86-0.96, RoPE in all but name, so scale_base = 0 (the
+// default) keeps the ratio: B = half the run's longest training sequence. Defined for causal
+// attention: in the encoder layout keys ahead of the query would be amplified by
+// zeta^(-(n-m)/B) > 1.
 #pragma once
 
 #include <vector>

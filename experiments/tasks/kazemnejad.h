@@ -1,6 +1,6 @@
 // The tasks of Kazemnejad et al. 2023 ("The impact of positional encoding on length
-// generalization", arXiv:2305.19466; Kazemnejad et al. 2023) in token form: no natural-language
-// prompt or tokenizer, every symbol one token. Formats (n = the requested length):
+// generalization", arXiv:2305.19466) in token form: no natural-language prompt or tokenizer, every
+// symbol one token. Formats (n = the requested length):
 //  * copy variants, items from a pool of `vocab` tokens (default 100) plus NEXT = vocab:
 //      copy_rsc     one token repeated n times, copied            out: n
 //      copy_rsc2x   the same, written twice                       out: 2n

@@ -56,7 +56,7 @@ const std::vector<TaskInfo>& ListTasks() {
       {"odds_first", "bits at odd indices, then at even indices", "Deletang et al. 2023 (CS)"},
       {"binary_addition", "a + b little-endian, then end (n+1 outputs)",
        "Deletang et al. 2023 (CS)"},
-      {"binary_multiplication", "a * b little-endian, then end (n outputs)",
+      {"binary_multiplication", "a * b little-endian, then end (n outputs; n + 1 for n <= 2)",
        "Deletang et al. 2023 (CS)"},
       {"compute_sqrt", "floor(sqrt x) of an n-bit x, big-endian (ceil(n/2) outputs)",
        "Deletang et al. 2023 (CS)"},
