@@ -22,16 +22,53 @@
 
 namespace lexp {
 
+namespace {
+
+// TUPE, with T5's relative buckets when `relative` (TUPE-R).
+constexpr auto MakeTupe = []<typename S>(
+                              const EncodingShape& shape,
+                              const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+  std::unique_ptr<PositionEncoding<S>> relative;
+  if (opt.Bool("relative")) relative = CreateEncoding<S>("t5", {}, shape);
+  return std::make_unique<Tupe<S>>(shape, opt, std::move(relative));
+};
+
+// SHAPE: the sinusoid under the `shift` position scheme.
+constexpr auto MakeRandomShift =
+    []<typename S>(const EncodingShape& shape,
+                   const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+  PositionSchemeConfig pc;
+  pc.name = "shift";
+  LEXP_INPUT_CHECK(opt.Int("max_shift") >= 0,
+                   "encoding 'random_shift': max_shift must be >= 0 (0 = the run's bound on "
+                   "position ids), got " +
+                       opt.Text("max_shift"));
+  pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
+  return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
+                                                 "random_shift");
+};
+
+}  // namespace
+
 const std::vector<EncodingInfo>& ListEncodings() {
   static const std::vector<EncodingInfo> kList = {
-      {"nope", "none", "-", "Kazemnejad et al. 2023, arXiv:2305.19466", {}},
+      {"nope",
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape&, const EncodingOptions&)
+               -> std::unique_ptr<PositionEncoding<S>> { return std::make_unique<NoPE<S>>(); }),
+       "none",
+       "-",
+       "Kazemnejad et al. 2023, arXiv:2305.19466",
+       {}},
       {"sinusoidal",
+       EncodingFactory::Of<Sinusoidal>(),
        "absolute",
        "input embedding",
        "Vaswani et al. 2017, arXiv:1706.03762",
        {{"base", "10000", "frequency base: w_k = base^(-2k/d_model)"}},
        "its positions are added to the token embeddings before attention"},
       {"learned",
+       EncodingFactory::Of<LearnedAbsolute>(),
        "absolute",
        "input embedding",
        "Gehring et al. 2017, arXiv:1705.03122",
@@ -39,15 +76,27 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
         {"init_std", "1.0", "standard deviation of the initial table"}},
        "its positions are added to the token embeddings before attention"},
-      {"alibi", "relative bias", "logit term", "Press et al. 2022, arXiv:2108.12409", {}},
-      {"rope", "rotary",
+      {"alibi",
+       EncodingFactory::Of<Alibi>(),
+       "relative bias",
+       "logit term",
+       "Press et al. 2022, arXiv:2108.12409",
+       {}},
+      {"rope", EncodingFactory::Of<Rope>(), "rotary",
        "q/k transform (+ logit scale: yarn, dynamic_yarn, log_n; logit term: rerope, remapped "
        "pattern distances)",
        "Su et al. 2021, arXiv:2104.09864; scaling rules: pe/rope_scaling.h", RopeOptionSpecs()},
-      {"rope_partial", "rotary", "q/k transform (+ logit scale, logit term as rope)",
+      {"rope_partial",
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape& shape,
+                          const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+             return std::make_unique<Rope<S>>(shape, opt, "rope_partial");
+           }),
+       "rotary", "q/k transform (+ logit scale, logit term as rope)",
        "Su et al. 2021; partial rotation as in GPT-NeoX / Kazemnejad et al. 2023 (25%)",
        RopeOptionSpecs("0.25")},
       {"xpos",
+       EncodingFactory::Of<XPos>(),
        "rotary",
        "q/k transform",
        "Sun et al. 2022, arXiv:2212.10554",
@@ -60,9 +109,28 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"pairing", "interleaved", "pair layout: interleaved (torchscale) | half"}},
        "its positions scale and rotate q and k before the logits, and its decay cannot be "
        "recomputed per key"},
-      {"kerple_log", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
-      {"kerple_power", "relative bias", "logit term", "Chi et al. 2022, arXiv:2205.09921", {}},
+      {"kerple_log",
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape& shape,
+                          const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+             return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kLog, shape, opt);
+           }),
+       "relative bias",
+       "logit term",
+       "Chi et al. 2022, arXiv:2205.09921",
+       {}},
+      {"kerple_power",
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape& shape,
+                          const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+             return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kPower, shape, opt);
+           }),
+       "relative bias",
+       "logit term",
+       "Chi et al. 2022, arXiv:2205.09921",
+       {}},
       {"sandwich",
+       EncodingFactory::Of<Sandwich>(),
        "relative bias",
        "logit term",
        "Chi et al. 2023, arXiv:2212.10356",
@@ -70,6 +138,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"dim", "128",
          "D', the sinusoids' dimension: the paper's 128 (recalled); 0 = the head width (NeMo)"}}},
       {"fire",
+       EncodingFactory::Of<Fire>(),
        "relative bias",
        "logit term",
        "Li et al. 2023, arXiv:2310.04418",
@@ -81,6 +150,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"eps", "1e-6", "added to the normaliser"},
         {"per_layer", "true", "one FIRE module per layer (false: shared by all layers)"}}},
       {"t5",
+       EncodingFactory::Of<T5Bias>(),
        "relative bias",
        "logit term",
        "Raffel et al. 2020, arXiv:1910.10683",
@@ -88,18 +158,21 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"max_distance", "128", "distance at which the log buckets end"},
         {"per_layer", "false", "own table per layer (T5 shares one across layers)"}}},
       {"shaw",
+       EncodingFactory::Of<Shaw>(),
        "relative representation",
        "logit term (reads q) + value term",
        "Shaw et al. 2018, arXiv:1803.02155",
        {{"clip", "16", "k: offsets j - i are clipped to [-k, k] (2k+1 learned vectors per table)"},
         {"values", "true", "also add relative value vectors to the output (false: keys only)"}}},
       {"transformer_xl",
+       EncodingFactory::Of<TransformerXL>(),
        "relative representation",
        "logit term (reads q, k)",
        "Dai et al. 2019, arXiv:1901.02860",
        {{"clamp_len", "0", "cap |i - j| of the sinusoid at this value (0 = no cap)"},
         {"share_biases", "true", "u, v shared by all layers (original code); false = per layer"}}},
       {"tupe",
+       EncodingFactory::Generic(MakeTupe),
        "absolute (untied) + relative bias",
        "logit term + logit scale",
        "Ke et al. 2021, arXiv:2006.15595",
@@ -108,11 +181,13 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"relative", "true", "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)"}},
        "its untied position term correlates the absolute positions of query and key"},
       {"da",
+       EncodingFactory::Of<DistanceAware>(),
        "relative (multiplicative)",
        "logit term (transforms q.k)",
        "Wu et al. 2021, arXiv:2010.06925 (form recalled, not checked against the paper text)",
        {{"init_w", "0.1", "w_h starts uniform in [-init_w, init_w]; v_h starts at 0"}}},
       {"cape",
+       EncodingFactory::Of<Cape>(),
        "absolute",
        "position ids + input embedding",
        "Likhomanenko et al. 2021, arXiv:2106.03143",
@@ -125,6 +200,7 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"freq_scale", "1", "multiplies every sinusoid frequency"}},
        "its positions are added to the token embeddings before attention"},
       {"random_shift",
+       EncodingFactory::Generic(MakeRandomShift),
        "absolute",
        "position ids + input embedding",
        "Kiyono et al. 2021 (SHAPE), arXiv:2109.05644",
@@ -134,12 +210,14 @@ const std::vector<EncodingInfo>& ListEncodings() {
          "(0 = the run's bound on every position id a batch can carry)"}},
        "its positions are added to the token embeddings before attention"},
       {"complex_order",
+       EncodingFactory::Of<ComplexOrder>(),
        "absolute (word-dependent)",
        "input embedding (transforms it, reads tokens)",
        "Wang et al. 2020, arXiv:1912.12333",
        {},
        "its positions are folded into the token embeddings before attention"},
       {"floater",
+       EncodingFactory::Of<Floater>(),
        "absolute (continuous dynamics)",
        "input embedding",
        "Liu et al. 2020, arXiv:2003.09229",
@@ -164,43 +242,7 @@ std::unique_ptr<PositionEncoding<S>> CreateEncoding(
     const std::string& name, const std::map<std::string, std::string>& options,
     const EncodingShape& shape) {
   const EncodingInfo& info = FindEncoding(name);
-  const EncodingOptions opt(name, info.options, options);
-  if (name == "nope") return std::make_unique<NoPE<S>>();
-  if (name == "sinusoidal") return std::make_unique<Sinusoidal<S>>(shape, opt);
-  if (name == "learned") return std::make_unique<LearnedAbsolute<S>>(shape, opt);
-  if (name == "alibi") return std::make_unique<Alibi<S>>(shape, opt);
-  if (name == "rope") return std::make_unique<Rope<S>>(shape, opt);
-  if (name == "rope_partial") return std::make_unique<Rope<S>>(shape, opt, "rope_partial");
-  if (name == "xpos") return std::make_unique<XPos<S>>(shape, opt);
-  if (name == "kerple_log") return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kLog, shape, opt);
-  if (name == "kerple_power")
-    return std::make_unique<Kerple<S>>(Kerple<S>::Kind::kPower, shape, opt);
-  if (name == "sandwich") return std::make_unique<Sandwich<S>>(shape, opt);
-  if (name == "fire") return std::make_unique<Fire<S>>(shape, opt);
-  if (name == "t5") return std::make_unique<T5Bias<S>>(shape, opt);
-  if (name == "tupe") {
-    std::unique_ptr<PositionEncoding<S>> relative;
-    if (opt.Bool("relative")) relative = CreateEncoding<S>("t5", {}, shape);
-    return std::make_unique<Tupe<S>>(shape, opt, std::move(relative));
-  }
-  if (name == "da") return std::make_unique<DistanceAware<S>>(shape, opt);
-  if (name == "cape") return std::make_unique<Cape<S>>(shape, opt);
-  if (name == "random_shift") {
-    PositionSchemeConfig pc;
-    pc.name = "shift";
-    LEXP_INPUT_CHECK(opt.Int("max_shift") >= 0,
-                     "encoding 'random_shift': max_shift must be >= 0 (0 = the run's bound on "
-                     "position ids), got " +
-                         opt.Text("max_shift"));
-    pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
-    return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
-                                                   "random_shift");
-  }
-  if (name == "complex_order") return std::make_unique<ComplexOrder<S>>(shape, opt);
-  if (name == "floater") return std::make_unique<Floater<S>>(shape, opt);
-  if (name == "shaw") return std::make_unique<Shaw<S>>(shape, opt);
-  if (name == "transformer_xl") return std::make_unique<TransformerXL<S>>(shape, opt);
-  Fail(__FILE__, __LINE__, "encoding '" + name + "' is listed but has no factory");
+  return info.factory.Create<S>(shape, EncodingOptions(name, info.options, options));
 }
 
 template std::unique_ptr<PositionEncoding<float>> CreateEncoding<float>(

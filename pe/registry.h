@@ -1,11 +1,13 @@
-// Creates an encoding from its recipe name and options. Adding an encoding takes an EncodingInfo in
-// ListEncodings() (name, family, sites, paper, options) and a branch in CreateEncoding that builds
-// it (registry.cc).
+// Every encoding by its recipe name: one row each in ListEncodings() (registry.cc) holding what
+// `lexp list encodings`, the recipe check and the docs show (family, sites, paper, options with
+// defaults) and the factory that builds it. Adding an encoding is adding its row.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nn/check.h"
@@ -14,8 +16,45 @@
 
 namespace lexp {
 
+// Builds an encoding from its shape and resolved options, in float (models) and double (gradient
+// checks); Of<E>() for an encoding E<S>(shape, options), Generic(f) for a template lambda.
+struct EncodingFactory {
+  template <typename S>
+  using Make = std::function<std::unique_ptr<PositionEncoding<S>>(const EncodingShape&,
+                                                                  const EncodingOptions&)>;
+  Make<float> f32;
+  Make<double> f64;
+
+  template <typename S>
+  std::unique_ptr<PositionEncoding<S>> Create(const EncodingShape& shape,
+                                              const EncodingOptions& opt) const {
+    if constexpr (std::is_same_v<S, float>)
+      return f32(shape, opt);
+    else
+      return f64(shape, opt);
+  }
+  template <typename F>
+  static EncodingFactory Generic(F f) {
+    return {[f](const EncodingShape& s, const EncodingOptions& o) {
+              return f.template operator()<float>(s, o);
+            },
+            [f](const EncodingShape& s, const EncodingOptions& o) {
+              return f.template operator()<double>(s, o);
+            }};
+  }
+  template <template <typename> class E>
+  static EncodingFactory Of() {
+    return Generic(
+        []<typename S>(const EncodingShape& s,
+                       const EncodingOptions& o) -> std::unique_ptr<PositionEncoding<S>> {
+          return std::make_unique<E<S>>(s, o);
+        });
+  }
+};
+
 struct EncodingInfo {
   std::string name;
+  EncodingFactory factory;
   std::string family;  // absolute / relative bias / rotary / none
   std::string sites;   // hook sites it uses
   std::string paper;
