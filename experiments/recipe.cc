@@ -738,14 +738,15 @@ void ValidateOneTask(const RecipeConfig& c) {
                          " is \"eval\", but shifted_sparse (S2-Attn) is a "
                          "training-time pattern; set pattern_when = \"train\" (or \"always\")");
     if (PatternRemapsDistances(c.pattern)) {
+      std::string can;  // the encodings that can, from the registry
+      for (const auto& info : ListEncodings())
+        if (info.cannot_remap.empty()) can += (can.empty() ? "" : ", ") + info.name;
       for (const auto& e : c.encodings)
         LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
                          Where(src, "model.pattern") + " = \"" + c.pattern +
                              "\" shows some keys at another distance than their own, which '" + e +
                              "' cannot do: " + FindEncoding(e).cannot_remap +
-                             " (the pattern would be a mask only); use rope, rope_partial, a "
-                             "logit-term encoding (alibi, t5, kerple_*, sandwich, fire, shaw, "
-                             "transformer_xl, da) or nope");
+                             " (the pattern would be a mask only); encodings that can: " + can);
     }
   } else {
     LEXP_INPUT_CHECK(c.pattern_when == "eval",

@@ -89,11 +89,9 @@ std::vector<PatternCase> AllPatternCases() {
 }
 
 // Encodings that cannot show a key at a distance other than its own (their position enters before
-// attention), refused under lambda and sinks with an explanation.
+// attention; the registry says why), refused under lambda and sinks with that explanation.
 bool RefusedUnderRemap(const std::string& encoding) {
-  static const std::set<std::string> kRefused = {
-      "xpos", "sinusoidal", "learned", "cape", "random_shift", "complex_order", "floater", "tupe"};
-  return kRefused.count(encoding) > 0;
+  return !FindEncoding(encoding).cannot_remap.empty();
 }
 
 class EveryPattern : public ::testing::TestWithParam<PatternCase> {};
