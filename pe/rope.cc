@@ -119,26 +119,6 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   mscale_ = f.mscale;
 }
 
-// Frozen pairs (ablate_from, freeze) get theta = 0: they keep their content and lose position.
-template <typename S>
-void Rope<S>::SetFrequencies(std::vector<double> inv_freq) {
-  if (ablate_from_ >= 0 && !remove_ablated_)
-    for (size_t k = ablate_from_; k < inv_freq.size(); ++k) inv_freq[k] = 0;
-  inv_freq_ = std::move(inv_freq);
-}
-
-// Removed pairs (ablate_from, remove): their query and key components are zeroed after rotation.
-template <typename S>
-void Rope<S>::ZeroRemovedPairs(S* x, long ld, int T) const {
-  if (ablate_from_ < 0 || !remove_ablated_) return;
-  const int P = rot_ / 2, stride = interleaved_ ? 2 : 1, second = interleaved_ ? 1 : P;
-  for (int t = 0; t < T; ++t)
-    for (int k = ablate_from_; k < P; ++k) {
-      x[t * ld + k * stride] = S(0);
-      x[t * ld + k * stride + second] = S(0);
-    }
-}
-
 template <typename S>
 unsigned Rope<S>::Sites() const {
   const bool tempered = scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn";
@@ -205,107 +185,6 @@ void Rope<S>::TransformQKBackward(const AttentionContext& ctx, bool, S* d_x, lon
   RotatePairs(d_x, ld, ctx.T, rot_ / 2, interleaved_, cos_.data(), sin_.data(), S(-1));
 }
 
-template <typename S>
-template <typename Offset>
-void Rope<S>::RotateRows(const S* x, long ld, int t0, int n, Offset offset, Mat<S>& out) const {
-  const int P = rot_ / 2, stride = interleaved_ ? 2 : 1, second = interleaved_ ? 1 : P;
-  Resize(out, n, D_);
-  for (int r = 0; r < n; ++r) {
-    const S* in = x + static_cast<long>(r) * ld;
-    S* o = out.data() + static_cast<long>(r) * D_;
-    for (int c = 0; c < D_; ++c) o[c] = in[c];
-    const double a = offset(t0 + r);
-    for (int k = 0; k < P; ++k) {
-      const double ang = a * inv_freq_[k], cs = std::cos(ang), sn = std::sin(ang);
-      const double x0 = o[k * stride], x1 = o[k * stride + second];
-      o[k * stride] = static_cast<S>(x0 * cs - x1 * sn);
-      o[k * stride + second] = static_cast<S>(x0 * sn + x1 * cs);
-    }
-  }
-}
-
-// q_i is already rotated to p_i, k_j to p_j. rerope: q2 at position w, k2 at 0 (unrotated), so
-// q2.k2 sees distance w. leaky: q2 at p_i/k + w(1 - 1/k), k2 at p_j/k, distance w + (d - w)/k.
-template <typename S>
-void Rope<S>::ReropeOperands(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                             const HeadQK<S>& qk, Mat<S>& q2, Mat<S>& k2) const {
-  const double w = window_;
-  const double k = scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0;
-  const double* pos = ctx.pos;
-  const S* q = qk.q + static_cast<long>(i0) * qk.ld;
-  const S* k_rows = qk.k + static_cast<long>(j0) * qk.ld;
-  if (k > 0) {
-    RotateRows(
-        q, qk.ld, i0, i1 - i0, [&](int t) { return pos[t] / k + w * (1 - 1 / k) - pos[t]; }, q2);
-    RotateRows(
-        k_rows, qk.ld, j0, j1 - j0, [&](int t) { return pos[t] / k - pos[t]; }, k2);
-  } else {
-    RotateRows(
-        q, qk.ld, i0, i1 - i0, [&](int t) { return w - pos[t]; }, q2);
-    RotateRows(
-        k_rows, qk.ld, j0, j1 - j0, [&](int t) { return -pos[t]; }, k2);
-  }
-}
-
-// Far entries (d = p_i - p_j >= w) become scale_i q2_i.k2_j / sqrt(D); near ones keep the plain
-// rotary logit.
-template <typename S>
-void Rope<S>::ReropeForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                            const HeadQK<S>& qk, S* scores, long lds) const {
-  const double* pos = ctx.pos;
-  if (pos[i1 - 1] - pos[j0] < window_) return;  // no far pair in this block
-  thread_local Mat<S> q2, k2, s2;
-  ReropeOperands(ctx, i0, i1, j0, j1, qk, q2, k2);
-  s2.noalias() = q2 * k2.transpose();
-  const S inv = S(1) / std::sqrt(S(D_));
-  for (int i = i0; i < i1; ++i) {
-    const S scale = LogitScale(ctx, i) * inv;
-    S* row = scores + static_cast<long>(i - i0) * lds;
-    for (int j = j0; j < j1; ++j)
-      if (pos[i] - pos[j] >= window_) row[j - j0] = scale * s2(i - i0, j - j0);
-  }
-}
-
-// Far entries: g = d_a_ij scale_i / sqrt(D) goes to d_q2_i += g k2_j and d_k2_j += g q2_i, which
-// are rotated back onto the rotated q and k; d_a_ij is then zeroed so the plain product gets none
-// of it.
-template <typename S>
-void Rope<S>::ReropeBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                             const HeadQK<S>& qk, S* d_scores, long lds,
-                             const HeadQKGrad<S>& grad) const {
-  const double* pos = ctx.pos;
-  if (pos[i1 - 1] - pos[j0] < window_) return;
-  const int n = i1 - i0, m = j1 - j0;
-  thread_local Mat<S> q2, k2, g, dq2, dk2, back;
-  ReropeOperands(ctx, i0, i1, j0, j1, qk, q2, k2);
-  Resize(g, n, m);
-  const S inv = S(1) / std::sqrt(S(D_));
-  for (int i = i0; i < i1; ++i) {
-    const S scale = LogitScale(ctx, i) * inv;
-    S* row = d_scores + static_cast<long>(i - i0) * lds;
-    for (int j = j0; j < j1; ++j) {
-      const bool far = pos[i] - pos[j] >= window_;
-      g(i - i0, j - j0) = far ? row[j - j0] * scale : S(0);
-      if (far) row[j - j0] = S(0);
-    }
-  }
-  dq2.noalias() = g * k2;
-  dk2.noalias() = g.transpose() * q2;
-  // Rotating back is rotating by minus the offset.
-  const double w = window_;
-  const double k = scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0;
-  auto q_off = [&](int t) { return k > 0 ? pos[t] / k + w * (1 - 1 / k) - pos[t] : w - pos[t]; };
-  auto k_off = [&](int t) { return k > 0 ? pos[t] / k - pos[t] : -pos[t]; };
-  RotateRows(
-      dq2.data(), D_, i0, n, [&](int t) { return -q_off(t); }, back);
-  for (int r = 0; r < n; ++r)
-    Eigen::Map<RowVec<S>>(grad.d_q + static_cast<long>(i0 + r) * grad.ld, D_) += back.row(r);
-  RotateRows(
-      dk2.data(), D_, j0, m, [&](int t) { return -k_off(t); }, back);
-  for (int r = 0; r < m; ++r)
-    Eigen::Map<RowVec<S>>(grad.d_k + static_cast<long>(j0 + r) * grad.ld, D_) += back.row(r);
-}
-
 // Site 4: rerope's far entries, then the keys a pattern shows at another distance than p_i - p_j.
 template <typename S>
 void Rope<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
@@ -320,71 +199,6 @@ void Rope<S>::LogitTermBackward(const AttentionContext& ctx, int i0, int i1, int
                                 const HeadQKGrad<S>& grad, int) {
   if (!ctx.plain_distance) RemapBackward(ctx, i0, i1, j0, j1, qk, d_scores, lds, grad);
   if (IsReropeRule(scaling_.rule)) ReropeBackward(ctx, i0, i1, j0, j1, qk, d_scores, lds, grad);
-}
-
-template <typename S>
-double Rope<S>::TargetDistance(double d) const {
-  if (!IsReropeRule(scaling_.rule)) return d;
-  return ReropeDistance(d, window_, scaling_.rule == "leaky_rerope" ? scaling_.leaky_factor : 0.0);
-}
-
-// Calls f(i, j, delta) for every visible key whose target distance differs from p_i - p_j by delta.
-template <typename S>
-template <typename F>
-void Rope<S>::ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                              F f) const {
-  const AttentionPattern& pat = *ctx.pattern;
-  for (int i = i0; i < i1; ++i) {
-    int b, e;
-    pat.KeyBounds(i, ctx.T, &b, &e);
-    for (int j = std::max(b, j0); j < std::min(e, j1); ++j) {
-      if (!pat.Contiguous() && !pat.Visible(i, j, ctx.T)) continue;
-      const double plain = ctx.pos[i] - ctx.pos[j];
-      const double eff = pat.EffectiveDistance(i, j, ctx.pos);
-      if (eff == plain) continue;
-      f(i, j, TargetDistance(eff) - plain);
-    }
-  }
-}
-
-// a_ij = scale_i (R(delta) q_i).k_j / sqrt(D) with the rotated q_i, k_j: the rotation at the target
-// distance, one key at a time (patterns remap few keys: LM-Infinite's globals, StreamingLLM's
-// sinks).
-template <typename S>
-void Rope<S>::RemapForward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                           const HeadQK<S>& qk, S* scores, long lds) const {
-  thread_local Mat<S> qd;
-  const S inv = S(1) / std::sqrt(S(D_));
-  ForEachRemapped(ctx, i0, i1, j0, j1, [&](int i, int j, double delta) {
-    RotateRows(
-        qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
-    const S dot =
-        Eigen::Map<const RowVec<S>>(qk.k + static_cast<long>(j) * qk.ld, D_).dot(qd.row(0));
-    scores[static_cast<long>(i - i0) * lds + (j - j0)] = LogitScale(ctx, i) * inv * dot;
-  });
-}
-
-// g = d_a_ij scale_i / sqrt(D):  d_q_i += R(-delta) (g k_j);  d_k_j += g R(delta) q_i;  d_a_ij = 0.
-template <typename S>
-void Rope<S>::RemapBackward(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
-                            const HeadQK<S>& qk, S* d_scores, long lds,
-                            const HeadQKGrad<S>& grad) const {
-  thread_local Mat<S> qd, back;
-  thread_local RowVec<S> gk;
-  const S inv = S(1) / std::sqrt(S(D_));
-  ForEachRemapped(ctx, i0, i1, j0, j1, [&](int i, int j, double delta) {
-    S& d = d_scores[static_cast<long>(i - i0) * lds + (j - j0)];
-    const S g = d * LogitScale(ctx, i) * inv;
-    d = S(0);
-    if (g == S(0)) return;
-    RotateRows(
-        qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
-    Eigen::Map<RowVec<S>>(grad.d_k + static_cast<long>(j) * grad.ld, D_) += g * qd.row(0);
-    gk = g * Eigen::Map<const RowVec<S>>(qk.k + static_cast<long>(j) * qk.ld, D_);
-    RotateRows(
-        gk.data(), D_, 0, 1, [&](int) { return -delta; }, back);
-    Eigen::Map<RowVec<S>>(grad.d_q + static_cast<long>(i) * grad.ld, D_) += back.row(0);
-  });
 }
 
 template class Rope<float>;

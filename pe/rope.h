@@ -20,6 +20,7 @@
 // `ablation = remove` zeroes those pairs of q and k after rotation (they contribute nothing).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -125,5 +126,25 @@ class Rope final : public PositionEncoding<S> {
   void SetFrequencies(std::vector<double> inv_freq);
   void ZeroRemovedPairs(S* x, long ld, int T) const;
 };
+
+// Shared by the rotation, ReRoPE's second pass (rope_rerope.cc) and remapped keys (rope_remap.cc).
+template <typename S>
+template <typename Offset>
+void Rope<S>::RotateRows(const S* x, long ld, int t0, int n, Offset offset, Mat<S>& out) const {
+  const int P = rot_ / 2, stride = interleaved_ ? 2 : 1, second = interleaved_ ? 1 : P;
+  Resize(out, n, D_);
+  for (int r = 0; r < n; ++r) {
+    const S* in = x + static_cast<long>(r) * ld;
+    S* o = out.data() + static_cast<long>(r) * D_;
+    for (int c = 0; c < D_; ++c) o[c] = in[c];
+    const double a = offset(t0 + r);
+    for (int k = 0; k < P; ++k) {
+      const double ang = a * inv_freq_[k], cs = std::cos(ang), sn = std::sin(ang);
+      const double x0 = o[k * stride], x1 = o[k * stride + second];
+      o[k * stride] = static_cast<S>(x0 * cs - x1 * sn);
+      o[k * stride + second] = static_cast<S>(x0 * sn + x1 * cs);
+    }
+  }
+}
 
 }  // namespace lexp
