@@ -1,0 +1,45 @@
+// lexp base-law RUN_DIR: the RoPE base-scaling law measured against its prediction
+// (experiments/base_law_command.h).
+#include <cstdio>
+#include <filesystem>
+
+#include "experiments/base_law_command.h"
+#include "experiments/commands/command.h"
+#include "notebooks_cpp/figures.h"
+
+namespace lexp::cli {
+namespace {
+
+class BaseLawCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared&) override {
+    auto* b = app.add_subcommand(
+        "base-law",
+        "RoPE base-scaling law: measured extrapolation limit of every rope run of a directory "
+        "(e.g. a run.sweep over encoding_options.rope.base) against T_extra = 2 pi "
+        "b^(d_extra/d), with a fitted exponent; writes RUN_DIR/base_law.h5");
+    b->add_option("RUN_DIR", dir_, "directory of rope run files")->required();
+    b->add_option("--tolerance", tolerance_,
+                  "a length is within the limit while its loss <= (1 + tolerance) x the loss "
+                  "at the longest evaluated length <= N")
+        ->capture_default_str();
+    return b;
+  }
+  int Run(Shared&) override {
+    std::fputs(WriteBaseLaw(dir_, tolerance_).c_str(), stdout);
+    const std::string file = (std::filesystem::path(dir_) / "base_law.h5").string();
+    PrintLine("wrote " + file);
+    PrintLine("figure: " + DrawBaseLaw(file));
+    return 0;
+  }
+
+ private:
+  std::string dir_;
+  double tolerance_ = 0.1;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeBaseLawCommand() { return std::make_unique<BaseLawCommand>(); }
+
+}  // namespace lexp::cli

@@ -1,0 +1,41 @@
+// lexp collect RUN_DIR: the summary, score tables and figures of whatever rows of a planned sweep
+// are done.
+#include <cstdio>
+
+#include "experiments/commands/command.h"
+#include "experiments/job_list.h"
+
+namespace lexp::cli {
+namespace {
+
+class CollectCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared& shared) override {
+    auto* collect = app.add_subcommand(
+        "collect",
+        "make a run directory's summary, score tables and figures from the run files there");
+    collect->add_option("RUN_DIR", dir_, "a run directory with a plan (lexp plan/slurm/run)")
+        ->required();
+    collect->add_flag("--no-figures", no_figures_, "do not draw figures");
+    shared.AddFormatOption(collect);
+    collect->footer(
+        "Runs that finished before their NoPE reference are analysed again with it, so that the "
+        "files are those of one lexp run; missing, failed and diverged rows are listed by index.");
+    return collect;
+  }
+  int Run(Shared&) override {
+    const auto res = CollectSweep(dir_, !no_figures_, PrintLine);
+    std::fputs(res.report.c_str(), stdout);
+    return 0;
+  }
+
+ private:
+  std::string dir_;
+  bool no_figures_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeCollectCommand() { return std::make_unique<CollectCommand>(); }
+
+}  // namespace lexp::cli

@@ -1,0 +1,102 @@
+#include "experiments/commands/command.h"
+
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/default_recipe.h"
+#include "nn/check.h"
+
+namespace lexp::cli {
+
+void Shared::AddFormatOption(CLI::App* command) {
+  command
+      ->add_option("--format", figure_formats,
+                   "figure formats besides PNG, comma-separated: png, svg, pdf (e.g. --format "
+                   "png,svg,pdf)")
+      ->delimiter(',');
+}
+
+void PrintLine(const std::string& s) {
+  std::fputs((s + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
+std::string ReadRecipeFile(const std::string& path) {
+  LEXP_INPUT_CHECK(!path.empty(),
+                   "the recipe path is empty (omit it to run the embedded default recipe)");
+  LEXP_INPUT_CHECK(std::filesystem::exists(path), "recipe '" + path + "' does not exist");
+  LEXP_INPUT_CHECK(std::filesystem::is_regular_file(path),
+                   "recipe '" + path + "' is not a file (a TOML recipe was expected)");
+  std::ifstream f(path);
+  LEXP_INPUT_CHECK(f.good(), "cannot read recipe '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+RecipeConfig LoadRecipe(bool given, const std::string& path,
+                        const std::vector<std::string>& overrides) {
+  RecipeConfig c = given ? ParseRecipe(ReadRecipeFile(path), path)
+                         : ParseRecipe(kDefaultRecipeToml, "<embedded default recipe>");
+  ApplyOverrides(c, overrides);
+  ValidateRecipe(c);
+  return c;
+}
+
+std::string DefaultRunDir(const RecipeConfig& c) {
+  return (std::filesystem::path("data") / "runs" / c.name).string();
+}
+
+std::string RecipeKeysHelp() {
+  RecipeConfig c;
+  std::string s =
+      "Recipe keys (TOML sections [run] [task] [model] [train] [eval] [probe]; "
+      "defaults in brackets):\n";
+  for (const auto& f : Fields(c))
+    s += fmt::format("  {:<22} {:<16} {}  [{}]\n", f.key, FieldTypeName(f), f.help,
+                     FieldValueString(f));
+  s += "  encoding_options.<encoding>.<option>   per-encoding options (lexp list encodings)\n";
+  return s;
+}
+
+namespace {
+
+// Hidden: fails an internal check, so that tests can see exit code 3 and its message.
+class InternalErrorCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared&) override {
+    return app.add_subcommand("internal-error-for-tests", "")->group("");
+  }
+  int Run(Shared&) override {
+    LEXP_CHECK(false, "this check fails on purpose (internal-error-for-tests)");
+    return 3;
+  }
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Command>> AllCommands() {
+  std::vector<std::unique_ptr<Command>> all;
+  all.push_back(MakeRunCommand());
+  all.push_back(MakeDumpCommand());
+  all.push_back(MakePlanCommand());
+  all.push_back(MakeStatusCommand());
+  all.push_back(MakeCollectCommand());
+  all.push_back(MakeSlurmCommand());
+  all.push_back(MakeEvalCommand());
+  all.push_back(MakePeTableCommand());
+  all.push_back(MakeTheoryCommand());
+  all.push_back(MakeAnalyzeCommand());
+  all.push_back(MakeBaseLawCommand());
+  all.push_back(MakeFiguresCommand());
+  all.push_back(MakeListCommand());
+  all.push_back(MakeBenchCommand());
+  all.push_back(std::make_unique<InternalErrorCommand>());
+  return all;
+}
+
+}  // namespace lexp::cli

@@ -1,0 +1,83 @@
+// lexp eval RUN_FILE [--scale RULE...]: a trained run evaluated again, under RoPE scaling rules,
+// overrides or capture sites (experiments/eval_command.h).
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "experiments/commands/command.h"
+#include "experiments/eval_command.h"
+#include "notebooks_cpp/figures.h"
+
+namespace lexp::cli {
+namespace {
+
+class EvalCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared& shared) override {
+    auto* eval = app.add_subcommand(
+        "eval", "evaluate a trained run file again, optionally with a RoPE scaling rule");
+    eval->add_option("RUN_FILE", o_.run_file,
+                     "a completed run file (data/runs/<name>/<encoding>.h5)")
+        ->required();
+    eval->add_option("--scale", scales_,
+                     "RULE[:key=value,...], e.g. yarn:factor=4 or ntk:factor=8 or "
+                     "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings); give it "
+                     "several times to compare rules (one file each, and a table of entropy and "
+                     "max logit by length)")
+        ->take_all();
+    eval->add_option("--set", o_.sets,
+                     "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
+        ->take_all();
+    eval->add_option("--capture", capture_,
+                     "capture sites to store at every probe length (names or globs, e.g. "
+                     "'layer*.attn.q' layer1.resid_post; lexp list sites); the same as "
+                     "--set probe.capture=[...]")
+        ->take_all();
+    eval->add_option("--out", o_.out_dir, "output directory (default: the run file's directory)");
+    eval->add_flag("--no-figures", no_figures_, "do not redraw the directory's figures");
+    eval->add_flag("--force", o_.force,
+                   "replace an earlier evaluation's file of the same name (refused otherwise)");
+    shared.AddFormatOption(eval);
+    eval->footer(
+        "Writes <out>/<label>+<rule>x<factor>[-<option><value>...].h5 (the source run's label, "
+        "e.g. rope-base500+yarnx4.h5) with the same layout as a trained run (weights taken from "
+        "RUN_FILE, /train empty), then redraws the figures of <out>.");
+    return eval;
+  }
+  int Run(Shared&) override {
+    o_.progress = PrintLine;
+    if (!capture_.empty()) {
+      std::string globs;
+      for (const auto& g : capture_) globs += fmt::format("{}\"{}\"", globs.empty() ? "" : ",", g);
+      o_.sets.push_back("probe.capture=[" + globs + "]");
+    }
+    if (scales_.empty()) scales_.push_back("");
+    // Every rule is checked before any evaluation runs.
+    for (const auto& sc : scales_)
+      if (!sc.empty()) ParseScaleSpec(sc);
+    std::vector<std::string> written;
+    for (const auto& sc : scales_) {
+      o_.scale = sc;
+      written.push_back(EvaluateRunFile(o_).path);
+      PrintLine("wrote " + written.back());
+    }
+    if (written.size() > 1) std::fputs(ScaleComparisonTable(written).c_str(), stdout);
+    if (!no_figures_) {
+      const std::string dir = std::filesystem::path(written.back()).parent_path().string();
+      for (const auto& png : DrawAllFigures(dir)) PrintLine("figure: " + png);
+    }
+    return 0;
+  }
+
+ private:
+  EvalCommandOptions o_;
+  std::vector<std::string> scales_, capture_;
+  bool no_figures_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeEvalCommand() { return std::make_unique<EvalCommand>(); }
+
+}  // namespace lexp::cli

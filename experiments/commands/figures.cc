@@ -1,0 +1,82 @@
+// lexp figures RUN_DIR [--runs a,b]: every figure of a run directory, drawn from its files
+// (notebooks_cpp/).
+#include "notebooks_cpp/figures.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+
+#include "experiments/commands/command.h"
+#include "nn/check.h"
+#include "notebooks_cpp/figure_kit.h"
+
+namespace lexp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FiguresCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared& shared) override {
+    auto* f =
+        app.add_subcommand("figures", "redraw every figure of a run directory from its files");
+    f->add_option("RUN_DIR", dir_, "directory holding the run files (*.h5)")->required();
+    f->add_option("--runs", runs_,
+                  "draw only these runs, by file name without .h5 (globs allowed), e.g. --runs "
+                  "nope,rope-base500; the figures go to RUN_DIR/figures/<nope+rope-base500>/")
+        ->delimiter(',');
+    shared.AddFormatOption(f);
+    return f;
+  }
+  int Run(Shared&) override {
+    LEXP_INPUT_CHECK(fs::exists(dir_), "lexp figures: '" + dir_ + "' does not exist");
+    LEXP_INPUT_CHECK(
+        fs::is_directory(dir_),
+        "lexp figures: '" + dir_ + "' is a file; give the run directory that holds it");
+    if (!runs_.empty()) return DrawSelection();
+    // A sweep directory: the score table, then every task directory holding run files.
+    const fs::path summary = fs::path(dir_) / "summary.h5";
+    if (fs::exists(summary)) {
+      PrintLine("figure: " + DrawScoreTable(summary.string()));
+      for (const auto& e : fs::directory_iterator(dir_))
+        if (e.is_directory() && e.path().filename() != "figures" && e.path().filename() != "plan" &&
+            e.path().filename() != "slurm")
+          for (const auto& png : DrawAllFigures(e.path().string())) PrintLine("figure: " + png);
+    }
+    bool has_runs = false;
+    for (const auto& e : fs::directory_iterator(dir_))
+      has_runs = has_runs || (e.path().extension() == ".h5" && e.path().filename() != "summary.h5");
+    if (has_runs || !fs::exists(summary))
+      for (const auto& png : DrawAllFigures(dir_)) PrintLine("figure: " + png);
+    const fs::path law = fs::path(dir_) / "base_law.h5";
+    if (fs::exists(law)) PrintLine("figure: " + DrawBaseLaw(law.string()));
+    return 0;
+  }
+
+ private:
+  // --runs: only the named runs of the directory, into figures/<a+b>/.
+  int DrawSelection() {
+    SetRunSelection(runs_);
+    if (FindRunFiles(dir_).empty()) {
+      SetRunSelection({});
+      std::string names;
+      for (const auto& f : FindRunFiles(dir_))
+        names += (names.empty() ? "" : ", ") + fs::path(f).stem().string();
+      FailInput("lexp figures --runs: no run of '" + dir_ + "' is named " +
+                fmt::format("{}", fmt::join(runs_, " or ")) +
+                "; its runs: " + (names.empty() ? "none" : names));
+    }
+    for (const auto& png : DrawAllFigures(dir_)) PrintLine("figure: " + png);
+    return 0;
+  }
+
+  std::string dir_;
+  std::vector<std::string> runs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeFiguresCommand() { return std::make_unique<FiguresCommand>(); }
+
+}  // namespace lexp::cli

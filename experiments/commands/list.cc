@@ -1,0 +1,139 @@
+// lexp list TOPIC: what exists (encodings, scalings, patterns, tasks, recipe keys, capture sites).
+#include <fmt/core.h>
+
+#include <cstdio>
+
+#include "experiments/commands/command.h"
+#include "experiments/default_recipe.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+#include "nn/model/capture_sites.h"
+#include "pe/registry.h"
+#include "pe/rope.h"
+#include "pe/rope_scaling.h"
+
+namespace lexp::cli {
+namespace {
+
+class ListCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared&) override {
+    auto* list = app.add_subcommand(
+        "list", "list encodings, scalings, patterns, tasks, recipe keys or capture sites");
+    list->add_option("TOPIC", what_, "encodings | scalings | patterns | tasks | keys | sites")
+        ->required();
+    return list;
+  }
+  int Run(Shared&) override {
+    const std::string& what = what_;
+    if (what == "encodings") {
+      for (const auto& e : ListEncodings()) {
+        PrintLine(fmt::format("{:<15} {}", e.name, e.family));
+        PrintLine(fmt::format("    paper: {}", e.paper));
+        PrintLine(fmt::format("    sites: {}", e.sites));
+        if (!e.cannot_remap.empty())
+          PrintLine(fmt::format("    patterns lambda and sinks: refused: {}", e.cannot_remap));
+        for (const auto& o : e.options)
+          PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
+      }
+    } else if (what == "tasks") {
+      PrintLine(
+          "name, what it asks, source; then the decoding its source used (eval.decoding = \"task\" "
+          "takes it in the decoder layout) and whether the decoder layout ends its answer with the "
+          "end token:");
+      for (const auto& t : ListTasks()) {
+        const auto task = CreateTask(t.name, {});
+        PrintLine(fmt::format("{:<28} {}  ({})", t.name, t.description, t.source));
+        PrintLine(fmt::format("{:<28} decoding: {}; {}", "", DecodingName(task->SourceDecoding()),
+                              task->HasAnswer() ? "answer ends with the end token"
+                                                : "no answer to end (teacher forced only)"));
+      }
+    } else if (what == "scalings") {
+      PrintLine(
+          "RoPE scaling rules (rope option `scaling`, or lexp eval RUN --scale RULE:key=value):");
+      for (const auto& r : RopeScalingInfos())
+        PrintLine(
+            fmt::format("  {:<16} {}  [options: {}]  ({})", r.name, r.summary, r.options, r.paper));
+      PrintLine("  option details (defaults in brackets):");
+      for (const auto& o : RopeOptionSpecs())
+        if (o.name != "base" && o.name != "pairing" && o.name != "scaling")
+          PrintLine(fmt::format("    {:<18} [{}] {}", o.name, o.default_value, o.help));
+    } else if (what == "patterns") {
+      PrintLine(
+          "Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global "
+          "/");
+      PrintLine("pattern_limit, applied at evaluation or always with pattern_when):");
+      PrintLine("  full            the model's causal or bidirectional mask (default)");
+      PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
+      PrintLine(
+          "  bca             blockwise causal attention, block l = pattern_window (Sun et al. "
+          "2022)");
+      PrintLine(
+          "  lambda          LM-Infinite: first pattern_global keys + last pattern_window keys; "
+          "global");
+      PrintLine(
+          "                  keys outside the window seen at distance pattern_limit (Han et al. "
+          "2023,");
+      PrintLine(
+          "                  arXiv:2308.16137); logit-term encodings, rope, rope_partial, nope");
+      PrintLine(
+          "  dilated         LongNet segments pattern_segments with dilations pattern_dilations "
+          "(one "
+          "of");
+      PrintLine(
+          "                  them 1); head h keeps offset h mod r; sets merged by their softmax "
+          "mass");
+      PrintLine("                  (Ding et al. 2023, arXiv:2307.02486)");
+      PrintLine(
+          "  shifted_sparse  LongLoRA S2-Attn: groups of pattern_ratio * T tokens, half the heads "
+          "shifted");
+      PrintLine(
+          "                  by half a group, no wrap-around; training only: pattern_when = "
+          "\"train\"");
+      PrintLine("                  (Chen et al. 2023, arXiv:2309.12307)");
+      PrintLine(
+          "  sinks           StreamingLLM: first pattern_global keys + last pattern_window keys, "
+          "positions");
+      PrintLine(
+          "                  renumbered inside the cache (Xiao et al. 2023, arXiv:2309.17453); "
+          "same");
+      PrintLine("                  encodings as lambda");
+    } else if (what == "keys") {
+      std::fputs(RecipeKeysHelp().c_str(), stdout);
+    } else if (what == "sites") {
+      const RecipeConfig c = ParseRecipe(kDefaultRecipeToml, "<embedded default recipe>");
+      const ModelConfig m = c.Model(1);
+      PrintLine(
+          "Capture sites: probe.capture = [\"layer*.attn.q\", \"layer1.resid_post\"] (names or "
+          "globs) in a recipe, or lexp eval RUN --capture GLOB...,\nstores them for the "
+          "probe.stored_samples sequences at every probe length, as /probe/length_<n>/<site> with "
+          "a leading axis `sample`.");
+      PrintLine(fmt::format(
+          "Shapes per sequence for the default recipe's model (C = {}, H = {}, D = {}, F = {}, {} "
+          "layers: layer0..layer{}); T = the sequence's tokens:",
+          m.d_model, m.n_heads, m.HeadDim(), m.FF(), m.n_layers, m.n_layers - 1));
+      const int kT = -1;  // printed as T
+      for (const auto& s : CaptureSites(m, kT)) {
+        std::string shape;
+        for (const uint64_t d : s.dims)
+          shape += (shape.empty() ? "" : ", ") +
+                   (d == static_cast<uint64_t>(kT) ? std::string("T") : std::to_string(d));
+        PrintLine(
+            fmt::format("  {:<20} {:<13} {:<19} {}", s.name, "[" + shape + "]", s.axes, s.what));
+      }
+    } else {
+      FailInput("lexp list: unknown topic '" + what +
+                "'; topics: encodings, scalings, patterns, tasks, keys, sites");
+    }
+    return 0;
+  }
+
+ private:
+  std::string what_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeListCommand() { return std::make_unique<ListCommand>(); }
+
+}  // namespace lexp::cli

@@ -1,0 +1,83 @@
+// lexp slurm [RECIPE | RUN_DIR --resubmit]: a recipe's sweep as a SLURM job array and its collect
+// job (experiments/slurm.h).
+#include "experiments/slurm.h"
+
+#include <filesystem>
+
+#include "experiments/commands/command.h"
+#include "nn/check.h"
+
+namespace lexp::cli {
+namespace {
+
+class SlurmCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared&) override {
+    auto* slurm = app.add_subcommand(
+        "slurm", "write (and with --submit, submit) a recipe's sweep as a SLURM job array");
+    target_option_ = slurm->add_option(
+        "RECIPE_OR_RUN_DIR", target_,
+        "TOML recipe (default: the embedded default recipe), or with --resubmit the run "
+        "directory");
+    slurm->add_option("--set", sets_, "override a recipe key, as for lexp run")->take_all();
+    slurm->add_option("--out", out_, "run directory (default: data/runs/<run.name>)");
+    slurm->add_option("--partition", o_.partition, "SLURM partition");
+    slurm->add_option("--account", o_.account, "SLURM account");
+    slurm->add_option("--qos", o_.qos, "SLURM quality of service");
+    slurm->add_option("--time", o_.time, "time limit per array task (HH:MM:SS)")
+        ->capture_default_str();
+    slurm
+        ->add_option("--cpus-per-task", o_.cpus_per_task,
+                     "CPUs per array task, each a model (1: the fastest packing measured)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    slurm->add_option("--mem", o_.mem,
+                      "memory per task, e.g. 2G (default: lexp's estimate of one model's peak, "
+                      "with half again)");
+    slurm
+        ->add_option("--max-parallel", o_.max_parallel,
+                     "array tasks at once (--array=...%N; 0: no limit)")
+        ->check(CLI::Range(0, 100000));
+    slurm->add_option("--setup", o_.setup,
+                      "shell lines run before lexp in each job, e.g. 'module load gcc'");
+    slurm->add_flag("--submit", o_.submit, "submit the array and the collect job (sbatch)");
+    slurm->add_flag("--resubmit", resubmit_,
+                    "with RUN_DIR: submit only the rows not done (missing, killed or failed), "
+                    "then collect again");
+    slurm->footer(
+        "Writes RUN_DIR/plan/ (the frozen recipe and the rows), RUN_DIR/slurm/sweep.sbatch (a job "
+        "array, one task per row, logs in RUN_DIR/slurm/logs/%A_%a.out) and "
+        "RUN_DIR/slurm/collect.sbatch (lexp collect, after the array with "
+        "--dependency=afterany).");
+    return slurm;
+  }
+  int Run(Shared&) override {
+    o_.print = PrintLine;
+    if (resubmit_) {
+      LEXP_INPUT_CHECK(target_option_->count() > 0,
+                       "lexp slurm --resubmit: give the run directory");
+      ResubmitSlurmSweep(target_, o_);
+      return 0;
+    }
+    LEXP_INPUT_CHECK(target_.empty() || !std::filesystem::is_directory(target_),
+                     "lexp slurm: '" + target_ +
+                         "' is a directory; give a recipe, or add --resubmit for a run "
+                         "directory");
+    const RecipeConfig c = LoadRecipe(target_option_->count() > 0, target_, sets_);
+    WriteSlurmSweep(c, out_.empty() ? DefaultRunDir(c) : out_, o_);
+    return 0;
+  }
+
+ private:
+  CLI::Option* target_option_ = nullptr;
+  std::string target_, out_;
+  std::vector<std::string> sets_;
+  bool resubmit_ = false;
+  SlurmOptions o_;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeSlurmCommand() { return std::make_unique<SlurmCommand>(); }
+
+}  // namespace lexp::cli
