@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -194,6 +196,23 @@ std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uin
   for (uint64_t x = 0; x < X; ++x)
     sum[x] = n[x] > 0 ? sum[x] / n[x] : std::numeric_limits<double>::quiet_NaN();
   return sum;
+}
+
+int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir)) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s RUN_DIR\n", argv[0]);
+    return 2;
+  }
+  try {
+    std::printf("%s\n", draw(argv[1]).c_str());
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error (please report): %s\n", e.what());
+    return 3;
+  }
+  return 0;
 }
 
 }  // namespace lexp

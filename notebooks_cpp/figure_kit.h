@@ -41,4 +41,8 @@ std::string DatNumber(double x);
 // "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
 std::vector<std::string> SplitCommas(const std::string& text);
 
+// The `main` of a figure program: `PROGRAM RUN_DIR` (or the file it reads), prints the PNG path;
+// exit 0, 2 (usage or bad input), 3 (an internal error).
+int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));
+
 }  // namespace lexp

@@ -9,14 +9,9 @@
 #include <vector>
 
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_data.h"
 
 namespace lexp {
-
-// Run files of a directory (completed or not), sorted by path: *.h5 except checkpoints and the
-// sweep outputs summary.h5 and base_law.h5, and only the selected runs (SetRunSelection).
-std::vector<std::string> FindRunFiles(const std::string& run_dir);
-// A run file's label (encoding plus any sweep suffix); its encoding in files without one.
-std::string RunLabel(const h5::Group& root);
 
 // Token accuracy (and exact match) vs evaluation length, one line per encoding, training length
 // marked. Returns the PNG path.
@@ -30,7 +25,16 @@ std::string DrawAttentionVsLength(const std::string& run_dir);
 // original, and each bias family's b(d) for head 0. Writes next to the file in figures/.
 std::string DrawPeTable(const std::string& pe_table_file);
 
-// Every figure of a run directory; returns the PNG paths.
+// A figure of a run directory: its name, whether the directory's runs hold what it draws, and the
+// function (in its numbered program, notebooks_cpp/NN_<name>.cc) that draws it.
+struct RunFigure {
+  std::string name;
+  bool (*applies)(const std::string& run_dir);
+  std::string (*draw)(const std::string& run_dir);
+};
+// Every figure of a run directory, in drawing order (figure_table.cc).
+const std::vector<RunFigure>& RunFigures();
+// Every figure of RunFigures() that applies to the directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.
 std::string DrawDepthHeatmap(const std::string& run_dir);
@@ -67,9 +71,6 @@ std::string DrawPositionScores(const std::string& run_dir);
 // training length against the longest probe, and over the probe lengths the fraction of logits,
 // positional parts and content parts outside their trained range.
 std::string DrawHeads(const std::string& run_dir);
-// True when a run's /analysis/geometry holds what DrawHeads draws: the training length and a
-// longer one with head classes.
-bool HasHeadsData(const h5::Group& geometry);
 // /analysis/position_probes of the runs: per residual stream, the position probe's error in range
 // and beyond, the beyond-training classifier's accuracy, and the out-of-distribution fractions.
 std::string DrawPositionProbes(const std::string& run_dir);
@@ -80,8 +81,5 @@ std::string DrawReceptiveField(const std::string& run_dir);
 // with the pre-training d_extra, run's own d_extra), censoring, training length and the full-period
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.
 std::string DrawBaseLaw(const std::string& base_law_file);
-// The `main` of a figure program: `PROGRAM RUN_DIR`, prints the PNG path; exit 0, 2 (usage or
-// bad input), 3 (an internal error).
-int FigureProgramMain(int argc, char** argv, std::string (*draw)(const std::string& run_dir));
 
 }  // namespace lexp
