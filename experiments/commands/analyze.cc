@@ -1,12 +1,12 @@
 // lexp analyze RUN_FILE...: every analysis that applies to trained runs, into /analysis
-// (experiments/analyze.h).
-#include "experiments/analyze.h"
+// (experiments/replay/analyze.h).
+#include "experiments/replay/analyze.h"
 
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/memory_estimate.h"
-#include "experiments/run_file.h"
+#include "experiments/core/memory_estimate.h"
+#include "experiments/core/run_file.h"
 
 namespace lexp::cli {
 namespace {

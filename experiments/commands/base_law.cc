@@ -1,10 +1,10 @@
 // lexp base-law RUN_DIR: the RoPE base-scaling law measured against its prediction
-// (experiments/base_law_command.h).
+// (experiments/replay/base_law_command.h).
 #include <cstdio>
 #include <filesystem>
 
-#include "experiments/base_law_command.h"
 #include "experiments/commands/command.h"
+#include "experiments/replay/base_law_command.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp::cli {

@@ -1,9 +1,9 @@
 // lexp bench [--compare] [--gemm]: throughput of training steps and evaluation passes, against
 // PyTorch with --compare; or the matrix products of the layers, per backend (--gemm).
-#include "experiments/bench.h"
+#include "experiments/bench/bench.h"
 
+#include "experiments/bench/gemm_bench.h"
 #include "experiments/commands/command.h"
-#include "experiments/gemm_bench.h"
 
 namespace lexp::cli {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/job_list.h"
+#include "experiments/training/job_list.h"
 
 namespace lexp::cli {
 namespace {

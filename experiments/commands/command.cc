@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "experiments/default_recipe.h"
+#include "experiments/core/default_recipe.h"
 #include "nn/check.h"
 
 namespace lexp::cli {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/recipe.h"
+#include "experiments/core/recipe.h"
 
 namespace lexp::cli {
 

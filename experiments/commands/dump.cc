@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
-#include "experiments/dump_command.h"
+#include "experiments/core/dump_command.h"
 #include "nn/check.h"
 
 namespace lexp::cli {

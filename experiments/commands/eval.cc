@@ -1,12 +1,12 @@
 // lexp eval RUN_FILE [--scale RULE...]: a trained run evaluated again, under RoPE scaling rules,
-// overrides or capture sites (experiments/eval_command.h).
+// overrides or capture sites (experiments/training/eval_command.h).
 #include <fmt/core.h>
 
 #include <cstdio>
 #include <filesystem>
 
 #include "experiments/commands/command.h"
-#include "experiments/eval_command.h"
+#include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp::cli {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/default_recipe.h"
+#include "experiments/core/default_recipe.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
 #include "nn/model/capture_sites.h"

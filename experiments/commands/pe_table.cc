@@ -1,6 +1,6 @@
 // lexp pe-table: closed-form tables of the RoPE scaling rules and the bias families, no training
-// (experiments/pe_table.h).
-#include "experiments/pe_table.h"
+// (experiments/training/pe_table.h).
+#include "experiments/training/pe_table.h"
 
 #include "experiments/commands/command.h"
 #include "notebooks_cpp/figures.h"

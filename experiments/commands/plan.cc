@@ -1,11 +1,12 @@
-// lexp plan [RECIPE]: a recipe's sweep as a job list, one row per model (experiments/job_list.h).
+// lexp plan [RECIPE]: a recipe's sweep as a job list, one row per model
+// (experiments/training/job_list.h).
 #include <fmt/core.h>
 
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/job_list.h"
-#include "experiments/sweep.h"
+#include "experiments/training/job_list.h"
+#include "experiments/training/sweep.h"
 
 namespace lexp::cli {
 namespace {

@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
-#include "experiments/default_recipe.h"
-#include "experiments/job_list.h"
-#include "experiments/sweep.h"
+#include "experiments/core/default_recipe.h"
+#include "experiments/training/job_list.h"
+#include "experiments/training/sweep.h"
 #include "nn/parallel.h"
 
 namespace lexp::cli {

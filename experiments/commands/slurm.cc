@@ -1,6 +1,6 @@
 // lexp slurm [RECIPE | RUN_DIR --resubmit]: a recipe's sweep as a SLURM job array and its collect
-// job (experiments/slurm.h).
-#include "experiments/slurm.h"
+// job (experiments/training/slurm.h).
+#include "experiments/training/slurm.h"
 
 #include <filesystem>
 

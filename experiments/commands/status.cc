@@ -5,8 +5,8 @@
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/job_list.h"
-#include "experiments/sweep.h"
+#include "experiments/training/job_list.h"
+#include "experiments/training/sweep.h"
 
 namespace lexp::cli {
 namespace {

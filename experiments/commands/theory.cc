@@ -1,8 +1,9 @@
-// lexp theory: the closed-form rotary analyses, no training (experiments/theory_command.h).
+// lexp theory: the closed-form rotary analyses, no training
+// (experiments/training/theory_command.h).
 #include <cstdio>
 
 #include "experiments/commands/command.h"
-#include "experiments/theory_command.h"
+#include "experiments/training/theory_command.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp::cli {

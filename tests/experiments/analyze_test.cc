@@ -1,7 +1,7 @@
 // `lexp analyze`: training runs carry /analysis/geometry, measured over every probe sequence with
 // its spread; a reference run adds the JS divergence of every head against every reference head;
 // overflowing logits are counted.
-#include "experiments/analyze.h"
+#include "experiments/replay/analyze.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <functional>
 #include <vector>
 
-#include "experiments/model_replay.h"
-#include "experiments/trainer.h"
+#include "experiments/replay/model_replay.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"

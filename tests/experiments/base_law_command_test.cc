@@ -1,7 +1,7 @@
 // `lexp base-law`: a key sweep over the RoPE base gives one row per base, predicted T_extra from
 // the run's own rotary width and training length, and the measured limit from its evaluation
 // losses.
-#include "experiments/base_law_command.h"
+#include "experiments/replay/base_law_command.h"
 
 #include <gtest/gtest.h>
 
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/sweep.h"
-#include "experiments/trainer.h"
+#include "experiments/training/sweep.h"
+#include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"

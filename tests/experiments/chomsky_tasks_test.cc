@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "experiments/sequence_layout.h"
+#include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/bits.h"
 #include "experiments/tasks/chomsky.h"
 #include "nn/check.h"

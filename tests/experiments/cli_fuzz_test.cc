@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "experiments/recipe.h"
+#include "experiments/core/recipe.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"

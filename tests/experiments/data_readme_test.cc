@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/sweep.h"
+#include "experiments/training/sweep.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/tiny_runs.h"
 

@@ -1,5 +1,5 @@
 // `lexp eval`: trained weights survive the run file, and scaling rules apply at evaluation time.
-#include "experiments/eval_command.h"
+#include "experiments/training/eval_command.h"
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "experiments/model_replay.h"
-#include "experiments/recipe.h"
-#include "experiments/trainer.h"
+#include "experiments/core/recipe.h"
+#include "experiments/replay/model_replay.h"
+#include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/forwarding_encoding.h"

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <set>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "nn/parallel.h"
 #include "pe/patterns.h"

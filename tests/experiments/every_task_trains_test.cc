@@ -1,8 +1,9 @@
 // Every registered task trains from a recipe on a tiny model, in every layout it supports: the run
-// completes with a finite loss, evaluates every requested length and has learnt something measurable within its training lengths. 60 steps do
-// not solve parity, so what is asserted is the least a working trainer achieves on any task:
-// the in-distribution loss is below that of a uniform guess over the model's vocabulary, which
-// needs at least the output alphabet learnt (an untrained model sits at or above ln V).
+// completes with a finite loss, evaluates every requested length and has learnt something
+// measurable within its training lengths. 60 steps do not solve parity, so what is asserted is the
+// least a working trainer achieves on any task: the in-distribution loss is below that of a uniform
+// guess over the model's vocabulary, which needs at least the output alphabet learnt (an untrained
+// model sits at or above ln V).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "experiments/tasks/task.h"
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/tiny_runs.h"
@@ -75,8 +76,8 @@ TEST_P(EveryTask, TrainsFromARecipeLearnsAndEvaluatesEveryLength) {
   ASSERT_EQ(r.root().OpenGroup("eval").ReadDoubles("token_accuracy").size(), 4u);
   // Chance from the task's alphabet: the model's vocabulary is the task's symbols (input and
   // output, once when shared) plus the separator and blank tokens, and the end token where the
-  // decoder ends an answer with it (experiments/sequence_layout.h); the output head has one row per
-  // token.
+  // decoder ends an answer with it (experiments/core/sequence_layout.h); the output head has one
+  // row per token.
   const auto task = CreateTask(tc.task, TaskOptions{vocab});
   const int symbols = task->SharedAlphabet() ? task->InputAlphabet()
                                              : task->InputAlphabet() + task->OutputAlphabet();

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/tiny_runs.h"

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "experiments/assembled_model.h"
-#include "experiments/evaluation.h"
-#include "experiments/recipe.h"
-#include "experiments/sequence_layout.h"
-#include "experiments/trainer.h"
+#include "experiments/core/assembled_model.h"
+#include "experiments/core/evaluation.h"
+#include "experiments/core/recipe.h"
+#include "experiments/core/sequence_layout.h"
+#include "experiments/training/trainer.h"
 #include "nn/model/transformer.h"
 #include "pe/patterns.h"
 #include "pe/registry.h"

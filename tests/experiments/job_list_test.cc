@@ -1,7 +1,7 @@
 // A sweep run as a job list, row by row and in any order, then collected, gives what one
-// sequential `lexp run` gives (experiments/job_list.h). The SLURM array itself is tested on a real
-// one-node cluster by tests/slurm/slurm_array_test.sh.
-#include "experiments/job_list.h"
+// sequential `lexp run` gives (experiments/training/job_list.h). The SLURM array itself is tested
+// on a real one-node cluster by tests/slurm/slurm_array_test.sh.
+#include "experiments/training/job_list.h"
 
 #include <gtest/gtest.h>
 

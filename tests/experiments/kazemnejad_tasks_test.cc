@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "experiments/sequence_layout.h"
+#include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
 

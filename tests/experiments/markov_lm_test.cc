@@ -8,7 +8,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"

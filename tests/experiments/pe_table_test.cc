@@ -1,11 +1,11 @@
 // `lexp pe-table`: the closed-form tables and the figure drawn from them.
-#include "experiments/pe_table.h"
+#include "experiments/training/pe_table.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/alibi.h"

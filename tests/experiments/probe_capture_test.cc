@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "experiments/eval_command.h"
-#include "experiments/run_file.h"
-#include "experiments/trainer.h"
+#include "experiments/core/run_file.h"
+#include "experiments/training/eval_command.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"

@@ -1,12 +1,12 @@
 // Recipe parsing: every bad input names the key, the file and what is allowed.
-#include "experiments/recipe.h"
+#include "experiments/core/recipe.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-#include "experiments/sequence_layout.h"
+#include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
 

@@ -1,7 +1,7 @@
-// The analyses that replay a trained model (experiments/model_replay.h): a replay reproduces the
-// run's evaluation, entropy under log-n / YaRN / Lambda behaves as theory says, and the rotary pair
-// analysis is consistent with the run (its unablated row is the run's loss, the supremum bounds the
-// observed logits, the predicted boundary counts the pairs that complete a period).
+// The analyses that replay a trained model (experiments/replay/model_replay.h): a replay reproduces
+// the run's evaluation, entropy under log-n / YaRN / Lambda behaves as theory says, and the rotary
+// pair analysis is consistent with the run (its unablated row is the run's loss, the supremum
+// bounds the observed logits, the predicted boundary counts the pairs that complete a period).
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "experiments/analyze.h"
-#include "experiments/empirical_expectation.h"
-#include "experiments/entropy_variants.h"
-#include "experiments/model_replay.h"
-#include "experiments/position_probes.h"
-#include "experiments/position_scores.h"
-#include "experiments/receptive_field.h"
-#include "experiments/rotary_pairs.h"
-#include "experiments/trainer.h"
+#include "experiments/replay/analyze.h"
+#include "experiments/replay/empirical_expectation.h"
+#include "experiments/replay/entropy_variants.h"
+#include "experiments/replay/model_replay.h"
+#include "experiments/replay/position_probes.h"
+#include "experiments/replay/position_scores.h"
+#include "experiments/replay/receptive_field.h"
+#include "experiments/replay/rotary_pairs.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 #include "pe/forwarding_encoding.h"

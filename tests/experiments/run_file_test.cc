@@ -1,14 +1,14 @@
-// The run file module (experiments/run_file.h): what a run writes reads back typed and writes the
-// same groups again; states are an enum read by name, and anything else is an input error naming
-// the file.
-#include "experiments/run_file.h"
+// The run file module (experiments/core/run_file.h): what a run writes reads back typed and writes
+// the same groups again; states are an enum read by name, and anything else is an input error
+// naming the file.
+#include "experiments/core/run_file.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
 #include <filesystem>
 
-#include "experiments/sweep.h"
+#include "experiments/training/sweep.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/run_files.h"

@@ -1,6 +1,6 @@
 // Task and seed sweeps inside one recipe: per-seed run files in per-task directories, the summary
 // file's protocol scores (mean, spread, max over seeds) and the score-table figure.
-#include "experiments/sweep.h"
+#include "experiments/training/sweep.h"
 
 #include <fmt/core.h>
 #include <gtest/gtest.h>

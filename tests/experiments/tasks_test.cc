@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "experiments/sequence_layout.h"
+#include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
 

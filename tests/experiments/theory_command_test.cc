@@ -1,6 +1,6 @@
 // `lexp theory`: the file holds the closed-form values of analysis/rope_theory.h for its options
 // (LLaMA2 setting: d_extra = 92, T_extra = 4711.72) and the figure is drawn from it.
-#include "experiments/theory_command.h"
+#include "experiments/training/theory_command.h"
 
 #include <gtest/gtest.h>
 

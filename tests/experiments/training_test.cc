@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "experiments/recipe.h"
-#include "experiments/sweep.h"
-#include "experiments/trainer.h"
+#include "experiments/core/recipe.h"
+#include "experiments/training/sweep.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "nn/model/transformer.h"
 #include "nn/parallel.h"

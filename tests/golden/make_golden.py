@@ -92,7 +92,7 @@ def forward(p, tokens, pos):
     return x @ p["head.w"] + p["head.b"]
 
 
-# The training loop of experiments/trainer.cc in its own words: AdamW (torch.optim.AdamW, one
+# The training loop of experiments/training/trainer.cc in its own words: AdamW (torch.optim.AdamW, one
 # parameter group, decoupled weight decay), global gradient-norm clipping (clip_grad_norm_), and the
 # learning rate of step s (0-based): lr (s+1)/warmup during the warm-up, then a cosine from lr to
 # min_ratio lr over the remaining steps.

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <set>
 
-#include "experiments/trainer.h"
+#include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "nn/ops/attention.h"
 #include "pe/registry.h"

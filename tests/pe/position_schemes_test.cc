@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/recipe.h"
-#include "experiments/trainer.h"
+#include "experiments/core/recipe.h"
+#include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "pe/registry.h"
 #include "tests/testing/tiny_runs.h"

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "experiments/recipe.h"
-#include "experiments/trainer.h"
+#include "experiments/core/recipe.h"
+#include "experiments/training/trainer.h"
 #include "nn/ops/attention.h"
 #include "pe/registry.h"
 #include "pe/rope.h"

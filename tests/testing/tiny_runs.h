@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/recipe.h"
+#include "experiments/core/recipe.h"
 #include "nn/check.h"
 
 namespace lexp::testing {
@@ -48,7 +48,8 @@ batch_size = 8
 lengths = [5, 9]
 samples = 2
 stored_samples = 1
-)", "tiny.toml");
+)",
+                               "tiny.toml");
   ApplyOverrides(c, sets);
   ValidateRecipe(c);
   return c;

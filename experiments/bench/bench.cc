@@ -1,0 +1,311 @@
+#include "experiments/bench/bench.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "experiments/core/build_info.h"
+#include "experiments/core/provenance.h"
+#include "experiments/core/shell.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/model/transformer.h"
+#include "nn/ops/cross_entropy.h"
+#include "nn/ops/gemm.h"
+#include "nn/optim/adamw.h"
+#include "nn/parallel.h"
+#include "pe/registry.h"
+
+#ifndef LEXP_SOURCE_DIR_FOR_BENCH
+#define LEXP_SOURCE_DIR_FOR_BENCH "."
+#endif
+
+namespace lexp {
+namespace {
+
+struct BenchConfig {
+  std::string name;
+  int C, H, L, F, B, T;
+  bool train;
+  int default_steps;
+};
+
+const std::vector<BenchConfig>& Configs() {
+  static const std::vector<BenchConfig> k = {
+      {"T", 64, 4, 2, 256, 64, 64, true, 20},        {"S", 256, 8, 4, 1024, 32, 128, true, 10},
+      {"E512", 256, 8, 4, 1024, 16, 512, false, 5},  {"E2048", 256, 8, 4, 1024, 4, 2048, false, 5},
+      {"E8192", 256, 8, 4, 1024, 1, 8192, false, 2},  // S at 8192 tokens: evaluation memory
+  };
+  return k;
+}
+
+constexpr int kVocab = 32;
+
+double Flops(const BenchConfig& c) {
+  const double n_mm = c.L * (4.0 * c.C * c.C + 2.0 * c.C * c.F) + c.C * kVocab;
+  const double fwd =
+      2.0 * n_mm * c.B * c.T + 4.0 * c.L * c.B * static_cast<double>(c.T) * c.T * c.C;
+  return c.train ? 3 * fwd : fwd;
+}
+
+// Resets and reads the peak resident set of this process (Linux: clear_refs 5 resets VmHWM).
+void ResetPeakRss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (f) f << "5";
+}
+double PeakRssMib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return -1;
+}
+
+BenchResult Summarise(const BenchConfig& c, const std::string& pos, std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  BenchResult r;
+  r.config = c.name;
+  r.pos = pos;
+  r.impl = "lexp";
+  r.B = c.B;
+  r.T = c.T;
+  r.steps = static_cast<int>(t.size());
+  r.median_s = t.size() % 2 ? t[t.size() / 2] : 0.5 * (t[t.size() / 2 - 1] + t[t.size() / 2]);
+  r.min_s = t.front();
+  r.max_s = t.back();
+  r.tokens_per_s = c.B * c.T / r.median_s;
+  r.gflops = Flops(c) / r.median_s / 1e9;
+  return r;
+}
+
+BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, int warmup) {
+  ResetPeakRss();
+  ModelConfig mc;
+  mc.vocab = kVocab;
+  mc.d_model = c.C;
+  mc.n_heads = c.H;
+  mc.n_layers = c.L;
+  mc.d_ff = c.F;
+  EncodingShape es{c.C, c.H, c.L, true, c.T};
+  auto enc = CreateEncoding<float>(pos, {}, es);
+  Transformer<float> model(mc, enc.get());
+  Rng rng(0);
+  model.Init(rng);
+  auto params = model.Parameters();
+  AdamWConfig ac;
+  ac.lr = 1e-3;
+  ac.weight_decay = 0.01;
+  ac.clip_norm = 0;
+  ac.warmup_steps = 0;
+  AdamW<float> adam(ac);
+  if (c.train) adam.Attach(params);  // evaluation holds no optimizer state
+  Rng data(1);
+  std::vector<int> tokens(static_cast<size_t>(c.B) * c.T), targets(tokens.size());
+  std::vector<uint8_t> mask(tokens.size(), 1);
+  std::vector<double> positions(c.T);
+  for (int t = 0; t < c.T; ++t) positions[t] = t;
+  MatF logits, d_logits;
+  std::vector<double> times;
+  for (int s = 0; s < warmup + steps; ++s) {
+    for (size_t i = 0; i < tokens.size(); ++i) {  // fresh random batch, outside the timed region
+      tokens[i] = static_cast<int>(data.UniformInt(0, kVocab - 1));
+      targets[i] = static_cast<int>(data.UniformInt(0, kVocab - 1));
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    if (c.train) {
+      model.ZeroGrad();
+      model.Forward(tokens, c.B, c.T, positions, true, false, logits);
+      CrossEntropyForwardBackward(logits, targets, mask, &d_logits, nullptr, nullptr);
+      model.Backward(tokens, d_logits);
+      adam.Step(params, 1e-3);
+    } else {
+      model.Forward(tokens, c.B, c.T, positions, false, false, logits);
+    }
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s >= warmup) times.push_back(dt);
+  }
+  BenchResult r = Summarise(c, pos, times);
+  r.peak_rss_mib = PeakRssMib();
+  return r;
+}
+
+// A build without AVX-512 run on an AVX-512 machine stands for an AVX2 machine (the `avx2`
+// preset); the reference is then held to AVX2 as well: oneDNN's and ATen's kernels by their
+// instruction-set caps, OpenBLAS by its Haswell kernels. Empty otherwise.
+std::string TorchInstructionSetLimit() {
+#if defined(__x86_64__) && !defined(__AVX512F__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f"))
+    return "ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 "
+           "OPENBLAS_CORETYPE=Haswell ";
+#endif
+  return "";
+}
+
+double JsonNumber(const std::string& line, const std::string& key) {
+  const auto p = line.find("\"" + key + "\":");
+  LEXP_CHECK(p != std::string::npos, "reference output has no '" + key + "': " + line);
+  return std::stod(line.substr(p + key.size() + 3));
+}
+
+BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::string& pos,
+                      int steps, int threads) {
+  const std::string script =
+      opt.reference_script.empty()
+          ? std::string(LEXP_SOURCE_DIR_FOR_BENCH) + "/experiments/bench/reference_torch.py"
+          : opt.reference_script;
+  LEXP_INPUT_CHECK(std::filesystem::exists(script), "reference script not found: " + script);
+  const std::string tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
+  const std::string preload =
+      std::filesystem::exists(tcmalloc) ? "LD_PRELOAD=" + tcmalloc + " " : std::string();
+  const std::string cmd = fmt::format(
+      "OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
+      "--json - 2>&1",
+      TorchInstructionSetLimit(), preload, opt.python, script, c.name, pos, threads, steps,
+      opt.warmup);
+  const ShellResult run = RunShell(cmd);
+  LEXP_CHECK(run.ran, "cannot run " + cmd);
+  const std::string& out = run.output;
+  LEXP_INPUT_CHECK(run.exit_code == 0,
+                   "PyTorch reference failed (is python3-torch installed? apt-get install "
+                   "python3-torch libtcmalloc-minimal4 libopenblas0-pthread):\n" +
+                       out);
+  std::string line;
+  std::istringstream ss(out);
+  std::string last;
+  while (std::getline(ss, line))
+    if (line.rfind("{", 0) == 0) last = line;
+  BenchResult r;
+  r.config = c.name;
+  r.pos = pos;
+  r.impl = "torch";
+  r.B = c.B;
+  r.T = c.T;
+  r.steps = steps;
+  r.median_s = JsonNumber(last, "median_s");
+  r.min_s = JsonNumber(last, "min_s");
+  r.max_s = JsonNumber(last, "max_s");
+  r.tokens_per_s = JsonNumber(last, "tokens_per_s");
+  r.gflops = JsonNumber(last, "gflops");
+  r.peak_rss_mib = JsonNumber(last, "peak_rss_mib");
+  return r;
+}
+
+std::string Row(const BenchResult& r) {
+  return fmt::format(
+      "{:<6} {:<6} {:<6} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
+      "{:>6.1f} GFLOP/s  {:>7.0f} MiB",
+      r.config, r.pos, r.impl, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
+      r.tokens_per_s, r.gflops, r.peak_rss_mib);
+}
+
+}  // namespace
+
+std::vector<BenchResult> RunBench(const BenchOptions& opt) {
+  const int threads = ThreadLimit::Active();
+  auto print = [&](const std::string& s) {
+    if (opt.print) opt.print(s);
+  };
+  print(
+      fmt::format("lexp bench: {} threads; FLOPs = matmuls only: train 6*N_mm*B*T + 12*L*B*T^2*C, "
+                  "eval a third",
+                  threads));
+  print(
+      fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {}; products: {}, libxsmm "
+                  "kernels: {})",
+                  CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
+                  Eigen::SimdInstructionSetsInUse(), GemmBackendName(), GemmJitTarget()));
+  print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
+                    "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
+                    "peak RSS"));
+  if (opt.compare && !TorchInstructionSetLimit().empty())
+    print(
+        "this build has no AVX-512 on an AVX-512 machine: the PyTorch reference is held to AVX2 "
+        "too (" +
+        TorchInstructionSetLimit() + ")");
+  if (opt.compare) {
+    // Debian's torch takes its BLAS from the libblas.so.3 alternative; the reference netlib BLAS
+    // there makes PyTorch about 12x slower, which would flatter lexp.
+    std::error_code ec;
+    const auto blas =
+        std::filesystem::canonical("/etc/alternatives/libblas.so.3-x86_64-linux-gnu", ec);
+    if (!ec && blas.string().find("openblas") == std::string::npos)
+      print("warning: libblas.so.3 is " + blas.string() +
+            ", not OpenBLAS; PyTorch will be far slower than at its best "
+            "(apt-get install libopenblas0-pthread)");
+  }
+  std::vector<BenchResult> all;
+  std::vector<std::string> ratios;
+  for (const std::string& name : opt.configs) {
+    auto it = std::find_if(Configs().begin(), Configs().end(),
+                           [&](const BenchConfig& c) { return c.name == name; });
+    LEXP_INPUT_CHECK(it != Configs().end(), "lexp bench: unknown config '" + name +
+                                                "'; configs: T, S, E512, E2048, E8192");
+    for (const std::string& pos : opt.positions) {
+      LEXP_INPUT_CHECK(pos == "rope" || pos == "alibi",
+                       "lexp bench: --pos takes rope or alibi, got " + pos);
+      const int steps = opt.steps > 0 ? opt.steps : it->default_steps;
+      std::vector<BenchResult> mine, theirs;
+      const int rounds = opt.compare ? std::max(1, opt.rounds) : 1;
+      for (int round = 0; round < rounds; ++round) {
+        mine.push_back(TimeLexp(*it, pos, steps, opt.warmup));
+        print(Row(mine.back()));
+        if (opt.compare) {
+          theirs.push_back(TimeTorch(opt, *it, pos, steps, threads));
+          print(Row(theirs.back()));
+        }
+      }
+      auto best_median = [](const std::vector<BenchResult>& v) {
+        return *std::min_element(v.begin(), v.end(), [](const auto& a, const auto& b) {
+          return a.median_s < b.median_s;
+        });
+      };
+      all.insert(all.end(), mine.begin(), mine.end());
+      all.insert(all.end(), theirs.begin(), theirs.end());
+      if (opt.compare) {
+        const BenchResult a = best_median(mine), b = best_median(theirs);
+        ratios.push_back(fmt::format(
+            "{:<6} {:<6} lexp {:>9.0f} tok/s  torch {:>9.0f} tok/s  ratio {:.2f}x", it->name, pos,
+            a.tokens_per_s, b.tokens_per_s, a.tokens_per_s / b.tokens_per_s));
+      }
+    }
+  }
+  if (!ratios.empty()) {
+    print(
+        "speed ratio lexp / PyTorch (tokens/s, best median of each over the alternating rounds):");
+    for (const auto& r : ratios) print("  " + r);
+  }
+  const std::string out =
+      opt.out_file.empty() ? "data/bench/bench-" + UtcNow() + ".h5" : opt.out_file;
+  h5::Writer w(out);
+  WriteProvenance(w.root(), threads);
+  const uint64_t n = all.size();
+  std::vector<double> med, mn, mx, tps, gf, rss;
+  std::string labels;
+  for (const auto& r : all) {
+    med.push_back(r.median_s);
+    mn.push_back(r.min_s);
+    mx.push_back(r.max_s);
+    tps.push_back(r.tokens_per_s);
+    gf.push_back(r.gflops);
+    rss.push_back(r.peak_rss_mib);
+    labels += r.config + "/" + r.pos + "/" + r.impl + "\n";
+  }
+  w.root().WriteString("measurement", labels);
+  w.root().WriteDoubles("median_s", med, {n}, "measurement", "s per step");
+  w.root().WriteDoubles("min_s", mn, {n}, "measurement", "s per step");
+  w.root().WriteDoubles("max_s", mx, {n}, "measurement", "s per step");
+  w.root().WriteDoubles("tokens_per_s", tps, {n}, "measurement", "tokens/s");
+  w.root().WriteDoubles("gflops", gf, {n}, "measurement", "GFLOP/s (matmuls only)");
+  w.root().WriteDoubles("peak_rss_mib", rss, {n}, "measurement", "MiB");
+  w.Commit();
+  print("results: " + out);
+  return all;
+}
+
+}  // namespace lexp

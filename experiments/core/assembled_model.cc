@@ -1,0 +1,125 @@
+#include "experiments/core/assembled_model.h"
+
+#include <cmath>
+
+#include "experiments/core/run_file.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "pe/patterns.h"
+#include "pe/position_schemes.h"
+#include "pe/registry.h"
+
+namespace lexp {
+
+std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std::string& encoding) {
+  auto it = cfg.encoding_options.find(encoding);
+  return it == cfg.encoding_options.end() ? std::map<std::string, std::string>{} : it->second;
+}
+
+EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
+  return EncodingShape{cfg.d_model,         cfg.n_heads,
+                       cfg.n_layers,        cfg.layout == "decoder",
+                       cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
+                       layout.Vocab()};
+}
+
+AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encoding,
+                             const EncodingWrapper& wrap) {
+  AssembledModel m;
+  m.task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  m.layout = std::make_unique<SequenceLayout>(
+      *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  const ModelConfig mc = cfg.Model(m.layout->Vocab());
+  m.encoding = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, *m.layout));
+  if (cfg.positions != "identity") {
+    PositionSchemeConfig pc;
+    pc.name = cfg.positions;
+    pc.max_position = cfg.PositionsMax();
+    pc.sample_at_eval = cfg.positions_at_eval == "sample";
+    m.encoding = std::make_unique<WithPositionScheme<float>>(std::move(m.encoding), pc);
+  }
+  if (wrap) m.encoding = wrap(std::move(m.encoding));
+  m.model = std::make_unique<Transformer<float>>(mc, m.encoding.get());
+  m.pattern = CreatePattern(cfg.PatternFor(m.layout->SequenceLengthFor(cfg.train_max_length)));
+  return m;
+}
+
+namespace {
+
+std::string DimsText(const std::vector<uint64_t>& dims) {
+  std::string s;
+  for (const uint64_t d : dims) s += (s.empty() ? "" : " x ") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+// Copies weights found by name (find(name): null when absent) into params, with the file's name
+// in every message. Format 2 files store each parameter with its shape; format 1 files stored
+// them flat, which is accepted when the element count matches.
+template <typename S, typename Find>
+void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params, Find find) {
+  for (const auto& p : params) {
+    const WeightsRead* found = find(p.name);
+    LEXP_INPUT_CHECK(found != nullptr, "'" + path + "' has no weights for " + p.name +
+                                           " (a different model or encoding?)");
+    const std::vector<double>& v = found->values;
+    const bool flat_v1 = found->dims.size() == 1 && static_cast<long>(v.size()) == p.size;
+    LEXP_INPUT_CHECK(found->dims == p.shape || flat_v1,
+                     "'" + path + "': " + p.name + " is " + DimsText(found->dims) +
+                         " in the file, the model needs " + DimsText(p.shape) +
+                         " (a different model size or encoding option?)");
+    for (long i = 0; i < p.size; ++i) {
+      LEXP_INPUT_CHECK(std::isfinite(v[i]), "'" + path + "': the weights of " + p.name +
+                                                " are not finite (a diverged model?)");
+      p.value[i] = static_cast<S>(v[i]);
+    }
+  }
+}
+
+std::map<std::string, WeightsRead> ReadWeights(const std::string& path) {
+  h5::Reader r(path);
+  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+  h5::Group m = r.root().OpenGroup("model");
+  std::map<std::string, WeightsRead> w;
+  for (const auto& name : m.Children()) {
+    WeightsRead& t = w[name];
+    t.values = m.ReadDoubles(name, &t.dims);
+  }
+  return w;
+}
+
+}  // namespace
+
+template <typename S>
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params) {
+  h5::Reader r(path);
+  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
+  h5::Group m = r.root().OpenGroup("model");
+  WeightsRead t;
+  CopyWeights(path, params, [&](const std::string& name) -> const WeightsRead* {
+    if (!m.Has(name)) return nullptr;
+    t.values = m.ReadDoubles(name, &t.dims);
+    return &t;
+  });
+}
+
+TrainedRun ReadTrainedRun(const std::string& run_file) {
+  TrainedRun run;
+  run.path = run_file;
+  run.recipe = CompletedRunRecipe(run_file, &run.encoding);
+  run.weights = ReadWeights(run_file);
+  return run;
+}
+
+template <typename S>
+void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params) {
+  CopyWeights(run.path, params, [&](const std::string& name) -> const WeightsRead* {
+    const auto it = run.weights.find(name);
+    return it == run.weights.end() ? nullptr : &it->second;
+  });
+}
+
+template void LoadModelWeights<float>(const std::string&, const std::vector<ParamRef<float>>&);
+template void LoadModelWeights<double>(const std::string&, const std::vector<ParamRef<double>>&);
+template void LoadModelWeights<float>(const TrainedRun&, const std::vector<ParamRef<float>>&);
+
+}  // namespace lexp

@@ -1,0 +1,136 @@
+#include "experiments/core/evaluation.h"
+
+#include <algorithm>
+
+#include "nn/check.h"
+#include "nn/ops/cross_entropy.h"
+
+namespace lexp {
+
+namespace {
+LengthStreams StreamsOf(int seed, const char* purpose, int n) {
+  Rng data = Rng(static_cast<uint64_t>(seed)).Split(purpose).Split(static_cast<uint64_t>(n));
+  Rng positions = data.Split("positions");
+  return {data, positions};
+}
+}  // namespace
+
+LengthStreams EvalStreams(int seed, int n) { return StreamsOf(seed, "eval", n); }
+LengthStreams ProbeStreams(int seed, int n) { return StreamsOf(seed, "probe", n); }
+
+void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers& buf,
+                 WrittenAnswers& out) {
+  const int B = b.B, T = b.T, P = b.prompt, A = T - (P - 1);  // answer + end token
+  const int cap = 2 * A, end = m.layout->End();
+  const int capacity = SequenceLayout::GreedyCapacity(P, A);
+  Rng greedy_positions = positions.Split("greedy");
+  m.encoding->PositionIds(capacity, false, greedy_positions, buf.pos);
+  m.model->DecodeStart(B, capacity, buf.pos);
+  buf.step_tokens.resize(static_cast<size_t>(B) * P);
+  for (int s = 0; s < B; ++s)
+    std::copy(b.tokens.begin() + static_cast<long>(s) * T,
+              b.tokens.begin() + static_cast<long>(s) * T + P,
+              buf.step_tokens.begin() + static_cast<long>(s) * P);
+  m.model->DecodeAppend(buf.step_tokens, P, buf.logits);
+  long rows_per_seq = P;  // rows of buf.logits per sequence at this step
+  out.cap = cap;
+  out.tokens.assign(static_cast<size_t>(B) * cap, -1);
+  out.length.assign(B, 0);
+  out.ended.assign(B, 0);
+  int live = B;
+  for (int k = 0; k < cap && live > 0; ++k) {
+    buf.step_tokens.resize(B);
+    for (int s = 0; s < B; ++s) {
+      Eigen::Index arg = 0;
+      buf.logits.row(static_cast<long>(s) * rows_per_seq + rows_per_seq - 1).maxCoeff(&arg);
+      const int token = static_cast<int>(arg);
+      if (!out.ended[s]) {
+        out.tokens[static_cast<size_t>(s) * cap + k] = token;
+        out.length[s] = k + 1;
+        if (token == end) {
+          out.ended[s] = 1;
+          --live;
+        }
+      }
+      buf.step_tokens[s] = token;  // sequences that ended keep going; what they write is ignored
+    }
+    if (live == 0 || k + 1 == cap) break;
+    m.model->DecodeAppend(buf.step_tokens, 1, buf.logits);
+    rows_per_seq = 1;
+  }
+}
+
+namespace {
+
+// Scores what GreedyWrite wrote against the answers of b: adds to *correct the answer positions
+// (end token included) holding the target, to *exact the sequences written exactly, to *ended those
+// that wrote the end token and to *written their written lengths.
+void ScoreWritten(const Batch& b, const WrittenAnswers& w, long* correct, long* exact, long* ended,
+                  long* written) {
+  const int T = b.T, P = b.prompt, A = T - (P - 1);
+  for (int s = 0; s < b.B; ++s) {
+    const int* target = b.targets.data() + static_cast<long>(s) * T + (P - 1);
+    const int* t = w.tokens.data() + static_cast<size_t>(s) * w.cap;
+    long right = 0;
+    for (int k = 0; k < A; ++k) right += k < w.length[s] && t[k] == target[k];
+    *correct += right;
+    *exact += w.length[s] == A && right == A;
+    *ended += w.ended[s];
+    *written += w.length[s];
+  }
+}
+
+}  // namespace
+
+EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, double depth,
+                       Rng& data, Rng& positions, EvalBuffers& buf, Decoding decoding) {
+  const bool greedy = decoding == Decoding::kGreedy;
+  LEXP_CHECK(!greedy || m.layout->EndsWithEndToken(),
+             "greedy decoding needs the decoder layout and a task with an answer");
+  EvalRow r;
+  r.length = n;
+  r.decoding = decoding;
+  double loss_sum = 0;
+  long correct = 0, exact = 0, g_correct = 0, g_exact = 0, g_ended = 0, g_written = 0, g_scored = 0;
+  for (int done = 0; done < samples; done += batch_size) {
+    const int bs = std::min(batch_size, samples - done);
+    const Batch b = m.layout->MakeBatch(n, bs, data, depth);
+    r.seq_len = b.T;
+    m.encoding->PositionIds(b.T, false, positions, buf.pos);
+    m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, buf.logits);
+    const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
+        buf.logits, b.targets, b.mask, nullptr, &buf.row_loss, &buf.row_correct);
+    loss_sum += ce.loss_sum;
+    correct += ce.correct;
+    r.scored_tokens += ce.count;
+    for (int s = 0; s < b.B; ++s) {
+      bool all = true;
+      for (int t = 0; t < b.T; ++t) {
+        const long i = static_cast<long>(s) * b.T + t;
+        if (b.mask[i] && !buf.row_correct[i]) all = false;
+      }
+      exact += all ? 1 : 0;
+    }
+    if (greedy) {
+      GreedyWrite(m, b, positions, buf, buf.written);
+      ScoreWritten(b, buf.written, &g_correct, &g_exact, &g_ended, &g_written);
+      g_scored += static_cast<long>(b.B) * (b.T - b.prompt + 1);
+    }
+    r.samples += bs;
+  }
+  r.loss = loss_sum / std::max(1L, r.scored_tokens);
+  r.token_accuracy = static_cast<double>(correct) / std::max(1L, r.scored_tokens);
+  r.exact_match = static_cast<double>(exact) / std::max(1, r.samples);
+  if (greedy) {
+    r.teacher_forced_accuracy = r.token_accuracy;
+    r.teacher_forced_exact = r.exact_match;
+    r.scored_tokens = g_scored;
+    r.token_accuracy = static_cast<double>(g_correct) / std::max(1L, g_scored);
+    r.exact_match = static_cast<double>(g_exact) / std::max(1, r.samples);
+    r.ended = static_cast<double>(g_ended) / std::max(1, r.samples);
+    r.written_length = static_cast<double>(g_written) / std::max(1, r.samples);
+  }
+  return r;
+}
+
+}  // namespace lexp

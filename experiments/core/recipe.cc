@@ -1,0 +1,800 @@
+#include "experiments/core/recipe.h"
+
+#include <fmt/core.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "experiments/core/sequence_layout.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+#include "nn/model/capture_sites.h"
+#include "pe/options.h"
+#include "pe/registry.h"
+#include "pe/rope.h"
+
+namespace lexp {
+
+std::vector<int> RecipeConfig::EvalLengths() const {
+  if (!eval_lengths.empty()) return eval_lengths;
+  const int N = train_max_length, M = eval_max_factor * train_max_length;
+  std::vector<int> out;
+  // Every length up to 2N, then a geometric grid (about 8 points per doubling) up to M.
+  for (int n = 1; n <= std::min(M, 2 * N); ++n) out.push_back(n);
+  double x = 2.0 * N;
+  while (true) {
+    x *= 1.0905077326652577;  // 2^(1/8)
+    const int n = std::min(M, static_cast<int>(std::lround(x)));
+    if (n > out.back()) out.push_back(n);
+    if (n >= M) break;
+  }
+  return out;
+}
+
+std::vector<int> RecipeConfig::ProbeLengths() const {
+  if (!probe_lengths.empty()) return probe_lengths;
+  const std::vector<int> ev = EvalLengths();
+  const int M = *std::max_element(ev.begin(), ev.end());
+  std::vector<int> out;
+  for (int f : {1, 2, 4, 8})
+    if (f * train_max_length <= M) out.push_back(f * train_max_length);
+  if (out.empty()) out.push_back(M);
+  return out;
+}
+
+int RecipeConfig::PositionsMax() const {
+  if (positions_max > 0) return positions_max;
+  if (positions == "pose" || positions == "shift") return MaxSequenceTokens();
+  return std::max(2048, 2 * MaxSequenceTokens());
+}
+
+bool IsPlainFileName(const std::string& name) {
+  if (name.empty() || name == "." || name == ".." || name[0] == '-') return false;
+  for (char ch : name)
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-' ||
+          ch == '+'))
+      return false;
+  return true;
+}
+
+std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
+  if (sweep_key.empty()) return {Variant{}};
+  const std::string last = sweep_key.substr(sweep_key.rfind('.') + 1);
+  std::vector<Variant> out;
+  for (const auto& v : sweep_values) {
+    // The value becomes part of a file name: anything but letters, digits and . _ + - becomes _
+    // (a path such as ../x must not lead outside the output directory).
+    std::string suffix = "-" + last;
+    for (char ch : v)
+      suffix += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' ||
+                        ch == '-' || ch == '+'
+                    ? ch
+                    : '_';
+    out.push_back({sweep_key + "=" + v, suffix});
+  }
+  return out;
+}
+
+bool RecipeConfig::SweepChanges(const std::string& encoding) const {
+  const std::string prefix = "encoding_options.";
+  if (sweep_key.rfind(prefix, 0) != 0) return true;
+  const std::string rest = sweep_key.substr(prefix.size());
+  return rest.substr(0, rest.find('.')) == encoding;
+}
+
+std::vector<std::string> RecipeConfig::ModelLabels() const {
+  std::vector<std::string> out;
+  const std::vector<Variant> variants = Variants();
+  for (size_t v = 0; v < variants.size(); ++v)
+    for (const auto& e : encodings) {
+      if (SweepChanges(e))
+        out.push_back(e + variants[v].suffix);
+      else if (v == 0)
+        out.push_back(e);
+    }
+  return out;
+}
+
+PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
+  PatternConfig pc;
+  pc.name = pattern;
+  pc.window = pattern_window > 0 ? pattern_window : train_tokens;
+  pc.global = pattern_global;
+  pc.limit = pattern_limit;
+  pc.heads = n_heads;
+  pc.segments = pattern_segments;
+  pc.dilations = pattern_dilations;
+  pc.ratio = pattern_ratio;
+  return pc;
+}
+
+ModelConfig RecipeConfig::Model(int vocab) const {
+  ModelConfig mc;
+  mc.vocab = vocab;
+  mc.d_model = d_model;
+  mc.n_heads = n_heads;
+  mc.n_layers = n_layers;
+  mc.d_ff = d_ff;
+  mc.pre_ln = norm == "pre";
+  mc.causal = layout == "decoder";
+  return mc;
+}
+
+int RecipeConfig::MaxPositionId() const {
+  if (positions == "identity") return MaxSequenceTokens();
+  if (positions == "shift") return PositionsMax() + MaxSequenceTokens();
+  return std::max(MaxSequenceTokens(), PositionsMax());
+}
+
+Decoding RecipeConfig::DecodingFor(const Task& t) const {
+  if (eval_decoding == "greedy") return Decoding::kGreedy;
+  if (eval_decoding == "teacher_forced" || layout != "decoder" || !t.HasAnswer())
+    return Decoding::kTeacherForced;
+  return t.SourceDecoding();
+}
+
+int RecipeConfig::MaxSequenceTokens() const {
+  // The longest requested length M gives the longest sequence (every task's sequences grow with
+  // n): its layout's length, at least 4M + 1 (an answer of up to 2n, a separator and an end token;
+  // the bound absolute tables are sized by). MQAR, whose answer slots are twice its 2n input,
+  // needs more.
+  int M = train_max_length;
+  for (int n : EvalLengths()) M = std::max(M, n);
+  for (int n : ProbeLengths()) M = std::max(M, n);
+  int tokens = 4 * M + 1;
+  const auto t = CreateTask(task, TaskOptions{task_vocab});
+  const SequenceLayout lay(*t, layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  try {
+    tokens = std::max(tokens, lay.SequenceLengthFor(M));
+    // Greedy decoding writes up to twice the answer after the prompt: longer sequences.
+    if (layout == "decoder" && DecodingFor(*t) == Decoding::kGreedy)
+      tokens = std::max(tokens, lay.GreedyCapacityFor(M));
+  } catch (const InputError&) {
+    // A length the task cannot make: the recipe check names it (ValidateOneTask).
+  }
+  return tokens;
+}
+
+std::vector<Field> Fields(RecipeConfig& c) {
+  const double kBig = 1e9;
+  return {
+      {"run.name", "name of the run directory under the output folder", &c.name},
+      {"run.seed", "seed of every random stream (init, data, positions, eval)", &c.seed, 0, kBig},
+      {"run.seeds",
+       "seed sweep: one model per encoding and seed, files <encoding>-seed<s>.h5 "
+       "(empty = run.seed only)",
+       &c.seeds, 0, kBig},
+      {"run.sweep",
+       "key sweep: a recipe key set to each of run.sweep_values in turn, e.g. "
+       "encoding_options.rope.base; files <encoding>-<key><value>.h5",
+       &c.sweep_key},
+      {"run.sweep_values", "the values of run.sweep (TOML syntax, as --set takes them)",
+       &c.sweep_values},
+      {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
+       1024},
+      {"run.jobs",
+       "models of the sweep trained at once, each with its share of the threads (the NoPE runs "
+       "first, as the JS references of the others); 0 = one model per thread, as many as memory "
+       "holds; run files do not depend on it",
+       &c.jobs, 0, 64},
+      {"task.name", "synthetic task (lexp list tasks)", &c.task},
+      {"task.names",
+       "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",
+       &c.tasks},
+      {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
+       0, 1e6},
+      {"model.layout",
+       "decoder (causal, answer after a separator) or encoder (bidirectional, output slots)",
+       &c.layout,
+       0,
+       0,
+       {"decoder", "encoder"}},
+      {"model.norm", "LayerNorm placement", &c.norm, 0, 0, {"pre", "post"}},
+      {"model.d_model", "model width C", &c.d_model, 2, 65536},
+      {"model.n_heads", "attention heads H (C must be a multiple)", &c.n_heads, 1, 1024},
+      {"model.n_layers", "transformer blocks L", &c.n_layers, 1, 1024},
+      {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
+      {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
+      {"model.positions",
+       "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
+       "pose (Zhu et al.), shift (SHAPE, Kiyono et al.: positions k..k+T-1 with k ~ "
+       "U{0..positions_max} in training)",
+       &c.positions,
+       0,
+       0,
+       {"identity", "randomized", "pose", "shift"}},
+      {"model.positions_max",
+       "randomized: positions drawn from [0, L); pose: target length; shift: largest k "
+       "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest "
+       "sequence)",
+       &c.positions_max, 0, 1 << 24},
+      {"model.positions_at_eval",
+       "randomized at evaluation: sample (as the reference code) or identity",
+       &c.positions_at_eval,
+       0,
+       0,
+       {"sample", "identity"}},
+      {"model.pattern",
+       "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
+       "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM)",
+       &c.pattern,
+       0,
+       0,
+       {"full", "sliding_window", "bca", "lambda", "dilated", "shifted_sparse", "sinks"}},
+      {"model.pattern_window",
+       "sliding window w / bca block l / lambda n_local / sinks recent window "
+       "(0 = the longest training sequence)",
+       &c.pattern_window, 0, 1 << 24},
+      {"model.pattern_global",
+       "lambda: n_global first tokens always visible; sinks: n_sink first tokens kept",
+       &c.pattern_global, 0, 1 << 24},
+      {"model.pattern_segments", "dilated: segment lengths w_a (tokens)", &c.pattern_segments, 1,
+       1 << 24},
+      {"model.pattern_dilations", "dilated: dilations r_a, one per segment length, one of them 1",
+       &c.pattern_dilations, 1, 1 << 24},
+      {"model.pattern_ratio", "shifted_sparse: group size / sequence length (LongLoRA: 1/4)",
+       &c.pattern_ratio, 0.001, 1},
+      {"model.pattern_limit", "lambda: distance at which global tokens are seen (0 = the window)",
+       &c.pattern_limit, 0, 1 << 24},
+      {"model.pattern_when",
+       "apply the pattern at evaluation only (eval), in training only (train) or "
+       "always",
+       &c.pattern_when,
+       0,
+       0,
+       {"eval", "train", "always"}},
+      {"train.max_length", "training lengths are uniform in 1..max_length (N)", &c.train_max_length,
+       1, 1 << 20},
+      {"train.steps", "optimizer steps", &c.steps, 1, kBig},
+      {"train.batch_size", "sequences per step", &c.batch_size, 1, 1 << 20},
+      {"train.lr", "peak learning rate of AdamW", &c.lr, 1e-8, 10},
+      {"train.weight_decay", "decoupled weight decay", &c.weight_decay, 0, 10},
+      {"train.clip_norm", "global gradient-norm clip (0 = off)", &c.clip_norm, 0, 1e6},
+      {"train.warmup_steps", "linear warm-up steps", &c.warmup_steps, 0, kBig},
+      {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.min_lr_ratio, 0, 1},
+      {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
+      {"train.init_from",
+       "fine-tuning: start from the trained weights of this completed run file (path relative to "
+       "the working directory; empty = random initialisation)",
+       &c.init_from},
+      {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
+       &c.checkpoint_every, 1, kBig},
+      {"eval.lengths", "explicit evaluation lengths (empty = grid up to max_factor * N)",
+       &c.eval_lengths},
+      {"eval.max_factor", "the default grid reaches max_factor * N", &c.eval_max_factor, 1, 4096},
+      {"eval.samples", "sequences evaluated per length", &c.eval_samples, 1, 1 << 24},
+      {"eval.depths",
+       "depths (percent of the input before the hidden item) evaluated at every length, "
+       "for tasks with a depth axis (passkey)",
+       &c.eval_depths, 0, 100},
+      {"eval.batch_size", "sequences per evaluation batch", &c.eval_batch_size, 1, 1 << 20},
+      {"eval.decoding",
+       "teacher_forced (each answer token predicted from the true ones before it), greedy (the "
+       "model writes its answer until its end token or twice the answer's length; exact match "
+       "needs the answer and the end) or task (the protocol of the task's source: greedy for "
+       "Kazemnejad et al.'s tasks and passkey, teacher forcing otherwise; lexp list tasks)",
+       &c.eval_decoding,
+       0,
+       0,
+       {"task", "teacher_forced", "greedy"}},
+      {"probe.lengths", "lengths at which attention is captured (empty = N, 2N, 4N, 8N)",
+       &c.probe_lengths},
+      {"probe.samples", "probe sequences per length used by the analysis", &c.probe_samples, 1,
+       4096},
+      {"probe.stored_samples", "probe sequences whose full logits/probabilities are stored",
+       &c.probe_stored_samples, 0, 4096},
+      {"probe.replay",
+       "1: the end-of-training analysis also replays the model (entropy under log-n/YaRN/Lambda, "
+       "rotary pairs and ablation); 0: only the stored-attention metrics (lexp analyze always "
+       "replays)",
+       &c.probe_replay, 0, 1},
+      {"probe.capture",
+       "capture sites stored for the probe.stored_samples sequences at every probe length, under "
+       "/probe/length_<n>/<site>: names or globs such as \"layer*.attn.q\" (lexp list sites)",
+       &c.probe_capture},
+  };
+}
+
+std::string FieldTypeName(const Field& f) {
+  switch (f.value.index()) {
+    case 0:
+      return "integer";
+    case 1:
+      return "number";
+    case 2:
+      return "string";
+    case 3:
+      return "list of integers";
+    default:
+      return "list of strings";
+  }
+}
+
+std::string FieldValueString(const Field& f) {
+  std::ostringstream s;
+  std::visit(
+      [&](auto* p) {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          s << '"' << *p << '"';
+        } else if constexpr (std::is_same_v<T, std::vector<int>> ||
+                             std::is_same_v<T, std::vector<std::string>>) {
+          s << "[";
+          for (size_t i = 0; i < p->size(); ++i) {
+            if (i) s << ", ";
+            if constexpr (std::is_same_v<T, std::vector<std::string>>)
+              s << '"' << (*p)[i] << '"';
+            else
+              s << (*p)[i];
+          }
+          s << "]";
+        } else {
+          s << *p;
+        }
+      },
+      f.value);
+  return s.str();
+}
+
+namespace {
+
+std::string Where(const std::string& source, const std::string& key) {
+  if (source == "--set") return "--set " + key;
+  return "recipe '" + source + "': " + key;
+}
+
+std::string Allowed(const Field& f) {
+  if (!f.allowed.empty()) {
+    std::string s;
+    for (const auto& a : f.allowed) s += (s.empty() ? "" : ", ") + ("\"" + a + "\"");
+    return "one of " + s;
+  }
+  std::string s = FieldTypeName(f);
+  if (f.min < f.max) {
+    std::ostringstream r;
+    r << " in [" << f.min << ", " << f.max << "]";
+    s += r.str();
+  }
+  return s;
+}
+
+std::string NodeText(const toml::node& n) {
+  std::ostringstream s;
+  if (n.is_string())
+    s << '"' << n.value<std::string>().value_or("") << '"';
+  else if (n.is_table())
+    s << "a table";
+  else if (n.is_array())
+    s << "an array";
+  else if (n.is_boolean())
+    s << (n.value<bool>().value_or(false) ? "true" : "false");
+  else if (n.is_integer())
+    s << n.value<int64_t>().value_or(0);
+  else if (n.is_floating_point())
+    s << n.value<double>().value_or(0);
+  else
+    s << "a value";
+  return s.str();
+}
+
+void CheckRange(const Field& f, double v, const std::string& source) {
+  // Written so that NaN (every comparison false) is out of range too.
+  if (!std::isfinite(v) || (f.min < f.max && !(v >= f.min && v <= f.max))) {
+    std::ostringstream s;
+    s << Where(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
+    FailInput(s.str());
+  }
+}
+
+// Assigns a TOML node to a field, with a clear error on a wrong type or value.
+void Assign(const Field& f, const toml::node& n, const std::string& source) {
+  const std::string bad =
+      Where(source, f.key) + " = " + NodeText(n) + " has the wrong type; allowed: " + Allowed(f);
+  std::visit(
+      [&](auto* p) {
+        using T = std::decay_t<decltype(*p)>;
+        if constexpr (std::is_same_v<T, int>) {
+          auto v = n.value_exact<int64_t>();
+          if (!v && n.is_floating_point()) {
+            const double d = *n.value<double>();
+            if (d == static_cast<double>(static_cast<int64_t>(d))) v = static_cast<int64_t>(d);
+          }
+          if (!v) FailInput(bad);
+          CheckRange(f, static_cast<double>(*v), source);
+          *p = static_cast<int>(*v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          auto v = n.value<double>();
+          if (!v || n.is_boolean() || n.is_string()) FailInput(bad);
+          CheckRange(f, *v, source);
+          *p = *v;
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          auto v = n.value_exact<std::string>();
+          if (!v) FailInput(bad);
+          if (!f.allowed.empty() &&
+              std::find(f.allowed.begin(), f.allowed.end(), *v) == f.allowed.end())
+            FailInput(Where(source, f.key) + " = \"" + *v +
+                      "\" is not allowed; allowed: " + Allowed(f));
+          *p = *v;
+        } else if constexpr (std::is_same_v<T, std::vector<int>>) {
+          const toml::array* a = n.as_array();
+          if (!a) FailInput(bad);
+          p->clear();
+          for (const auto& e : *a) {
+            auto v = e.value_exact<int64_t>();
+            // Lists hold positive integers unless the field gives its own range.
+            const double lo = f.min < f.max ? f.min : 1, hi = f.min < f.max ? f.max : 1e18;
+            if (!v || *v < lo || *v > hi)
+              FailInput(Where(source, f.key) + " must hold integers in [" +
+                        fmt::format("{:g}", lo) + ", " + fmt::format("{:g}", hi) + "], got " +
+                        NodeText(e));
+            p->push_back(static_cast<int>(*v));
+          }
+        } else {
+          const toml::array* a = n.as_array();
+          if (!a) FailInput(bad);
+          p->clear();
+          for (const auto& e : *a) {
+            auto v = e.value_exact<std::string>();
+            // run.sweep_values are override texts: numbers and booleans are taken as written.
+            if (!v && f.key == "run.sweep_values" && (e.is_number() || e.is_boolean())) {
+              p->push_back(NodeText(e));
+              continue;
+            }
+            if (!v) FailInput(Where(source, f.key) + " must hold strings, got " + NodeText(e));
+            p->push_back(*v);
+          }
+        }
+      },
+      f.value);
+}
+
+std::string OptionValueText(const toml::node& n) {
+  if (n.is_string()) return *n.value<std::string>();
+  if (n.is_boolean()) return *n.value<bool>() ? "true" : "false";
+  if (n.is_integer()) return std::to_string(*n.value<int64_t>());
+  if (n.is_floating_point()) {
+    std::ostringstream s;
+    s.precision(17);
+    s << *n.value<double>();
+    return s.str();
+  }
+  return "";
+}
+
+void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::string& source) {
+  for (const auto& [enc_key, node] : t) {
+    const std::string enc(enc_key.str());
+    const toml::table* opts = node.as_table();
+    LEXP_INPUT_CHECK(opts != nullptr,
+                     Where(source, "encoding_options." + enc) + " must be a table of options");
+    FindEncoding(enc);        // unknown encoding names are errors
+    c.encoding_options[enc];  // an empty table still names the encoding
+    for (const auto& [k, v] : *opts) {
+      const std::string key = "encoding_options." + enc + "." + std::string(k.str());
+      LEXP_INPUT_CHECK(v.is_value(), Where(source, key) + " must be a number, string or boolean");
+      c.encoding_options[enc][std::string(k.str())] = OptionValueText(v);
+    }
+  }
+}
+
+}  // namespace
+
+RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source) {
+  RecipeConfig c;
+  c.source_name = source;
+  c.source_text = toml_text;
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream s;
+    s << "recipe '" << source << "' is not valid TOML: " << e.description() << " (line "
+      << e.source().begin.line << ", column " << e.source().begin.column << ")";
+    FailInput(s.str());
+  }
+  std::vector<Field> fields = Fields(c);
+  std::map<std::string, std::vector<std::string>> keys_of_section;
+  for (const auto& f : fields) {
+    const auto dot = f.key.find('.');
+    keys_of_section[f.key.substr(0, dot)].push_back(f.key.substr(dot + 1));
+  }
+  for (const auto& [sec_key, sec_node] : root) {
+    const std::string sec(sec_key.str());
+    if (sec == "encoding_options") {
+      LEXP_INPUT_CHECK(sec_node.is_table(), Where(source, sec) + " must be a table");
+      LoadEncodingOptions(c, *sec_node.as_table(), source);
+      continue;
+    }
+    if (!keys_of_section.count(sec)) {
+      std::string known;
+      for (const auto& [s, _] : keys_of_section) known += "[" + s + "] ";
+      FailInput(Where(source, sec) + " is not a known section; sections: " + known +
+                "[encoding_options]");
+    }
+    const toml::table* t = sec_node.as_table();
+    LEXP_INPUT_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
+    for (const auto& [k, v] : *t) {
+      const std::string key = sec + "." + std::string(k.str());
+      auto it =
+          std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+      if (it == fields.end()) {
+        std::string known;
+        for (const auto& n : keys_of_section[sec]) known += (known.empty() ? "" : ", ") + n;
+        FailInput(Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
+      }
+      Assign(*it, v, source);
+    }
+  }
+  return c;
+}
+
+void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
+  std::vector<Field> fields = Fields(c);
+  for (const std::string& s : sets) {
+    const auto eq = s.find('=');
+    LEXP_INPUT_CHECK(eq != std::string::npos && eq > 0,
+                     "--set '" + s + "': expected key=value, e.g. --set train.steps=200");
+    const std::string key = s.substr(0, eq), value = s.substr(eq + 1);
+    toml::table parsed;
+    std::string text = "v = " + value;
+    try {
+      parsed = toml::parse(text);
+    } catch (const toml::parse_error&) {
+      // Bare words are strings; a,b,c is a list of bare words or numbers.
+      std::string list;
+      std::stringstream ss(value);
+      std::string item;
+      bool any = false;
+      while (std::getline(ss, item, ',')) {
+        toml::table probe;
+        bool number = true;
+        try {
+          probe = toml::parse("x = " + item);
+        } catch (const toml::parse_error&) {
+          number = false;
+        }
+        list += std::string(any ? ", " : "") + (number ? item : "\"" + item + "\"");
+        any = true;
+      }
+      const bool is_list = value.find(',') != std::string::npos;
+      parsed = toml::parse("v = " + (is_list ? "[" + list + "]" : "\"" + value + "\""));
+    }
+    const toml::node& node = *parsed.get("v");
+    if (key.rfind("encoding_options.", 0) == 0) {
+      const std::string rest = key.substr(17);
+      const auto dot = rest.find('.');
+      LEXP_INPUT_CHECK(dot != std::string::npos,
+                       "--set " + key + ": expected encoding_options.<encoding>.<option>=value");
+      const std::string enc = rest.substr(0, dot);
+      FindEncoding(enc);
+      c.encoding_options[enc][rest.substr(dot + 1)] = OptionValueText(node);
+      continue;
+    }
+    auto it =
+        std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.key == key; });
+    if (it == fields.end()) {
+      std::string known;
+      for (const auto& f : fields) known += (known.empty() ? "" : ", ") + f.key;
+      FailInput("--set " + key + ": not a recipe key; keys: " + known);
+    }
+    // A single value for a list field becomes a one-element list.
+    if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
+      toml::table wrapped = toml::parse(fmt::format(
+          "v = [{}]",
+          node.is_string() ? fmt::format("\"{}\"", *node.value<std::string>()) : value));
+      Assign(*it, *wrapped.get("v"), "--set");
+    } else {
+      Assign(*it, node, "--set");
+    }
+  }
+}
+
+void ValidateOneTask(const RecipeConfig& c);
+
+void ValidateRecipe(const RecipeConfig& c) {
+  std::set<std::string> tasks;
+  for (const auto& t : c.Tasks())
+    LEXP_INPUT_CHECK(tasks.insert(t).second,
+                     Where(c.source_name, "task.names") + " lists '" + t + "' twice");
+  std::set<int> seeds;
+  for (int s : c.Seeds())
+    LEXP_INPUT_CHECK(seeds.insert(s).second,
+                     Where(c.source_name, "run.seeds") + " lists " + std::to_string(s) + " twice");
+  LEXP_INPUT_CHECK(c.sweep_key.empty() == c.sweep_values.empty(),
+                   Where(c.source_name, "run.sweep") +
+                       " and run.sweep_values go together (a key and its values)");
+  LEXP_INPUT_CHECK(c.sweep_key.rfind("run.", 0) != 0,
+                   Where(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
+                       "\": run.* keys cannot be swept (use run.seeds for seeds)");
+  LEXP_INPUT_CHECK(IsPlainFileName(c.name),
+                   Where(c.source_name, "run.name") + " = \"" + c.name +
+                       "\" must be a plain directory name (letters, digits, . _ + -, not . or "
+                       "..); it names data/runs/<run.name>");
+  std::set<std::string> values, suffixes;
+  for (const auto& v : c.sweep_values)
+    LEXP_INPUT_CHECK(values.insert(v).second,
+                     Where(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
+  for (const auto& variant : c.Variants())
+    LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
+                     Where(c.source_name, "run.sweep_values") +
+                         ": two values give the file name "
+                         "suffix '" +
+                         variant.suffix +
+                         "' (characters other than letters, digits "
+                         "and . _ + - become _)");
+  for (const auto& variant : c.Variants())
+    for (const auto& t : c.Tasks()) {
+      RecipeConfig one = c.For(t, c.Seeds()[0]);
+      if (!variant.set.empty()) {
+        try {
+          ApplyOverrides(one, {variant.set});
+        } catch (const InputError& e) {
+          FailInput(Where(c.source_name, "run.sweep") + ": " + e.what());
+        }
+      }
+      ValidateOneTask(one);
+    }
+}
+
+void ValidateOneTask(const RecipeConfig& c) {
+  const std::string src = c.source_name;
+  LEXP_INPUT_CHECK(c.d_model % c.n_heads == 0,
+                   Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
+                       " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
+  LEXP_INPUT_CHECK(!c.encodings.empty(),
+                   Where(src, "model.encodings") + " must name at least one encoding");
+  std::unique_ptr<Task> task;
+  try {
+    task = CreateTask(c.task, TaskOptions{c.task_vocab});
+  } catch (const InputError& e) {
+    FailInput(Where(src, "task.name") + ": " + e.what());
+  }
+  const std::string task_range = "task '" + c.task + "' supports lengths " +
+                                 std::to_string(task->MinLength()) + ".." +
+                                 std::to_string(task->MaxLength());
+  LEXP_INPUT_CHECK(
+      c.train_max_length >= task->MinLength() && c.train_max_length <= task->MaxLength(),
+      Where(src, "train.max_length") + " = " + std::to_string(c.train_max_length) + ": " +
+          task_range);
+  for (int n : c.EvalLengths())
+    LEXP_INPUT_CHECK(
+        n >= task->MinLength() && n <= task->MaxLength(),
+        Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " + task_range);
+  LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
+                   Where(src, "eval.decoding") +
+                       " = \"greedy\" needs the decoder layout and a "
+                       "task whose output is an answer to write ('" +
+                       c.task + "'" +
+                       (task->HasAnswer() ? " with model.layout = \"" + c.layout + "\""
+                                          : " is a language-modelling source, a query stream or "
+                                            "has padded outputs") +
+                       "); use teacher_forced");
+  const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
+  int train_tokens = 0, vocab = 0;
+  try {
+    SequenceLayout check(*task, layout);
+    train_tokens = check.SequenceLengthFor(c.train_max_length);
+    vocab = check.Vocab();
+  } catch (const InputError& e) {
+    FailInput(Where(src, "model.layout") + ": " + e.what());
+  }
+  if (c.positions_max > 0) {
+    int longest = c.train_max_length;
+    for (int n : c.EvalLengths()) longest = std::max(longest, n);
+    for (int n : c.ProbeLengths()) longest = std::max(longest, n);
+    const SequenceLayout longest_layout(*task, layout);
+    const int longest_tokens = c.DecodingFor(*task) == Decoding::kGreedy
+                                   ? longest_layout.GreedyCapacityFor(longest)
+                                   : longest_layout.SequenceLengthFor(longest);
+    const std::string at =
+        Where(src, "model.positions_max") + " = " + std::to_string(c.positions_max);
+    // PoSE's target length must cover the training window it spreads over it.
+    LEXP_INPUT_CHECK(c.positions != "pose" || c.positions_max >= train_tokens,
+                     at + " is shorter than the longest training sequence (" +
+                         std::to_string(train_tokens) +
+                         " tokens); PoSE's target length must be at least that");
+    // Randomized positions are distinct draws from [0, L): L must hold every sequence drawn.
+    const int drawn = c.positions_at_eval == "sample" ? longest_tokens : train_tokens;
+    LEXP_INPUT_CHECK(c.positions != "randomized" || c.positions_max >= drawn,
+                     at + ": randomized positions draw " + std::to_string(drawn) +
+                         " distinct positions from [0, positions_max) for the longest sequence " +
+                         (c.positions_at_eval == "sample" ? "evaluated" : "trained") +
+                         "; allowed: >= " + std::to_string(drawn) + " (0 = default)");
+  }
+  for (int n : c.ProbeLengths())
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+                     Where(src, "probe.lengths") + ": length " + std::to_string(n) +
+                         " is outside what " + task_range);
+  MatchCaptureSites(c.Model(1), c.probe_capture, Where(src, "probe.capture"));
+  LEXP_INPUT_CHECK(c.probe_capture.empty() || c.probe_stored_samples > 0,
+                   Where(src, "probe.capture") +
+                       " stores sites of the stored probe sequences; probe.stored_samples is 0");
+  LEXP_INPUT_CHECK(c.probe_stored_samples <= c.probe_samples,
+                   Where(src, "probe.stored_samples") + " = " +
+                       std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
+                       std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
+  if (c.pattern != "full") {
+    LEXP_INPUT_CHECK(c.layout == "decoder",
+                     Where(src, "model.pattern") + " = \"" + c.pattern +
+                         "\" is a causal pattern; model.layout must be \"decoder\"");
+    try {
+      CreatePattern(c.PatternFor(train_tokens));
+    } catch (const InputError& err) {
+      FailInput(Where(src, "model.pattern") + ": " + err.what());
+    }
+    LEXP_INPUT_CHECK(c.pattern_limit <= c.MaxSequenceTokens(),
+                     Where(src, "model.pattern_limit") + " = " + std::to_string(c.pattern_limit) +
+                         " lies beyond the longest sequence of this recipe (" +
+                         std::to_string(c.MaxSequenceTokens()) +
+                         " tokens), farther than any key can be; allowed: 0.." +
+                         std::to_string(c.MaxSequenceTokens()) + " (0 = the window)");
+    LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
+                     Where(src, "model.pattern_when") +
+                         " is \"eval\", but shifted_sparse (S2-Attn) is a "
+                         "training-time pattern; set pattern_when = \"train\" (or \"always\")");
+    if (PatternRemapsDistances(c.pattern)) {
+      std::string can;  // the encodings that can, from the registry
+      for (const auto& info : ListEncodings())
+        if (info.cannot_remap.empty()) can += (can.empty() ? "" : ", ") + info.name;
+      for (const auto& e : c.encodings)
+        LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
+                         Where(src, "model.pattern") + " = \"" + c.pattern +
+                             "\" shows some keys at another distance than their own, which '" + e +
+                             "' cannot do: " + FindEncoding(e).cannot_remap +
+                             " (the pattern would be a mask only); encodings that can: " + can);
+    }
+  } else {
+    LEXP_INPUT_CHECK(c.pattern_when == "eval",
+                     Where(src, "model.pattern_when") + " is set but model.pattern is \"full\"");
+  }
+  std::set<std::string> seen;
+  for (const auto& e : c.encodings) {
+    LEXP_INPUT_CHECK(seen.insert(e).second,
+                     Where(src, "model.encodings") + " lists '" + e + "' twice");
+    try {
+      FindEncoding(e);
+    } catch (const InputError& err) {
+      FailInput(Where(src, "model.encodings") + ": " + err.what());
+    }
+    try {
+      // Building the encoding checks option names and values (ranges, allowed words).
+      auto it = c.encoding_options.find(e);
+      CreateEncoding<float>(
+          e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
+          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxPositionId(),
+                        train_tokens, vocab});
+    } catch (const InputError& err) {
+      FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
+    }
+  }
+  for (const auto& [e, _] : c.encoding_options)
+    LEXP_INPUT_CHECK(seen.count(e),
+                     Where(src, "encoding_options." + e) +
+                         " configures an encoding that model.encodings does not train");
+}
+
+std::string RecipeToToml(RecipeConfig& c) {
+  std::ostringstream s;
+  std::string section;
+  for (const Field& f : Fields(c)) {
+    const auto dot = f.key.find('.');
+    const std::string sec = f.key.substr(0, dot);
+    if (sec != section) {
+      s << (section.empty() ? "" : "\n") << "[" << sec << "]\n";
+      section = sec;
+    }
+    s << f.key.substr(dot + 1) << " = " << FieldValueString(f) << "\n";
+  }
+  for (const auto& [enc, opts] : c.encoding_options) {
+    s << "\n[encoding_options." << enc << "]\n";
+    for (const auto& [k, v] : opts) s << k << " = \"" << v << "\"\n";
+  }
+  return s.str();
+}
+
+}  // namespace lexp

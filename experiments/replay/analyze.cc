@@ -1,0 +1,111 @@
+#include "experiments/replay/analyze.h"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <regex>
+
+#include "analysis/rope_theory.h"
+#include "experiments/core/assembled_model.h"
+#include "experiments/core/run_file.h"
+#include "experiments/replay/empirical_expectation.h"
+#include "experiments/replay/entropy_variants.h"
+#include "experiments/replay/position_probes.h"
+#include "experiments/replay/position_scores.h"
+#include "experiments/replay/probe_geometry.h"
+#include "experiments/replay/receptive_field.h"
+#include "experiments/replay/rotary_pairs.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
+#include "pe/rope.h"
+
+namespace lexp {
+
+std::vector<std::string> ReferenceCandidates(const std::string& run_file,
+                                             const std::string& encoding,
+                                             const std::string& label) {
+  if (encoding == "nope" || label.rfind(encoding, 0) != 0) return {};
+  const std::filesystem::path dir = std::filesystem::path(run_file).parent_path();
+  const std::string suffix = label.substr(encoding.size());  // <sweep part><-seedN>
+  std::smatch seed;
+  std::regex_search(suffix, seed, std::regex("-seed[0-9]+$"));
+  const std::string seed_part = seed.empty() ? "" : seed.str();
+  std::vector<std::string> out = {(dir / ("nope" + suffix + ".h5")).string()};
+  if (suffix != seed_part) out.push_back((dir / ("nope" + seed_part + ".h5")).string());
+  return out;
+}
+
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
+                           bool finish) {
+  std::string report, reference = reference_given;
+  const RunFileHead head = ReadRunFileHead(path);
+  LEXP_INPUT_CHECK(HasFinalWeights(head.state), "'" + path + "' did not complete (" +
+                                                    RunStateName(head.state) +
+                                                    "); there is nothing to analyze");
+  const std::string encoding = head.encoding, label = head.label;
+  // No reference given: the NoPE run beside this one, when it is there and completed.
+  auto state_of = [](const std::string& file) -> std::optional<RunState> {
+    try {
+      return ReadRunFileHead(file).state;
+    } catch (const InputError&) {  // not a run file, or a damaged one: no reference
+      return std::nullopt;
+    }
+  };
+  for (const std::string& candidate : ReferenceCandidates(path, encoding, label))
+    if (reference.empty() && std::filesystem::exists(candidate) &&
+        state_of(candidate) == RunState::kCompleted) {
+      reference = candidate;
+      report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
+    }
+  if (!reference.empty()) {
+    const auto state = state_of(reference);
+    LEXP_INPUT_CHECK(state && HasFinalWeights(*state),
+                     "reference '" + reference + "' is not a completed lexp run file");
+  }
+  // Replays of the trained model (before the file is opened for update). The geometry is forward
+  // passes of the probe only, so it runs even when probe.replay = 0 skips the costly replays.
+  const GeometryAnalysis geometry = MeasureGeometry(path, reference);
+  std::optional<EntropyVariants> entropy;
+  std::optional<EmpiricalExpectation> expectation;
+  std::optional<RotaryPairAnalysis> rotary;
+  std::optional<PositionScores> positions;
+  std::optional<PositionProbes> probes;
+  std::optional<ReceptiveField> field;
+  const bool rotates = IsRopeEncoding(encoding);
+  if (replay) entropy = EntropyUnderVariants(path);
+  if (replay) expectation = MeasureExpectation(path);
+  if (replay) positions = MeasurePositionScores(path);
+  if (replay) probes = MeasurePositionProbes(path);
+  if (replay) field = MeasureReceptiveField(path);
+  if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
+  h5::Writer w(path, h5::Writer::Mode::kUpdate);
+  h5::Group analysis = w.root().CreateGroup("analysis");
+  report += WriteGeometry(geometry, analysis);
+  if (encoding == "nope" && reference.empty())
+    report += "(this NoPE run is the usual reference of the others)\n";
+  if (entropy) report += WriteEntropyVariants(*entropy, analysis);
+  if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
+  if (positions) report += WritePositionScores(*positions, analysis);
+  if (probes) report += WritePositionProbes(*probes, analysis);
+  if (field) report += WriteReceptiveField(*field, analysis);
+  if (rotary) {
+    report += WriteRotaryPairs(*rotary, analysis);
+  } else if (!replay) {
+    report +=
+        "replay analyses (expectation, position scores, position probes, receptive field, entropy "
+        "variants, rotary pairs) skipped: probe.replay = 0; run lexp analyze on the file for "
+        "them\n";
+  } else {
+    analysis.Remove("rotary");
+    report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
+  }
+  if (finish) w.root().OpenGroup("status").SetAttr("state", "completed");
+  w.Commit();
+  return report;
+}
+
+}  // namespace lexp

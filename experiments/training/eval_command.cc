@@ -1,0 +1,140 @@
+#include "experiments/training/eval_command.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "experiments/core/assembled_model.h"
+#include "experiments/core/memory_estimate.h"
+#include "experiments/core/recipe.h"
+#include "experiments/core/run_file.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "pe/rope_scaling.h"
+
+namespace lexp {
+
+ScaleSpec ParseScaleSpec(const std::string& text) {
+  ScaleSpec s;
+  const auto colon = text.find(':');
+  s.rule = text.substr(0, colon);
+  std::string known;
+  bool ok = false;
+  for (const auto& r : RopeScalingRules()) {
+    known += (known.empty() ? "" : ", ") + r;
+    ok = ok || r == s.rule;
+  }
+  LEXP_INPUT_CHECK(s.rule != "log_n",
+                   "--scale log_n: log-n scaling is not a frequency rule but an option of rope; "
+                   "give it as --set encoding_options.rope.log_n=true");
+  LEXP_INPUT_CHECK(ok, "--scale '" + text + "': unknown rule '" + s.rule + "'; rules: " + known);
+  if (colon == std::string::npos) return s;
+  std::stringstream ss(text.substr(colon + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto eq = item.find('=');
+    LEXP_INPUT_CHECK(
+        eq != std::string::npos && eq > 0,
+        "--scale '" + text + "': expected RULE:key=value,key=value, got '" + item + "'");
+    s.options[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return s;
+}
+
+RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
+  std::string encoding;
+  RecipeConfig cfg = CompletedRunRecipe(opt.run_file, &encoding);
+  ApplyOverrides(cfg, opt.sets);
+  // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
+  // of one encoding never share a file.
+  const std::string source = ReadRunFileHead(opt.run_file).label;
+  std::string name = source + "+eval";
+  if (!opt.scale.empty()) {
+    LEXP_INPUT_CHECK(encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
+                                             "' was trained with '" + encoding + "'");
+    const ScaleSpec spec = ParseScaleSpec(opt.scale);
+    auto& o = cfg.encoding_options[encoding];
+    o["scaling"] = spec.rule;
+    for (const auto& [k, v] : spec.options) o[k] = v;
+    // The name carries every option given, so two evaluations never share a file.
+    name = source + "+" + spec.rule;
+    if (spec.options.count("factor")) name += "x" + spec.options.at("factor");
+    for (const auto& [k, v] : spec.options)
+      if (k != "factor") name += "-" + k + v;
+  }
+  // Overrides of the model or its encoding name the output too (rope+eval-patternlambda,
+  // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
+  for (const auto& set : opt.sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos ||
+        (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
+      continue;
+    const auto dot = set.rfind('.', eq);
+    name += fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
+                        set.substr(eq + 1));
+  }
+  ValidateRecipe(cfg);
+  CheckMemoryFits(cfg);
+  RunOptions ro;
+  ro.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
+                                   : opt.out_dir;
+  if (ro.out_dir.empty()) ro.out_dir = ".";
+  const std::string out = RunFilePath(ro.out_dir, name);
+  LEXP_INPUT_CHECK(opt.force || !std::filesystem::exists(out),
+                   "'" + out +
+                       "' holds an earlier evaluation of the same name; pass --force to "
+                       "replace it, or --out for another directory");
+  ro.weights_from = std::filesystem::absolute(opt.run_file).lexically_normal().string();
+  ro.name = name;
+  ro.label = name;
+  ro.progress = opt.progress;
+  return TrainAndEvaluate(cfg, encoding, ro);
+}
+
+std::string ScaleComparisonTable(const std::vector<std::string>& run_files) {
+  struct Column {
+    std::string label;
+    std::vector<int64_t> lengths;
+    std::vector<double> entropy, max_logit;
+  };
+  std::vector<Column> cols;
+  std::vector<int64_t> lengths;
+  for (const auto& f : run_files) {
+    Column c;
+    c.label = ReadRunFileHead(f).label;
+    h5::Reader r(f);
+    const h5::Group an = r.root().OpenGroup("analysis");
+    std::vector<uint64_t> got;
+    c.lengths = an.ReadIntsShaped("probe_length", {h5::Group::kAnySize}, &got);
+    c.entropy = an.ReadDoublesShaped("entropy_mean", got);
+    c.max_logit = an.ReadDoublesShaped("max_logit_mean", got);
+    for (int64_t n : c.lengths)
+      if (std::find(lengths.begin(), lengths.end(), n) == lengths.end()) lengths.push_back(n);
+    cols.push_back(std::move(c));
+  }
+  std::sort(lengths.begin(), lengths.end());
+  std::string out =
+      "attention entropy (nats) / max logit by probe length, mean over layers and "
+      "heads:\n" +
+      fmt::format("{:<28}", "run");
+  for (int64_t n : lengths) out += fmt::format(" {:>15}", "n=" + std::to_string(n));
+  out += "\n";
+  for (const auto& c : cols) {
+    out += fmt::format("{:<28}", c.label);
+    for (int64_t n : lengths) {
+      const auto at = std::find(c.lengths.begin(), c.lengths.end(), n);
+      if (at == c.lengths.end()) {
+        out += fmt::format(" {:>15}", "-");
+        continue;
+      }
+      const size_t i = static_cast<size_t>(at - c.lengths.begin());
+      out += fmt::format(" {:>15}", fmt::format("{:.3f} / {:.2f}", c.entropy[i], c.max_logit[i]));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace lexp

@@ -1,0 +1,40 @@
+// `lexp eval RUN_FILE --scale RULE[:key=value,...]`: evaluates the trained weights of a run file
+// again, with a RoPE scaling rule applied at evaluation time only (the scaling rules of
+// pe/rope_scaling.h), and writes a run file of its own next to the original (or in --out), named
+// after the source run's label: <label>+<rule>[x<factor>][-<option><value>...].h5, e.g.
+// rope-base500+yarnx4.h5, or <label>+eval.h5 without --scale; model and encoding overrides add
+// -<key><value>.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "experiments/training/trainer.h"
+
+namespace lexp {
+
+struct ScaleSpec {
+  std::string rule;
+  std::map<std::string, std::string> options;  // rope options besides `scaling`
+};
+
+// "yarn:factor=4,beta_fast=32" -> {yarn, {factor: 4, beta_fast: 32}}.
+ScaleSpec ParseScaleSpec(const std::string& text);
+
+struct EvalCommandOptions {
+  std::string run_file;
+  std::string scale;              // empty: re-evaluate unchanged
+  std::vector<std::string> sets;  // recipe overrides (eval.*, probe.*)
+  std::string out_dir;            // default: the run file's directory
+  bool force = false;             // replace an earlier evaluation's file of the same name
+  std::function<void(const std::string&)> progress;
+};
+
+RunSummary EvaluateRunFile(const EvalCommandOptions& opt);
+
+// Evaluations of one run under several rules side by side: per probe length, each file's attention
+// entropy and max logit (means over layers and heads, /analysis/entropy_mean and max_logit_mean).
+std::string ScaleComparisonTable(const std::vector<std::string>& run_files);
+
+}  // namespace lexp

@@ -1,0 +1,193 @@
+#include "experiments/training/slurm.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "experiments/core/memory_estimate.h"
+#include "experiments/core/shell.h"
+#include "experiments/training/job_list.h"
+#include "experiments/training/sweep.h"
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ThisBinary() {
+  std::error_code ec;
+  const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+  LEXP_INPUT_CHECK(!ec, "lexp slurm: cannot tell where the lexp binary is (/proc/self/exe)");
+  return p.string();
+}
+
+// --mem per task: the estimate of one model's peak (the largest task and key-sweep value) with
+// half again for what the estimate leaves out, in MiB rounded up to 256.
+std::string DefaultMemory(const RecipeConfig& cfg) {
+  const double peak = LargestModelNeed(cfg).bytes;
+  const double mib = std::ceil(1.5 * peak / (1 << 20) / 256) * 256;
+  return fmt::format("{}M", std::max(512.0, mib));
+}
+
+std::string Header(const std::string& name, const std::string& log, const SlurmOptions& o,
+                   const std::string& mem) {
+  std::string h = "#!/bin/bash\n";
+  h += "#SBATCH --job-name=" + name + "\n";
+  h += "#SBATCH --output=" + log + "\n";
+  h += fmt::format("#SBATCH --cpus-per-task={}\n", o.cpus_per_task);
+  h += "#SBATCH --ntasks=1\n";
+  if (!mem.empty()) h += "#SBATCH --mem=" + mem + "\n";
+  if (!o.time.empty()) h += "#SBATCH --time=" + o.time + "\n";
+  if (!o.partition.empty()) h += "#SBATCH --partition=" + o.partition + "\n";
+  if (!o.account.empty()) h += "#SBATCH --account=" + o.account + "\n";
+  if (!o.qos.empty()) h += "#SBATCH --qos=" + o.qos + "\n";
+  return h;
+}
+
+std::string ArraySpec(const std::string& rows, int max_parallel) {
+  return max_parallel > 0 ? fmt::format("{}%{}", rows, max_parallel) : rows;
+}
+
+struct Scripts {
+  std::string sweep, collect;
+};
+
+Scripts ScriptPaths(const std::string& run_dir) {
+  const fs::path d = fs::path(run_dir) / "slurm";
+  return {(d / "sweep.sbatch").string(), (d / "collect.sbatch").string()};
+}
+
+void WriteScripts(const RecipeConfig& cfg, const std::string& run_dir, size_t rows,
+                  const SlurmOptions& o) {
+  const fs::path dir = fs::path(run_dir) / "slurm";
+  fs::create_directories(dir / "logs");
+  const std::string bin = ThisBinary(), recipe = FrozenRecipePath(run_dir);
+  const std::string mem = o.mem.empty() ? DefaultMemory(cfg) : o.mem;
+  const std::string setup = o.setup.empty() ? "" : o.setup + "\n";
+  const Scripts s = ScriptPaths(run_dir);
+  std::string sweep = Header("lexp-" + cfg.name, (dir / "logs" / "%A_%a.out").string(), o, mem);
+  sweep += "#SBATCH --array=" + ArraySpec(fmt::format("0-{}", rows - 1), o.max_parallel) + "\n";
+  sweep += fmt::format(
+      "# lexp sweep '{}': one array task per row of {}/plan.tsv ({} rows). `lexp slurm {} "
+      "--resubmit`\n# submits the rows that are not done (an --array list on the sbatch line "
+      "overrides the one above).\nset -euo pipefail\n{}",
+      cfg.name, PlanDirectory(run_dir), rows, run_dir, setup);
+  sweep += fmt::format(
+      "exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" run {} --out {} --job "
+      "\"$SLURM_ARRAY_TASK_ID\"\n",
+      ShellQuote(bin), ShellQuote(recipe), ShellQuote(run_dir));
+  std::string collect =
+      Header("lexp-" + cfg.name + "-collect", (dir / "logs" / "collect_%j.out").string(), o, mem);
+  collect += fmt::format(
+      "# Collects the sweep once its array has ended (submitted with --dependency=afterany).\nset "
+      "-euo pipefail\n{}exec {} --threads \"${{SLURM_CPUS_PER_TASK:-1}}\" collect {}\n",
+      setup, ShellQuote(bin), ShellQuote(run_dir));
+  for (const auto& [path, text] : {std::pair{s.sweep, sweep}, std::pair{s.collect, collect}}) {
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+    LEXP_INPUT_CHECK(f.good(), "cannot write '" + path + "'");
+    f.close();
+    fs::permissions(path, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+  }
+}
+
+// Runs an sbatch line and returns the job id it prints (--parsable: "id" or "id;cluster").
+std::string Sbatch(const std::string& args) {
+  const std::string cmd = "sbatch --parsable " + args + " 2>&1";
+  const ShellResult r = RunShell(cmd);
+  std::string out = r.output;
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  LEXP_INPUT_CHECK(r.ran && r.exit_code != 127,
+                   "lexp slurm --submit: sbatch was not found (is this a SLURM login node?); "
+                   "the scripts are written, submit them with the lines lexp slurm prints "
+                   "without --submit");
+  LEXP_INPUT_CHECK(r.exit_code == 0, "lexp slurm --submit: `" + cmd + "` failed: " + out);
+  const std::string id = out.substr(0, out.find(';'));
+  LEXP_INPUT_CHECK(!id.empty() && std::all_of(id.begin(), id.end(), ::isdigit),
+                   "lexp slurm --submit: sbatch printed '" + out + "', not a job id");
+  return id;
+}
+
+void SubmitOrPrint(const std::string& run_dir, const std::string& array, const SlurmOptions& o) {
+  auto print = [&](const std::string& s) {
+    if (o.print) o.print(s);
+  };
+  const Scripts s = ScriptPaths(run_dir);
+  const std::string sweep_args =
+      (array.empty() ? "" : "--array=" + array + " ") + ShellQuote(s.sweep);
+  if (!o.submit) {
+    print("submit with:");
+    print("  jobid=$(sbatch --parsable " + sweep_args + ")");
+    print("  sbatch --dependency=afterany:$jobid " + ShellQuote(s.collect));
+    return;
+  }
+  const std::string id = Sbatch(sweep_args);
+  print("submitted the sweep array: job " + id);
+  const std::string cid = Sbatch("--dependency=afterany:" + id + " " + ShellQuote(s.collect));
+  print("submitted the collect job: job " + cid + " (after " + id + ")");
+  print(fmt::format("logs: {}/slurm/logs/; progress: lexp status {}", run_dir, run_dir));
+}
+
+void CheckOptions(const SlurmOptions& o) {
+  LEXP_INPUT_CHECK(o.cpus_per_task >= 1, "--cpus-per-task must be at least 1");
+  LEXP_INPUT_CHECK(o.max_parallel >= 0, "--max-parallel must be 0 (no limit) or more");
+  for (const auto& [name, v] :
+       {std::pair{"--partition", o.partition}, std::pair{"--account", o.account},
+        std::pair{"--qos", o.qos}, std::pair{"--time", o.time}, std::pair{"--mem", o.mem}})
+    LEXP_INPUT_CHECK(v.find_first_of(" \t\n'\"$`\\;") == std::string::npos,
+                     std::string(name) + " '" + v + "': no spaces, quotes or shell characters");
+}
+
+}  // namespace
+
+void WriteSlurmSweep(const RecipeConfig& cfg, const std::string& run_dir_given,
+                     const SlurmOptions& o) {
+  CheckOptions(o);
+  const std::string run_dir = fs::absolute(run_dir_given).lexically_normal().string();
+  const std::vector<PlanRow> rows = SweepPlan(cfg, run_dir);
+  LEXP_INPUT_CHECK(!rows.empty(), "recipe '" + cfg.source_name + "' has no model to train");
+  WritePlanFiles(cfg, rows, run_dir);
+  WriteScripts(cfg, run_dir, rows.size(), o);
+  if (o.print) {
+    o.print(fmt::format("plan: {} rows in {}/plan.tsv; recipe frozen in {}", rows.size(),
+                        PlanDirectory(run_dir), FrozenRecipePath(run_dir)));
+    o.print("scripts: " + ScriptPaths(run_dir).sweep + ", " + ScriptPaths(run_dir).collect);
+  }
+  SubmitOrPrint(run_dir, "", o);
+}
+
+void ResubmitSlurmSweep(const std::string& run_dir_given, const SlurmOptions& o) {
+  CheckOptions(o);
+  const std::string run_dir = fs::absolute(run_dir_given).lexically_normal().string();
+  const RecipeConfig cfg = ReadFrozenRecipe(run_dir);
+  const std::vector<PlanRow> rows = SweepPlan(cfg, run_dir);
+  std::vector<size_t> todo;
+  bool with_checkpoint = false;
+  for (const auto& s : ReadRowStates(rows)) {
+    if (s.state == RowState::kDone || s.state == RowState::kDiverged) continue;
+    todo.push_back(s.row.index);
+    with_checkpoint = with_checkpoint || s.state == RowState::kRunning;
+  }
+  if (todo.empty()) {
+    if (o.print) o.print("every row is done or diverged: nothing to submit");
+    return;
+  }
+  // The scripts as lexp slurm wrote them (their options stay); the --array list overrides theirs.
+  LEXP_INPUT_CHECK(fs::exists(ScriptPaths(run_dir).sweep),
+                   "'" + run_dir + "' has no slurm/sweep.sbatch: make it with lexp slurm");
+  if (o.print) {
+    o.print(
+        fmt::format("rows not done: {} of {} ({})", todo.size(), rows.size(), JobListText(todo)));
+    if (with_checkpoint)
+      o.print(
+          "some have a checkpoint: if their jobs still run (squeue), cancel them first; a "
+          "resubmitted row resumes from its checkpoint");
+  }
+  SubmitOrPrint(run_dir, ArraySpec(JobListText(todo), o.max_parallel), o);
+}
+
+}  // namespace lexp

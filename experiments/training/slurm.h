@@ -1,0 +1,37 @@
+// `lexp slurm`: a sweep's job list (experiments/training/job_list.h) as a SLURM job array. Writes
+// <run dir>/slurm/sweep.sbatch, one array task per plan row running
+//   lexp --threads $SLURM_CPUS_PER_TASK run <run dir>/plan/recipe.toml --out <run dir> --job $ID
+// (binary, recipe and directory as absolute paths; one log per task,
+// slurm/logs/<array>_<task>.out), and slurm/collect.sbatch, which runs `lexp collect <run dir>`
+// once the array has ended
+// (--dependency=afterany, given on the sbatch line). Without --submit it prints the two sbatch
+// lines; with it, submits both and prints the job ids. --resubmit submits the rows that have no
+// final run file or failed (an explicit --array list), then collect again.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/core/recipe.h"
+
+namespace lexp {
+
+struct SlurmOptions {
+  std::string partition, account, qos;
+  std::string time = "04:00:00";  // per array task
+  int cpus_per_task = 1;          // one thread per model: the fastest packing lexp measured
+  std::string mem;                // per task; empty: the memory estimate of one model, rounded up
+  int max_parallel = 0;           // array tasks at once (0: as many as SLURM allows)
+  std::string setup;              // shell lines run before lexp (module load ..., a venv, ...)
+  bool submit = false;
+  std::function<void(const std::string&)> print;
+};
+
+// Writes the plan and both scripts for a new run directory; submits them when asked.
+void WriteSlurmSweep(const RecipeConfig& cfg, const std::string& run_dir, const SlurmOptions& opt);
+// Submits the rows of an existing run directory that are not done (missing, killed or failed),
+// then collect. Prints what it submitted; nothing to do is not an error.
+void ResubmitSlurmSweep(const std::string& run_dir, const SlurmOptions& opt);
+
+}  // namespace lexp

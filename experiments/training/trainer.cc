@@ -1,0 +1,483 @@
+#include "experiments/training/trainer.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include "analysis/attention_stats.h"
+#include "analysis/binomial.h"
+#include "experiments/core/assembled_model.h"
+#include "experiments/core/provenance.h"
+#include "experiments/core/run_file.h"
+#include "experiments/core/sequence_layout.h"
+#include "experiments/replay/analyze.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/model/capture_sites.h"
+#include "nn/model/checkpoint.h"
+#include "nn/model/transformer.h"
+#include "nn/ops/cross_entropy.h"
+#include "nn/optim/adamw.h"
+#include "nn/parallel.h"
+#include "pe/patterns.h"
+#include "pe/position_schemes.h"
+#include "pe/registry.h"
+
+namespace lexp {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The end-of-training analysis of a run file in state "analyzing", which turns it "completed"
+// (after opt.before_analysis, when set). When the analysis fails, the trained and evaluated file is
+// kept as it is ("analyzing": --resume retries the analysis) and the summary says "failed" with
+// the reason; returns false then.
+bool FinishAnalysis(const RecipeConfig& cfg, const RunOptions& opt, RunSummary& sum,
+                    const std::function<void(const std::string&)>& say) {
+  if (opt.before_analysis) opt.before_analysis();
+  try {
+    std::stringstream lines(AnalyzeRunFile(sum.path, "", cfg.probe_replay == 1, true));
+    if (say)
+      for (std::string line; std::getline(lines, line);) say(line);
+    return true;
+  } catch (const Error& e) {
+    sum.state = "failed";
+    sum.failure = dynamic_cast<const InputError*>(&e) ? RunSummary::Failure::kInput
+                                                      : RunSummary::Failure::kInternal;
+    sum.message = std::string(
+                      "the end-of-training analysis failed; the trained and evaluated run "
+                      "is kept in state \"analyzing\" (lexp run --resume retries the "
+                      "analysis): ") +
+                  e.what();
+    return false;
+  }
+}
+
+std::string FormatDuration(double s) {
+  const long t = std::lround(std::max(0.0, s));
+  return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
+                   : fmt::format("{}:{:02}", t / 60, t % 60);
+}
+
+bool IsFinite(double x) { return std::isfinite(x); }
+
+class Runner {
+ public:
+  Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
+      : cfg_(cfg), encoding_(encoding), opt_(opt), parts_(AssembleModel(cfg, encoding)) {
+    if (parts_.pattern && cfg.pattern_when != "eval") model_->set_pattern(parts_.pattern.get());
+    AdamWConfig ac;
+    ac.lr = cfg.lr;
+    ac.weight_decay = cfg.weight_decay;
+    ac.clip_norm = cfg.clip_norm;
+    ac.warmup_steps = cfg.warmup_steps;
+    ac.total_steps = cfg.steps;
+    ac.min_lr_ratio = cfg.min_lr_ratio;
+    opt_cfg_ = ac;
+    adam_ = std::make_unique<AdamW<float>>(ac);
+  }
+
+  RunSummary Run() {
+    RunSummary sum;
+    sum.encoding = encoding_;
+    name_ = opt_.name.empty() ? encoding_ : opt_.name;
+    sum.path = RunFilePath(opt_.out_dir, name_);
+    start_time_ = UtcNow();
+    Rng root(static_cast<uint64_t>(cfg_.seed));
+    Rng init = root.Split("init");
+    data_rng_ = root.Split("data");
+    pos_rng_ = root.Split("positions");
+    model_->Init(init);
+    params_ = model_->Parameters();
+    adam_->Attach(params_);
+    if (!cfg_.init_from.empty() && opt_.weights_from.empty()) {
+      LEXP_INPUT_CHECK(std::filesystem::exists(cfg_.init_from),
+                       "train.init_from: '" + cfg_.init_from + "' does not exist");
+      LoadModelWeights(cfg_.init_from, params_);
+      Say("fine-tuning from the weights of " + cfg_.init_from);
+    }
+    long start_step = 0;
+    const std::string ckpt = CheckpointPath(opt_.out_dir, name_);
+    if (opt_.resume && std::filesystem::exists(ckpt)) {
+      start_step = LoadState(ckpt);
+      Say(fmt::format("resuming from step {} ({})", start_step, ckpt));
+    }
+    state_ = RunState::kCompleted;
+    if (!opt_.weights_from.empty()) {
+      LoadWeights(opt_.weights_from);
+      Say("evaluating the weights of " + opt_.weights_from);
+    } else {
+      Train(start_step);
+      if (state_ == RunState::kInterrupted) {
+        sum.state = RunStateName(state_);
+        return sum;
+      }
+    }
+    if (state_ == RunState::kCompleted) EvaluateAndProbe();
+    // Written as "analyzing" first: the file says "completed" only once its analysis is in it.
+    TakeContent().Write(sum.path);
+    if (state_ == RunState::kCompleted) {
+      if (opt_.stop_before_analysis) {
+        sum.state = "interrupted";
+        return sum;
+      }
+      if (!FinishAnalysis(cfg_, opt_, sum, [&](const std::string& l) { Say("analysis: " + l); })) {
+        std::filesystem::remove(ckpt);
+        return sum;
+      }
+    }
+    std::filesystem::remove(ckpt);
+    sum.state = RunStateName(state_);
+    sum.message = message_;
+    sum.final_train_loss = hist_.loss.empty() ? 0 : hist_.loss.back();
+    sum.eval = eval_;
+    return sum;
+  }
+
+ private:
+  void Say(const std::string& s) const {
+    if (opt_.progress) opt_.progress("[" + opt_.label + "] " + s);
+  }
+
+  CheckpointExtras State(long step) const {
+    CheckpointExtras ex;
+    ex.ints["step"] = {step};
+    auto rng_words = [](const Rng& r) {
+      return std::vector<int64_t>(r.State(), r.State() + Rng::kStateWords);
+    };
+    ex.ints["rng_data"] = rng_words(data_rng_);
+    ex.ints["rng_positions"] = rng_words(pos_rng_);
+    ex.ints["hist_step"] = hist_.step;
+    ex.ints["hist_length"] = hist_.length;
+    ex.doubles["hist_loss"] = hist_.loss;
+    ex.doubles["hist_lr"] = hist_.lr;
+    ex.doubles["hist_grad_norm"] = hist_.grad_norm;
+    ex.doubles["hist_tokens_per_s"] = hist_.tokens_per_s;
+    return ex;
+  }
+
+  long LoadState(const std::string& path) {
+    CheckpointExtras ex = LoadCheckpoint(path, params_, *adam_);
+    const std::string bad = "file '" + path + "': not a checkpoint of this run (or damaged): ";
+    auto ints = [&](const std::string& key, size_t size) -> const std::vector<int64_t>& {
+      LEXP_INPUT_CHECK(ex.ints.count(key) && (size == 0 || ex.ints[key].size() == size),
+                       bad + "extra/i_" + key);
+      return ex.ints[key];
+    };
+    auto set_rng = [&](Rng& r, const std::vector<int64_t>& w) {
+      uint64_t s[Rng::kStateWords];
+      for (int i = 0; i < Rng::kStateWords; ++i) s[i] = static_cast<uint64_t>(w[i]);
+      r.SetState(s);
+    };
+    set_rng(data_rng_, ints("rng_data", Rng::kStateWords));
+    set_rng(pos_rng_, ints("rng_positions", Rng::kStateWords));
+    const long step = ints("step", 1)[0];
+    hist_.step = ex.ints["hist_step"];
+    hist_.length = ex.ints["hist_length"];
+    hist_.loss = ex.doubles["hist_loss"];
+    hist_.lr = ex.doubles["hist_lr"];
+    hist_.grad_norm = ex.doubles["hist_grad_norm"];
+    hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
+    const size_t S = hist_.step.size();
+    LEXP_INPUT_CHECK(step >= 0 && step <= cfg_.steps && hist_.length.size() == S &&
+                         hist_.loss.size() == S && hist_.lr.size() == S &&
+                         hist_.grad_norm.size() == S && hist_.tokens_per_s.size() == S,
+                     bad + "the step and the training history disagree");
+    return step;
+  }
+
+  void LoadWeights(const std::string& path) {
+    LoadModelWeights(path, params_);
+    weights_source_ = path;
+  }
+
+  // Leaves state_ completed, diverged or interrupted.
+  void Train(long start_step) {
+    const int N = cfg_.train_max_length;
+    MatF logits, d_logits;
+    std::vector<double> pos;
+    const auto t_start = Clock::now();
+    double window_tokens = 0, window_loss = 0;
+    int window_steps = 0;
+    auto t_window = Clock::now();
+    for (long step = start_step; step < cfg_.steps; ++step) {
+      const auto t0 = Clock::now();
+      const int n = static_cast<int>(data_rng_.UniformInt(1, N));
+      const Batch b = layout_.MakeBatch(n, cfg_.batch_size, data_rng_);
+      enc_->PositionIds(b.T, true, pos_rng_, pos);
+      model_->ZeroGrad();
+      model_->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
+      const CrossEntropyResult ce =
+          CrossEntropyForwardBackward(logits, b.targets, b.mask, &d_logits, nullptr, nullptr);
+      const double loss = ce.MeanLoss();
+      const double lr = ScheduledLr(opt_cfg_, step);
+      double gnorm = std::numeric_limits<double>::quiet_NaN();
+      if (IsFinite(loss)) {
+        model_->Backward(b.tokens, d_logits);
+        gnorm = adam_->Step(params_, lr);
+        enc_->AfterOptimizerStep();
+      }
+      const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+      hist_.step.push_back(step);
+      hist_.length.push_back(n);
+      hist_.loss.push_back(loss);
+      hist_.lr.push_back(lr);
+      hist_.grad_norm.push_back(gnorm);
+      hist_.tokens_per_s.push_back(static_cast<double>(b.B) * b.T / std::max(dt, 1e-9));
+      if (!IsFinite(loss) || !IsFinite(gnorm)) {
+        state_ = RunState::kDiverged;
+        message_ = fmt::format("non-finite {} at step {} (length {})",
+                               IsFinite(loss) ? "gradient norm" : "loss", step, n);
+        return;
+      }
+      window_tokens += static_cast<double>(b.B) * b.T;
+      window_loss += loss;
+      ++window_steps;
+      const bool last = step + 1 == cfg_.steps;
+      if ((step + 1) % cfg_.log_every == 0 || last) {
+        const double wt = std::chrono::duration<double>(Clock::now() - t_window).count();
+        const double done = static_cast<double>(step + 1 - start_step);
+        const double el = std::chrono::duration<double>(Clock::now() - t_start).count();
+        Say(fmt::format("step {:>6}/{}  loss {:.4f}  lr {:.2e}  |g| {:.3f}  {:.1f}k tok/s  ETA {}",
+                        step + 1, cfg_.steps, window_loss / window_steps, lr, gnorm,
+                        window_tokens / std::max(wt, 1e-9) / 1e3,
+                        FormatDuration(el / done * (cfg_.steps - step - 1))));
+        window_tokens = window_loss = 0;
+        window_steps = 0;
+        t_window = Clock::now();
+      }
+      if ((step + 1) % cfg_.checkpoint_every == 0 && !last)
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
+      if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
+        state_ = RunState::kInterrupted;
+        return;
+      }
+    }
+  }
+
+  // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
+  // training-only pattern is removed).
+  void EvaluateAndProbe() {
+    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
+                                                                       : nullptr);
+    Evaluate();
+    Probe();
+  }
+
+  // eval_samples sequences of length n (depth >= 0: at that depth), in evaluation batches.
+  EvalRow EvaluateAt(int n, double depth, Rng& data, Rng& positions) {
+    return EvaluateLength(parts_, n, cfg_.eval_samples, cfg_.eval_batch_size, depth, data,
+                          positions, eval_buf_, cfg_.DecodingFor(*task_));
+  }
+
+  void Evaluate() {
+    const auto t0 = Clock::now();
+    for (int n : cfg_.EvalLengths()) {
+      LengthStreams st = EvalStreams(cfg_.seed, n);
+      eval_.push_back(EvaluateAt(n, -1, st.data, st.positions));
+      if (task_->HasDepth())
+        for (int d : cfg_.eval_depths) {
+          Rng ddata = st.data.Split(static_cast<uint64_t>(1000 + d));
+          const EvalRow dr = EvaluateAt(n, d / 100.0, ddata, st.positions);
+          depth_accuracy_.push_back(dr.token_accuracy);
+          depth_exact_.push_back(dr.exact_match);
+        }
+    }
+    const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+    const ProtocolScores p = ScoreEvalRows(eval_, cfg_.train_max_length);
+    auto or_zero = [](double x) { return std::isnan(x) ? 0.0 : x; };
+    Say(fmt::format(
+        "evaluated {} lengths in {:.1f}s ({}): token accuracy {:.3f} at 1..{}, {:.3f} beyond",
+        eval_.size(), el, DecodingName(cfg_.DecodingFor(*task_)), or_zero(p.in_distribution),
+        cfg_.train_max_length, or_zero(p.ruoss)));
+  }
+
+  void Probe() {
+    const int L = cfg_.n_layers, H = cfg_.n_heads;
+    MatF logits;
+    std::vector<double> pos;
+    for (int n : cfg_.ProbeLengths()) {
+      LengthStreams st = ProbeStreams(cfg_.seed, n);
+      const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, st.data);
+      enc_->PositionIds(b.T, false, st.positions, pos);
+      // Capture sites keep every layer's activations (same bits as without): only when asked.
+      const std::vector<std::string> sites =
+          MatchCaptureSites(model_->config(), cfg_.probe_capture, "probe.capture");
+      model_->set_capture_sites(!sites.empty());
+      model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
+      model_->set_capture_sites(false);
+      ProbeRecord p;
+      p.length = n;
+      p.T = b.T;
+      p.input_tokens = layout_.InputTokensFor(n);
+      p.positions = pos;
+      const int T = b.T, stored = std::min(cfg_.probe_stored_samples, b.B);
+      p.tokens.assign(b.tokens.begin(), b.tokens.begin() + static_cast<long>(stored) * T);
+      p.entropy.assign(static_cast<size_t>(L) * H, 0);
+      p.max_logit = p.mean_logit = p.entropy;
+      const size_t map = static_cast<size_t>(T) * T;
+      p.logits.resize(static_cast<size_t>(stored) * L * H * map);
+      p.probs.resize(p.logits.size());
+      for (int l = 0; l < L; ++l) {
+        const MatF& lg = model_->Logits(l);  // [B*H*T, T]
+        const MatF& pr = model_->Probs(l);
+        for (int s = 0; s < b.B; ++s)
+          for (int h = 0; h < H; ++h) {
+            const long task = static_cast<long>(s) * H + h;
+            const float* z = lg.data() + task * T * T;
+            const AttentionMapStats map_stats = MapStats(z, T, T);
+            const size_t lh = static_cast<size_t>(l) * H + h;
+            p.entropy[lh] += map_stats.entropy / b.B;
+            p.max_logit[lh] += map_stats.max_logit / b.B;
+            p.mean_logit[lh] += map_stats.mean_logit / b.B;
+            p.log_visible += map_stats.log_visible / (static_cast<double>(b.B) * H * L);
+            if (s < stored) {
+              const size_t off = ((static_cast<size_t>(s) * L + l) * H + h) * map;
+              std::copy(z, z + map, p.logits.begin() + off);
+              std::copy(pr.data() + task * T * T, pr.data() + (task + 1) * T * T,
+                        p.probs.begin() + off);
+            }
+          }
+      }
+      for (const CaptureSite& site : CaptureSites(model_->config(), T)) {
+        if (std::find(sites.begin(), sites.end(), site.name) == sites.end()) continue;
+        StoredTensor s{site.name, "sample," + site.axes, site.dims, {}};
+        s.shape.insert(s.shape.begin(), static_cast<uint64_t>(stored));
+        for (int k = 0; k < stored; ++k) {
+          const std::vector<float> v = ReadCaptureSite(*model_, site.name, k, T);
+          s.values.insert(s.values.end(), v.begin(), v.end());
+        }
+        p.sites.push_back(std::move(s));
+      }
+      probes_.push_back(std::move(p));
+    }
+  }
+
+  // The run file's content as this run has it (experiments/core/run_file.h writes it). The probe
+  // maps, the large part, move: nothing reads them after the file is written.
+  RunFile TakeContent() {
+    RunFile f;
+    f.encoding = encoding_;
+    f.label = name_;
+    f.task = cfg_.task;
+    f.seed = cfg_.seed;
+    f.train_max_length = cfg_.train_max_length;
+    f.weights_from = weights_source_;
+    f.init_from = cfg_.init_from;
+    f.start_time = start_time_;
+    f.recipe = cfg_;
+    f.encoding_values = enc_->Describe();
+    f.train = hist_;
+    f.eval = eval_;
+    f.decoding = cfg_.DecodingFor(*task_);
+    f.end_token = layout_.EndsWithEndToken();
+    f.source_entropy_rate = task_->EntropyRate();
+    f.chance_token_accuracy = 1.0 / task_->OutputAlphabet();
+    f.depth_exact = depth_exact_;
+    f.depth_accuracy = depth_accuracy_;
+    f.probes = std::move(probes_);
+    if (state_ == RunState::kCompleted)
+      for (const auto& p : params_)
+        f.weights.push_back(
+            {p.name, p.axes, p.shape, std::vector<float>(p.value, p.value + p.size)});
+    f.state = state_;
+    f.message = message_;
+    return f;
+  }
+
+  const RecipeConfig& cfg_;
+  std::string encoding_;
+  RunOptions opt_;
+  AssembledModel parts_;
+  Task* task_ = parts_.task.get();
+  SequenceLayout& layout_ = *parts_.layout;
+  PositionEncoding<float>* enc_ = parts_.encoding.get();
+  Transformer<float>* model_ = parts_.model.get();
+  AdamWConfig opt_cfg_;
+  std::unique_ptr<AdamW<float>> adam_;
+  std::vector<ParamRef<float>> params_;
+  Rng data_rng_, pos_rng_;
+  TrainHistory hist_;
+  std::vector<EvalRow> eval_;
+  std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
+  EvalBuffers eval_buf_;                              // reused across evaluation batches
+  std::vector<ProbeRecord> probes_;
+  RunState state_ = RunState::kCompleted;
+  std::string message_, start_time_, name_, weights_source_;
+};
+
+}  // namespace
+
+RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
+                            const RunOptions& opt) {
+  const std::string name = opt.name.empty() ? encoding : opt.name;
+  const std::string path = RunFilePath(opt.out_dir, name);
+  if (opt.resume && std::filesystem::exists(path)) {
+    const RunFileHead head = ReadRunFileHead(path);
+    std::string state = RunStateName(head.state);
+    const std::string message = head.message;
+    RunSummary s;
+    s.encoding = encoding;
+    s.path = path;
+    if (state == "analyzing") {  // killed during the end-of-training analysis: finish it
+      if (opt.progress) opt.progress("[" + opt.label + "] resuming the analysis of " + path);
+      if (!FinishAnalysis(cfg, opt, s, nullptr)) return s;
+      state = "completed";
+    }
+    if (state == "completed" || state == "diverged") {
+      std::filesystem::remove(CheckpointPath(opt.out_dir, name));
+      s.state = state;
+      s.message = state == "diverged" ? message : "completed by an earlier run (--resume)";
+      if (state == "completed") s.eval = ReadEvalRows(path);
+      return s;
+    }
+  }
+  Runner runner(cfg, encoding, opt);
+  return runner.Run();
+}
+
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int N) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ProtocolScores p{nan, nan, nan};
+  double in = 0, out = 0, kz = 0;
+  int ni = 0, no = 0, nk = 0;
+  for (const auto& e : eval) {
+    if (e.length <= N) {
+      in += e.token_accuracy;
+      ++ni;
+    } else {
+      out += e.token_accuracy;
+      ++no;
+      if (e.length <= 2 * N) {
+        kz += e.exact_match;
+        ++nk;
+      }
+    }
+  }
+  if (ni) p.in_distribution = in / ni;
+  if (no) p.ruoss = out / no;
+  if (nk) p.kazemnejad_exact = kz / nk;
+  return p;
+}
+
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape) {
+  const RecipeConfig cfg = CompletedRunRecipe(run_file, name);
+  auto task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  *shape = ShapeFor(cfg, layout);
+  auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
+  LoadModelWeights(run_file, enc->Parameters());
+  return enc;
+}
+
+}  // namespace lexp

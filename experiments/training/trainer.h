@@ -1,0 +1,69 @@
+// Trains one model (one encoding of a recipe), evaluates it on every length, captures attention on
+// the probe batch, runs the analysis and writes the run file. Data flow:
+// recipe -> task batches -> model with its encoding -> captured tensors -> analysis -> HDF5.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/core/evaluation.h"
+#include "experiments/core/recipe.h"
+#include "experiments/core/run_file.h"
+#include "nn/position_hooks.h"
+#include "pe/options.h"
+
+namespace lexp {
+
+// Scores of one model's evaluation under the published protocols: Ruoss/Deletang (token accuracy
+// averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
+// in distribution (token accuracy over 1..N). NaN where no evaluated length falls in the range.
+struct ProtocolScores {
+  double in_distribution, ruoss, kazemnejad_exact;
+};
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int train_max_length);
+
+struct RunOptions {
+  std::string out_dir;  // run file goes to <out_dir>/<encoding>.h5
+  bool resume = false;  // continue from <encoding>.ckpt.h5; skip models already completed
+  std::function<void(const std::string&)> progress;  // one line per call; may be empty
+  std::string label;                                 // progress prefix, e.g. "rope 2/4"
+  // Test hooks: stop (as if killed) after this many steps, leaving only the checkpoint (0 = never);
+  // or once the run file is written, before its analysis (the file stays "analyzing").
+  int stop_after_steps = 0;
+  bool stop_before_analysis = false;
+  // Evaluate only: take the trained weights from this run file's /model instead of training.
+  std::string weights_from;
+  // Run-file name (without .h5) and figure label; empty = the encoding name.
+  std::string name;
+  // Called before the end-of-training analysis (a sweep with run.jobs > 1 waits there for the NoPE
+  // run beside this one, the analysis's JS reference); may be empty.
+  std::function<void()> before_analysis;
+};
+
+struct RunSummary {
+  std::string encoding;
+  std::string label;  // encoding plus the key-sweep suffix ("rope-base500"); = encoding otherwise
+  std::string task;
+  int seed = 0;
+  std::string state;  // completed | diverged | failed | interrupted
+  std::string message;
+  // Why a failed model failed, for the exit code: bad input (2) or a bug (3).
+  enum class Failure { kNone, kInput, kInternal } failure = Failure::kNone;
+  std::string path;
+  double final_train_loss = 0;
+  std::vector<EvalRow> eval;
+};
+
+RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
+                            const RunOptions& opt);
+
+// The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
+// (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
+// *shape to the shape it was built with.
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape);
+
+}  // namespace lexp
