@@ -17,8 +17,8 @@ std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std:
 }
 
 EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
-  return EncodingShape{cfg.d_model,         cfg.n_heads,
-                       cfg.n_layers,        cfg.layout == "decoder",
+  return EncodingShape{cfg.model.d_model,   cfg.model.n_heads,
+                       cfg.model.n_layers,  cfg.layout == "decoder",
                        cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
                        layout.Vocab()};
 }

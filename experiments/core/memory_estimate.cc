@@ -85,8 +85,8 @@ double AvailableMemoryBytes() {
 MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   const auto task = CreateTask(c.task, TaskOptions{c.task_vocab});
   const SequenceLayout layout(*task, c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
-  const double C = c.d_model, H = c.n_heads, L = c.n_layers, V = layout.Vocab();
-  const double F = c.d_ff > 0 ? c.d_ff : 4 * C;
+  const double C = c.model.d_model, H = c.model.n_heads, L = c.model.n_layers, V = layout.Vocab();
+  const double F = c.model.d_ff > 0 ? c.model.d_ff : 4 * C;
   // Values kept per token row in a forward pass: per layer its cache (LayerNorm inputs and outputs,
   // q|k|v before and after site 3, attention output, residual, MLP in, pre/post GELU, scratch), the
   // residual streams, the final norm and the logits.
@@ -131,7 +131,7 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
         {floats * kFloat,
          fmt::format("the attention probe at length {} (probe.samples = {} sequences of {} tokens, "
                      "{} layers x {} heads of {} x {} logits and probabilities)",
-                     n, c.probe_samples, static_cast<long>(T), c.n_layers, c.n_heads,
+                     n, c.probe_samples, static_cast<long>(T), c.model.n_layers, c.model.n_heads,
                      static_cast<long>(T), static_cast<long>(T))});
   }
   if (c.probe_replay == 1) {

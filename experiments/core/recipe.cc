@@ -106,7 +106,7 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   pc.window = pattern_window > 0 ? pattern_window : train_tokens;
   pc.global = pattern_global;
   pc.limit = pattern_limit;
-  pc.heads = n_heads;
+  pc.heads = model.n_heads;
   pc.segments = pattern_segments;
   pc.dilations = pattern_dilations;
   pc.ratio = pattern_ratio;
@@ -114,15 +114,17 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
 }
 
 ModelConfig RecipeConfig::Model(int vocab) const {
-  ModelConfig mc;
+  ModelConfig mc = model;
   mc.vocab = vocab;
-  mc.d_model = d_model;
-  mc.n_heads = n_heads;
-  mc.n_layers = n_layers;
-  mc.d_ff = d_ff;
   mc.pre_ln = norm == "pre";
   mc.causal = layout == "decoder";
   return mc;
+}
+
+AdamWConfig RecipeConfig::Optimizer() const {
+  AdamWConfig o = optimizer;
+  o.total_steps = steps;
+  return o;
 }
 
 int RecipeConfig::MaxPositionId() const {
@@ -195,10 +197,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        0,
        {"decoder", "encoder"}},
       {"model.norm", "LayerNorm placement", &c.norm, 0, 0, {"pre", "post"}},
-      {"model.d_model", "model width C", &c.d_model, 2, 65536},
-      {"model.n_heads", "attention heads H (C must be a multiple)", &c.n_heads, 1, 1024},
-      {"model.n_layers", "transformer blocks L", &c.n_layers, 1, 1024},
-      {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.d_ff, 0, 1 << 20},
+      {"model.d_model", "model width C", &c.model.d_model, 2, 65536},
+      {"model.n_heads", "attention heads H (C must be a multiple)", &c.model.n_heads, 1, 1024},
+      {"model.n_layers", "transformer blocks L", &c.model.n_layers, 1, 1024},
+      {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.model.d_ff, 0, 1 << 20},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
       {"model.positions",
        "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
@@ -252,11 +254,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
        1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},
       {"train.batch_size", "sequences per step", &c.batch_size, 1, 1 << 20},
-      {"train.lr", "peak learning rate of AdamW", &c.lr, 1e-8, 10},
-      {"train.weight_decay", "decoupled weight decay", &c.weight_decay, 0, 10},
-      {"train.clip_norm", "global gradient-norm clip (0 = off)", &c.clip_norm, 0, 1e6},
-      {"train.warmup_steps", "linear warm-up steps", &c.warmup_steps, 0, kBig},
-      {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.min_lr_ratio, 0, 1},
+      {"train.lr", "peak learning rate of AdamW", &c.optimizer.lr, 1e-8, 10},
+      {"train.weight_decay", "decoupled weight decay", &c.optimizer.weight_decay, 0, 10},
+      {"train.clip_norm", "global gradient-norm clip (0 = off)", &c.optimizer.clip_norm, 0, 1e6},
+      {"train.warmup_steps", "linear warm-up steps", &c.optimizer.warmup_steps, 0, kBig},
+      {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.optimizer.min_lr_ratio, 0,
+       1},
       {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
       {"train.init_from",
        "fine-tuning: start from the trained weights of this completed run file (path relative to "
@@ -643,9 +646,9 @@ void ValidateRecipe(const RecipeConfig& c) {
 
 void ValidateOneTask(const RecipeConfig& c) {
   const std::string src = c.source_name;
-  LEXP_INPUT_CHECK(c.d_model % c.n_heads == 0,
-                   Where(src, "model.d_model") + " = " + std::to_string(c.d_model) +
-                       " must be a multiple of model.n_heads = " + std::to_string(c.n_heads));
+  LEXP_INPUT_CHECK(c.model.d_model % c.model.n_heads == 0,
+                   Where(src, "model.d_model") + " = " + std::to_string(c.model.d_model) +
+                       " must be a multiple of model.n_heads = " + std::to_string(c.model.n_heads));
   LEXP_INPUT_CHECK(!c.encodings.empty(),
                    Where(src, "model.encodings") + " must name at least one encoding");
   std::unique_ptr<Task> task;
@@ -766,8 +769,8 @@ void ValidateOneTask(const RecipeConfig& c) {
       auto it = c.encoding_options.find(e);
       CreateEncoding<float>(
           e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
-          EncodingShape{c.d_model, c.n_heads, c.n_layers, c.layout == "decoder", c.MaxPositionId(),
-                        train_tokens, vocab});
+          EncodingShape{c.model.d_model, c.model.n_heads, c.model.n_layers, c.layout == "decoder",
+                        c.MaxPositionId(), train_tokens, vocab});
     } catch (const InputError& err) {
       FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
     }

@@ -11,6 +11,7 @@
 
 #include "experiments/tasks/task.h"
 #include "nn/model/transformer.h"
+#include "nn/optim/adamw.h"
 #include "pe/patterns.h"
 
 namespace lexp {
@@ -31,10 +32,15 @@ struct RecipeConfig {
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";
-  int d_model = 64;
-  int n_heads = 4;
-  int n_layers = 3;
-  int d_ff = 0;
+  // The engine's shape (d_model, n_heads, n_layers, d_ff); Model() sets its vocabulary from the
+  // task and pre_ln, causal from `norm` and `layout`.
+  ModelConfig model{.vocab = 0,
+                    .d_model = 64,
+                    .n_heads = 4,
+                    .n_layers = 3,
+                    .d_ff = 0,
+                    .pre_ln = true,
+                    .causal = true};
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
   std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)
@@ -54,11 +60,17 @@ struct RecipeConfig {
   int train_max_length = 16;
   int steps = 4000;
   int batch_size = 32;
-  double lr = 3e-3;
-  double weight_decay = 0.01;
-  double clip_norm = 1.0;
-  int warmup_steps = 100;
-  double min_lr_ratio = 0.1;
+  // AdamW and its schedule (lr, weight_decay, clip_norm, warmup_steps, min_lr_ratio; the betas and
+  // eps are the engine's); Optimizer() sets total_steps from `steps`.
+  AdamWConfig optimizer{.lr = 3e-3,
+                        .beta1 = 0.9,
+                        .beta2 = 0.999,
+                        .eps = 1e-8,
+                        .weight_decay = 0.01,
+                        .clip_norm = 1.0,
+                        .warmup_steps = 100,
+                        .total_steps = 4000,
+                        .min_lr_ratio = 0.1};
   std::string init_from;  // run file whose /model weights start training (fine-tuning)
   int log_every = 100;
   int checkpoint_every = 500;
@@ -118,6 +130,8 @@ struct RecipeConfig {
   PatternConfig PatternFor(int train_tokens) const;
   // The engine's model shape for a vocabulary of `vocab` tokens (the task layout's).
   ModelConfig Model(int vocab) const;
+  // The optimizer of a model of this recipe (total_steps = steps).
+  AdamWConfig Optimizer() const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).
   int MaxPositionId() const;
   // eval.decoding resolved for `task`: "task" is the task's source protocol where the decoder

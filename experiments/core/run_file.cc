@@ -258,7 +258,7 @@ void RunFile::Write(const std::string& path) const {
 
   h5::Group probe = root.CreateGroup("probe");
   h5::Group an = root.CreateGroup("analysis");
-  const uint64_t P = probes.size(), L = recipe.n_layers, H = recipe.n_heads;
+  const uint64_t P = probes.size(), L = recipe.model.n_layers, H = recipe.model.n_heads;
   std::vector<int64_t> plen;
   std::vector<double> ent, mx, mean, ent_m, mx_m, mean_m, logv;
   for (const auto& p : probes) {
@@ -375,7 +375,7 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
   if (root.Has("probe") && root.OpenGroup("probe").Has("lengths")) {
     const h5::Group probe = root.OpenGroup("probe");
     const h5::Group an = root.OpenGroup("analysis");
-    const uint64_t L = f.recipe.n_layers, H = f.recipe.n_heads;
+    const uint64_t L = f.recipe.model.n_layers, H = f.recipe.model.n_heads;
     std::vector<uint64_t> got;
     const auto lengths = probe.ReadIntsShaped("lengths", {kAny}, &got);
     const uint64_t P = got[0];

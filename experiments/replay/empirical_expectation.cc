@@ -17,8 +17,8 @@ EmpiricalExpectation MeasureExpectation(const std::string& run_file) {
   ModelReplay replay(run_file);
   const RecipeConfig& cfg = replay.config();
   e.lengths = cfg.EvalLengths();
-  e.layers = cfg.n_layers;
-  e.heads = cfg.n_heads;
+  e.layers = cfg.model.n_layers;
+  e.heads = cfg.model.n_heads;
   for (int n : e.lengths) e.sequence_lengths.push_back(replay.SequenceLength(n));
   e.max_tokens = static_cast<uint64_t>(
       *std::max_element(e.sequence_lengths.begin(), e.sequence_lengths.end()));

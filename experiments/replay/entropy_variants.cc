@@ -26,8 +26,8 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   out.sequence_length = plain.SequenceLength(out.length);
   out.input_tokens = plain.InputTokens(out.length);
   out.train_tokens = plain.SequenceLength(cfg.train_max_length);
-  out.layers = cfg.n_layers;
-  out.heads = cfg.n_heads;
+  out.layers = cfg.model.n_layers;
+  out.heads = cfg.model.n_heads;
   const bool rotary = IsRopeEncoding(enc);
   const double factor = static_cast<double>(out.sequence_length) / out.train_tokens;
   const std::string opt = "encoding_options." + enc + ".";

@@ -29,8 +29,8 @@ States Collect(ModelReplay& replay, int n, int samples) {
   m.model->set_keep_residuals(true);  // every residual stream, not the two an evaluation keeps
   States st;
   st.T = replay.SequenceLength(n);
-  const long T = st.T, C = cfg.d_model;
-  st.x.assign(cfg.n_layers + 1, Eigen::MatrixXd(samples * T, C));
+  const long T = st.T, C = cfg.model.d_model;
+  st.x.assign(cfg.model.n_layers + 1, Eigen::MatrixXd(samples * T, C));
   for (long r = 0; r < samples * T; ++r) {
     st.position.push_back(static_cast<int>(r % T));
     st.sequence.push_back(static_cast<int>(r / T));
@@ -84,7 +84,7 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
   p.train_tokens = fit.T;
   p.long_tokens = test.T;
   p.has_separator = fit.prompt > 0 && test.prompt > 0;
-  const int L = cfg.n_layers;
+  const int L = cfg.model.n_layers;
   const long nf = static_cast<long>(fit.position.size()),
              nt = static_cast<long>(test.position.size());
   Eigen::VectorXd y_fit(nf), y_test(nt), s_fit(nf), s_test(nt), beyond(nt);

@@ -59,8 +59,8 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   ProbeGeometry g;
   const RecipeConfig& cfg = run.config();
   g.length = n;
-  g.layers = static_cast<uint64_t>(cfg.n_layers);
-  g.heads = static_cast<uint64_t>(cfg.n_heads);
+  g.layers = static_cast<uint64_t>(cfg.model.n_layers);
+  g.heads = static_cast<uint64_t>(cfg.model.n_heads);
   g.train_tokens = train_tokens;
   g.local_window = LocalWindow(train_tokens);
   const uint64_t L = g.layers, H = g.heads, LH = L * H;
@@ -288,8 +288,8 @@ GeometryAnalysis MeasureGeometry(const std::string& run_file, const std::string&
   if (!reference.empty()) {
     ref = std::make_unique<ModelReplay>(reference);
     a.reference = reference;
-    if (ref->config().n_layers != run.config().n_layers ||
-        ref->config().n_heads != run.config().n_heads) {
+    if (ref->config().model.n_layers != run.config().model.n_layers ||
+        ref->config().model.n_heads != run.config().model.n_heads) {
       a.reference_note = "the reference has another number of layers or heads";
       ref.reset();
     }

@@ -81,8 +81,9 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   a.probe_length = *std::max_element(probe_lengths.begin(), probe_lengths.end());
   RotaryPairProbe<float>* probe = nullptr;
   ModelReplay observed(run, {}, [&](std::unique_ptr<PositionEncoding<float>> inner) {
-    auto p = std::make_unique<RotaryPairProbe<float>>(std::move(inner), cfg.n_layers, cfg.n_heads,
-                                                      P, rope->interleaved(), a.train_span);
+    auto p = std::make_unique<RotaryPairProbe<float>>(std::move(inner), cfg.model.n_layers,
+                                                      cfg.model.n_heads, P, rope->interleaved(),
+                                                      a.train_span);
     probe = p.get();
     return p;
   });

@@ -73,15 +73,8 @@ class Runner {
   Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
       : cfg_(cfg), encoding_(encoding), opt_(opt), parts_(AssembleModel(cfg, encoding)) {
     if (parts_.pattern && cfg.pattern_when != "eval") model_->set_pattern(parts_.pattern.get());
-    AdamWConfig ac;
-    ac.lr = cfg.lr;
-    ac.weight_decay = cfg.weight_decay;
-    ac.clip_norm = cfg.clip_norm;
-    ac.warmup_steps = cfg.warmup_steps;
-    ac.total_steps = cfg.steps;
-    ac.min_lr_ratio = cfg.min_lr_ratio;
-    opt_cfg_ = ac;
-    adam_ = std::make_unique<AdamW<float>>(ac);
+    opt_cfg_ = cfg.Optimizer();
+    adam_ = std::make_unique<AdamW<float>>(opt_cfg_);
   }
 
   RunSummary Run() {
@@ -301,7 +294,7 @@ class Runner {
   }
 
   void Probe() {
-    const int L = cfg_.n_layers, H = cfg_.n_heads;
+    const int L = cfg_.model.n_layers, H = cfg_.model.n_heads;
     MatF logits;
     std::vector<double> pos;
     for (int n : cfg_.ProbeLengths()) {

@@ -205,10 +205,10 @@ TEST(Training, DivergenceIsRecordedAndTheSweepGoesOn) {
   so.out_dir = dir.string();
   so.figures = false;
   // AdamW moves each weight by about lr per step: 1e25 makes q.k overflow float at once.
-  c.lr = 1e25;
-  c.clip_norm = 0;
-  c.warmup_steps = 0;
-  c.weight_decay = 0;
+  c.optimizer.lr = 1e25;
+  c.optimizer.clip_norm = 0;
+  c.optimizer.warmup_steps = 0;
+  c.optimizer.weight_decay = 0;
   auto runs = RunRecipe(c, so);
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].encoding, "alibi");
