@@ -86,8 +86,10 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   LEXP_INPUT_CHECK(block > 0, "no run in '" + run_dir + "' has evaluation results");
   // Chance: a uniform guess over the task's output alphabet (the runs of a directory share a task).
   if (std::isfinite(chance))
-    plot_acc += fmt::format(", {} with lines dt 3 lw 2 lc rgb 'black' title 'chance ({:.3g})'",
-                            chance, chance);
+    plot_acc += fmt::format(
+        ", {} with lines dt 3 lw 2 lc rgb 'black' title 'uniform guess, 1/|output alphabet| "
+        "({:.3g})'",
+        chance, chance);
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name +
        ".dat (written by lexp from the run files)\n";

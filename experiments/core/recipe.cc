@@ -80,7 +80,8 @@ std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
   return out;
 }
 
-bool RecipeConfig::SweepChanges(const std::string& encoding) const {
+bool SweepKeyChanges(const std::string& sweep_key, const std::string& encoding) {
+  if (sweep_key.empty()) return false;
   const std::string prefix = "encoding_options.";
   if (sweep_key.rfind(prefix, 0) != 0) return true;
   const std::string rest = sweep_key.substr(prefix.size());
@@ -344,12 +345,12 @@ std::string FieldValueString(const Field& f) {
   return s.str();
 }
 
-namespace {
-
-std::string Where(const std::string& source, const std::string& key) {
+std::string KeyLocation(const std::string& source, const std::string& key) {
   if (source == "--set") return "--set " + key;
   return "recipe '" + source + "': " + key;
 }
+
+namespace {
 
 std::string Allowed(const Field& f) {
   if (!f.allowed.empty()) {
@@ -389,15 +390,15 @@ void CheckRange(const Field& f, double v, const std::string& source) {
   // Written so that NaN (every comparison false) is out of range too.
   if (!std::isfinite(v) || (f.min < f.max && !(v >= f.min && v <= f.max))) {
     std::ostringstream s;
-    s << Where(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
+    s << KeyLocation(source, f.key) << " = " << v << " is out of range; allowed: " << Allowed(f);
     FailInput(s.str());
   }
 }
 
 // Assigns a TOML node to a field, with a clear error on a wrong type or value.
 void Assign(const Field& f, const toml::node& n, const std::string& source) {
-  const std::string bad =
-      Where(source, f.key) + " = " + NodeText(n) + " has the wrong type; allowed: " + Allowed(f);
+  const std::string bad = KeyLocation(source, f.key) + " = " + NodeText(n) +
+                          " has the wrong type; allowed: " + Allowed(f);
   std::visit(
       [&](auto* p) {
         using T = std::decay_t<decltype(*p)>;
@@ -420,7 +421,7 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
           if (!v) FailInput(bad);
           if (!f.allowed.empty() &&
               std::find(f.allowed.begin(), f.allowed.end(), *v) == f.allowed.end())
-            FailInput(Where(source, f.key) + " = \"" + *v +
+            FailInput(KeyLocation(source, f.key) + " = \"" + *v +
                       "\" is not allowed; allowed: " + Allowed(f));
           *p = *v;
         } else if constexpr (std::is_same_v<T, std::vector<int>>) {
@@ -432,7 +433,7 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
             // Lists hold positive integers unless the field gives its own range.
             const double lo = f.min < f.max ? f.min : 1, hi = f.min < f.max ? f.max : 1e18;
             if (!v || *v < lo || *v > hi)
-              FailInput(Where(source, f.key) + " must hold integers in [" +
+              FailInput(KeyLocation(source, f.key) + " must hold integers in [" +
                         fmt::format("{:g}", lo) + ", " + fmt::format("{:g}", hi) + "], got " +
                         NodeText(e));
             p->push_back(static_cast<int>(*v));
@@ -448,7 +449,8 @@ void Assign(const Field& f, const toml::node& n, const std::string& source) {
               p->push_back(NodeText(e));
               continue;
             }
-            if (!v) FailInput(Where(source, f.key) + " must hold strings, got " + NodeText(e));
+            if (!v)
+              FailInput(KeyLocation(source, f.key) + " must hold strings, got " + NodeText(e));
             p->push_back(*v);
           }
         }
@@ -473,13 +475,14 @@ void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::strin
   for (const auto& [enc_key, node] : t) {
     const std::string enc(enc_key.str());
     const toml::table* opts = node.as_table();
-    LEXP_INPUT_CHECK(opts != nullptr,
-                     Where(source, "encoding_options." + enc) + " must be a table of options");
+    LEXP_INPUT_CHECK(opts != nullptr, KeyLocation(source, "encoding_options." + enc) +
+                                          " must be a table of options");
     FindEncoding(enc);        // unknown encoding names are errors
     c.encoding_options[enc];  // an empty table still names the encoding
     for (const auto& [k, v] : *opts) {
       const std::string key = "encoding_options." + enc + "." + std::string(k.str());
-      LEXP_INPUT_CHECK(v.is_value(), Where(source, key) + " must be a number, string or boolean");
+      LEXP_INPUT_CHECK(v.is_value(),
+                       KeyLocation(source, key) + " must be a number, string or boolean");
       c.encoding_options[enc][std::string(k.str())] = OptionValueText(v);
     }
   }
@@ -509,18 +512,18 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
   for (const auto& [sec_key, sec_node] : root) {
     const std::string sec(sec_key.str());
     if (sec == "encoding_options") {
-      LEXP_INPUT_CHECK(sec_node.is_table(), Where(source, sec) + " must be a table");
+      LEXP_INPUT_CHECK(sec_node.is_table(), KeyLocation(source, sec) + " must be a table");
       LoadEncodingOptions(c, *sec_node.as_table(), source);
       continue;
     }
     if (!keys_of_section.count(sec)) {
       std::string known;
       for (const auto& [s, _] : keys_of_section) known += "[" + s + "] ";
-      FailInput(Where(source, sec) + " is not a known section; sections: " + known +
+      FailInput(KeyLocation(source, sec) + " is not a known section; sections: " + known +
                 "[encoding_options]");
     }
     const toml::table* t = sec_node.as_table();
-    LEXP_INPUT_CHECK(t != nullptr, Where(source, sec) + " must be a table ([" + sec + "])");
+    LEXP_INPUT_CHECK(t != nullptr, KeyLocation(source, sec) + " must be a table ([" + sec + "])");
     for (const auto& [k, v] : *t) {
       const std::string key = sec + "." + std::string(k.str());
       auto it =
@@ -528,7 +531,8 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
       if (it == fields.end()) {
         std::string known;
         for (const auto& n : keys_of_section[sec]) known += (known.empty() ? "" : ", ") + n;
-        FailInput(Where(source, key) + " is not a known key; keys of [" + sec + "]: " + known);
+        FailInput(KeyLocation(source, key) + " is not a known key; keys of [" + sec +
+                  "]: " + known);
       }
       Assign(*it, v, source);
     }
@@ -595,190 +599,6 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
       Assign(*it, node, "--set");
     }
   }
-}
-
-void ValidateOneTask(const RecipeConfig& c);
-
-void ValidateRecipe(const RecipeConfig& c) {
-  std::set<std::string> tasks;
-  for (const auto& t : c.Tasks())
-    LEXP_INPUT_CHECK(tasks.insert(t).second,
-                     Where(c.source_name, "task.names") + " lists '" + t + "' twice");
-  std::set<int> seeds;
-  for (int s : c.Seeds())
-    LEXP_INPUT_CHECK(seeds.insert(s).second,
-                     Where(c.source_name, "run.seeds") + " lists " + std::to_string(s) + " twice");
-  LEXP_INPUT_CHECK(c.sweep_key.empty() == c.sweep_values.empty(),
-                   Where(c.source_name, "run.sweep") +
-                       " and run.sweep_values go together (a key and its values)");
-  LEXP_INPUT_CHECK(c.sweep_key.rfind("run.", 0) != 0,
-                   Where(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
-                       "\": run.* keys cannot be swept (use run.seeds for seeds)");
-  LEXP_INPUT_CHECK(IsPlainFileName(c.name),
-                   Where(c.source_name, "run.name") + " = \"" + c.name +
-                       "\" must be a plain directory name (letters, digits, . _ + -, not . or "
-                       "..); it names data/runs/<run.name>");
-  std::set<std::string> values, suffixes;
-  for (const auto& v : c.sweep_values)
-    LEXP_INPUT_CHECK(values.insert(v).second,
-                     Where(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
-  for (const auto& variant : c.Variants())
-    LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
-                     Where(c.source_name, "run.sweep_values") +
-                         ": two values give the file name "
-                         "suffix '" +
-                         variant.suffix +
-                         "' (characters other than letters, digits "
-                         "and . _ + - become _)");
-  for (const auto& variant : c.Variants())
-    for (const auto& t : c.Tasks()) {
-      RecipeConfig one = c.For(t, c.Seeds()[0]);
-      if (!variant.set.empty()) {
-        try {
-          ApplyOverrides(one, {variant.set});
-        } catch (const InputError& e) {
-          FailInput(Where(c.source_name, "run.sweep") + ": " + e.what());
-        }
-      }
-      ValidateOneTask(one);
-    }
-}
-
-void ValidateOneTask(const RecipeConfig& c) {
-  const std::string src = c.source_name;
-  LEXP_INPUT_CHECK(c.model.d_model % c.model.n_heads == 0,
-                   Where(src, "model.d_model") + " = " + std::to_string(c.model.d_model) +
-                       " must be a multiple of model.n_heads = " + std::to_string(c.model.n_heads));
-  LEXP_INPUT_CHECK(!c.encodings.empty(),
-                   Where(src, "model.encodings") + " must name at least one encoding");
-  std::unique_ptr<Task> task;
-  try {
-    task = CreateTask(c.task, TaskOptions{c.task_vocab});
-  } catch (const InputError& e) {
-    FailInput(Where(src, "task.name") + ": " + e.what());
-  }
-  const std::string task_range = "task '" + c.task + "' supports lengths " +
-                                 std::to_string(task->MinLength()) + ".." +
-                                 std::to_string(task->MaxLength());
-  LEXP_INPUT_CHECK(
-      c.train_max_length >= task->MinLength() && c.train_max_length <= task->MaxLength(),
-      Where(src, "train.max_length") + " = " + std::to_string(c.train_max_length) + ": " +
-          task_range);
-  for (int n : c.EvalLengths())
-    LEXP_INPUT_CHECK(
-        n >= task->MinLength() && n <= task->MaxLength(),
-        Where(src, "eval") + ": length " + std::to_string(n) + " is outside what " + task_range);
-  LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
-                   Where(src, "eval.decoding") +
-                       " = \"greedy\" needs the decoder layout and a "
-                       "task whose output is an answer to write ('" +
-                       c.task + "'" +
-                       (task->HasAnswer() ? " with model.layout = \"" + c.layout + "\""
-                                          : " is a language-modelling source, a query stream or "
-                                            "has padded outputs") +
-                       "); use teacher_forced");
-  const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
-  int train_tokens = 0, vocab = 0;
-  try {
-    SequenceLayout check(*task, layout);
-    train_tokens = check.SequenceLengthFor(c.train_max_length);
-    vocab = check.Vocab();
-  } catch (const InputError& e) {
-    FailInput(Where(src, "model.layout") + ": " + e.what());
-  }
-  if (c.positions_max > 0) {
-    int longest = c.train_max_length;
-    for (int n : c.EvalLengths()) longest = std::max(longest, n);
-    for (int n : c.ProbeLengths()) longest = std::max(longest, n);
-    const SequenceLayout longest_layout(*task, layout);
-    const int longest_tokens = c.DecodingFor(*task) == Decoding::kGreedy
-                                   ? longest_layout.GreedyCapacityFor(longest)
-                                   : longest_layout.SequenceLengthFor(longest);
-    const std::string at =
-        Where(src, "model.positions_max") + " = " + std::to_string(c.positions_max);
-    // PoSE's target length must cover the training window it spreads over it.
-    LEXP_INPUT_CHECK(c.positions != "pose" || c.positions_max >= train_tokens,
-                     at + " is shorter than the longest training sequence (" +
-                         std::to_string(train_tokens) +
-                         " tokens); PoSE's target length must be at least that");
-    // Randomized positions are distinct draws from [0, L): L must hold every sequence drawn.
-    const int drawn = c.positions_at_eval == "sample" ? longest_tokens : train_tokens;
-    LEXP_INPUT_CHECK(c.positions != "randomized" || c.positions_max >= drawn,
-                     at + ": randomized positions draw " + std::to_string(drawn) +
-                         " distinct positions from [0, positions_max) for the longest sequence " +
-                         (c.positions_at_eval == "sample" ? "evaluated" : "trained") +
-                         "; allowed: >= " + std::to_string(drawn) + " (0 = default)");
-  }
-  for (int n : c.ProbeLengths())
-    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
-                     Where(src, "probe.lengths") + ": length " + std::to_string(n) +
-                         " is outside what " + task_range);
-  MatchCaptureSites(c.Model(1), c.probe_capture, Where(src, "probe.capture"));
-  LEXP_INPUT_CHECK(c.probe_capture.empty() || c.probe_stored_samples > 0,
-                   Where(src, "probe.capture") +
-                       " stores sites of the stored probe sequences; probe.stored_samples is 0");
-  LEXP_INPUT_CHECK(c.probe_stored_samples <= c.probe_samples,
-                   Where(src, "probe.stored_samples") + " = " +
-                       std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
-                       std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
-  if (c.pattern != "full") {
-    LEXP_INPUT_CHECK(c.layout == "decoder",
-                     Where(src, "model.pattern") + " = \"" + c.pattern +
-                         "\" is a causal pattern; model.layout must be \"decoder\"");
-    try {
-      CreatePattern(c.PatternFor(train_tokens));
-    } catch (const InputError& err) {
-      FailInput(Where(src, "model.pattern") + ": " + err.what());
-    }
-    LEXP_INPUT_CHECK(c.pattern_limit <= c.MaxSequenceTokens(),
-                     Where(src, "model.pattern_limit") + " = " + std::to_string(c.pattern_limit) +
-                         " lies beyond the longest sequence of this recipe (" +
-                         std::to_string(c.MaxSequenceTokens()) +
-                         " tokens), farther than any key can be; allowed: 0.." +
-                         std::to_string(c.MaxSequenceTokens()) + " (0 = the window)");
-    LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
-                     Where(src, "model.pattern_when") +
-                         " is \"eval\", but shifted_sparse (S2-Attn) is a "
-                         "training-time pattern; set pattern_when = \"train\" (or \"always\")");
-    if (PatternRemapsDistances(c.pattern)) {
-      std::string can;  // the encodings that can, from the registry
-      for (const auto& info : ListEncodings())
-        if (info.cannot_remap.empty()) can += (can.empty() ? "" : ", ") + info.name;
-      for (const auto& e : c.encodings)
-        LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
-                         Where(src, "model.pattern") + " = \"" + c.pattern +
-                             "\" shows some keys at another distance than their own, which '" + e +
-                             "' cannot do: " + FindEncoding(e).cannot_remap +
-                             " (the pattern would be a mask only); encodings that can: " + can);
-    }
-  } else {
-    LEXP_INPUT_CHECK(c.pattern_when == "eval",
-                     Where(src, "model.pattern_when") + " is set but model.pattern is \"full\"");
-  }
-  std::set<std::string> seen;
-  for (const auto& e : c.encodings) {
-    LEXP_INPUT_CHECK(seen.insert(e).second,
-                     Where(src, "model.encodings") + " lists '" + e + "' twice");
-    try {
-      FindEncoding(e);
-    } catch (const InputError& err) {
-      FailInput(Where(src, "model.encodings") + ": " + err.what());
-    }
-    try {
-      // Building the encoding checks option names and values (ranges, allowed words).
-      auto it = c.encoding_options.find(e);
-      CreateEncoding<float>(
-          e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
-          EncodingShape{c.model.d_model, c.model.n_heads, c.model.n_layers, c.layout == "decoder",
-                        c.MaxPositionId(), train_tokens, vocab});
-    } catch (const InputError& err) {
-      FailInput(Where(src, "encoding_options." + e) + ": " + err.what());
-    }
-  }
-  for (const auto& [e, _] : c.encoding_options)
-    LEXP_INPUT_CHECK(seen.count(e),
-                     Where(src, "encoding_options." + e) +
-                         " configures an encoding that model.encodings does not train");
 }
 
 std::string RecipeToToml(RecipeConfig& c) {

@@ -16,6 +16,10 @@
 
 namespace lexp {
 
+// Whether a key sweep over `sweep_key` changes this encoding's model: every encoding, except that
+// encoding_options.<e>.<option> changes only e's (and an empty key changes nothing).
+bool SweepKeyChanges(const std::string& sweep_key, const std::string& encoding);
+
 struct RecipeConfig {
   // [run]
   std::string name = "default";
@@ -107,7 +111,9 @@ struct RecipeConfig {
   // Whether the key sweep changes this encoding's model: every encoding, except that a key
   // encoding_options.<e>.<option> changes only e's. An encoding the sweep does not change is
   // trained once, without the suffix (nope.h5 beside rope-base500.h5, rope-base10000.h5).
-  bool SweepChanges(const std::string& encoding) const;
+  bool SweepChanges(const std::string& encoding) const {
+    return SweepKeyChanges(sweep_key, encoding);
+  }
   // Model labels of the sweep in summary order: for every variant, every encoding it changes
   // (the encodings it leaves alone once, with the first variant).
   std::vector<std::string> ModelLabels() const;
@@ -172,6 +178,8 @@ RecipeConfig ParseRecipe(const std::string& toml_text, const std::string& source
 void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets);
 // Checks cross-field constraints (encodings exist, options valid, task/layout compatible, ...).
 void ValidateRecipe(const RecipeConfig& c);
+// Where a key sits, for messages: "recipe 'FILE': KEY", or "--set KEY" for an override.
+std::string KeyLocation(const std::string& source, const std::string& key);
 // The effective recipe as TOML (after overrides), for the run file and for printing.
 std::string RecipeToToml(RecipeConfig& c);
 

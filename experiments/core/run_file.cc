@@ -68,6 +68,7 @@ RunFileHead ReadRunFileHead(const std::string& path) {
   if (root.HasAttr("seed")) h.seed = static_cast<int>(root.AttrInt("seed"));
   if (root.HasAttr("train_max_length"))
     h.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+  if (root.HasAttr("sweep")) h.sweep_key = root.AttrString("sweep");
   return h;
 }
 
@@ -158,6 +159,7 @@ void RunFile::Write(const std::string& path) const {
   root.SetAttr("label", label);
   if (!weights_from.empty()) root.SetAttr("weights_from", weights_from);
   if (!init_from.empty()) root.SetAttr("init_from", init_from);
+  if (!sweep_key.empty()) root.SetAttr("sweep", sweep_key);
   root.SetAttr("task", task);
   root.SetAttr("train_max_length", train_max_length);
   root.SetAttr("start_time", start_time);
@@ -332,6 +334,7 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
   const h5::Group& root = r.root();
   if (root.HasAttr("weights_from")) f.weights_from = root.AttrString("weights_from");
   if (root.HasAttr("init_from")) f.init_from = root.AttrString("init_from");
+  if (root.HasAttr("sweep")) f.sweep_key = root.AttrString("sweep");
   if (root.HasAttr("start_time")) f.start_time = root.AttrString("start_time");
   if (root.Has("config") && root.OpenGroup("config").Has("recipe")) {
     const h5::Group config = root.OpenGroup("config");

@@ -62,6 +62,7 @@ struct RunFile {
   std::string encoding, label, task;  // label: the run's name (encoding and suffixes)
   int seed = 0, train_max_length = 0;
   std::string weights_from, init_from;  // evaluation of another run's weights; fine-tuning source
+  std::string sweep_key;                // the key sweep the run belongs to ("" for none)
   std::string start_time;
   RecipeConfig recipe;  // this model's effective recipe, with the source it was read from
   std::map<std::string, std::vector<double>> encoding_values;  // PositionEncoding::Describe()
@@ -92,6 +93,7 @@ struct RunFileHead {
   RunState state = RunState::kFailed;
   std::string message;  // why it diverged, was interrupted or failed
   int64_t steps_completed = 0;
+  std::string sweep_key;  // root attribute `sweep`: the key sweep the run belongs to
 };
 RunFileHead ReadRunFileHead(const std::string& run_file);
 

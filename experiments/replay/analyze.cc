@@ -26,8 +26,8 @@
 namespace lexp {
 
 std::vector<std::string> ReferenceCandidates(const std::string& run_file,
-                                             const std::string& encoding,
-                                             const std::string& label) {
+                                             const std::string& encoding, const std::string& label,
+                                             const std::string& sweep_key) {
   if (encoding == "nope" || label.rfind(encoding, 0) != 0) return {};
   const std::filesystem::path dir = std::filesystem::path(run_file).parent_path();
   const std::string suffix = label.substr(encoding.size());  // <sweep part><-seedN>
@@ -35,7 +35,8 @@ std::vector<std::string> ReferenceCandidates(const std::string& run_file,
   std::regex_search(suffix, seed, std::regex("-seed[0-9]+$"));
   const std::string seed_part = seed.empty() ? "" : seed.str();
   std::vector<std::string> out = {(dir / ("nope" + suffix + ".h5")).string()};
-  if (suffix != seed_part) out.push_back((dir / ("nope" + seed_part + ".h5")).string());
+  if (suffix != seed_part && !sweep_key.empty() && !SweepKeyChanges(sweep_key, "nope"))
+    out.push_back((dir / ("nope" + seed_part + ".h5")).string());
   return out;
 }
 
@@ -55,7 +56,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
       return std::nullopt;
     }
   };
-  for (const std::string& candidate : ReferenceCandidates(path, encoding, label))
+  for (const std::string& candidate : ReferenceCandidates(path, encoding, label, head.sweep_key))
     if (reference.empty() && std::filesystem::exists(candidate) &&
         state_of(candidate) == RunState::kCompleted) {
       reference = candidate;

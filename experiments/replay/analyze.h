@@ -43,8 +43,11 @@ namespace lexp {
 // <encoding><suffix>; then, when the suffix holds a key sweep's part, the NoPE run of the same
 // seed without it (a sweep of another encoding's option trains NoPE once: nope-seed3.h5 beside
 // rope-base500-seed3.h5). Empty for a NoPE run or a label that does not start with its encoding.
+// sweep_key: the key sweep the run belongs to ("" for none); the NoPE run without the sweep part is
+// a candidate only when that key leaves NoPE alone (SweepKeyChanges).
 std::vector<std::string> ReferenceCandidates(const std::string& run_file,
-                                             const std::string& encoding, const std::string& label);
+                                             const std::string& encoding, const std::string& label,
+                                             const std::string& sweep_key);
 
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
                            bool replay = true, bool finish = false);

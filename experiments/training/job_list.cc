@@ -60,10 +60,10 @@ std::string CheckpointOf(const PlanRow& row) {
 
 // A completed run whose NoPE reference beside it finished after its analysis ran (rows of a job
 // list run in any order): its analysis lacks the JS divergence a sequential sweep gives it.
-bool MissesItsReference(const PlanRow& row) {
+bool MissesItsReference(const PlanRow& row, const std::string& sweep_key) {
   bool completed_reference = false;
   for (const std::string& ref :
-       ReferenceCandidates(row.file, row.encoding, fs::path(row.file).stem().string()))
+       ReferenceCandidates(row.file, row.encoding, fs::path(row.file).stem().string(), sweep_key))
     completed_reference = completed_reference ||
                           (fs::exists(ref) && ReadRunFileHead(ref).state == RunState::kCompleted);
   if (!completed_reference) return false;
@@ -258,7 +258,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   // The JS references that finished after the runs that look for them (analysing again keeps a
   // done row done).
   for (const auto& s : res.states)
-    if (s.state == RowState::kDone && MissesItsReference(s.row)) {
+    if (s.state == RowState::kDone && MissesItsReference(s.row, cfg.sweep_key)) {
       say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done",
                       s.row.index, s.row.file));
       AnalyzeRunFile(s.row.file, "", cfg.probe_replay == 1, false);

@@ -73,6 +73,7 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
           r.recipe.jobs = 1;
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
+          r.options.sweep_key = cfg.sweep_key;
           r.options.progress = opt.progress;
           r.options.name =
               seed_sweep ? fmt::format("{}-seed{}", r.label, seed) : (key_sweep ? r.label : "");
@@ -223,7 +224,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     std::vector<long> reference(plan.size(), -1);
     for (size_t k = 0; k < plan.size(); ++k) {
       for (const std::string& beside :
-           ReferenceCandidates(plan[k].File(), plan[k].encoding, plan[k].Name()))
+           ReferenceCandidates(plan[k].File(), plan[k].encoding, plan[k].Name(), cfg.sweep_key))
         for (size_t n = 0; n < k && reference[k] < 0; ++n)
           if (std::filesystem::path(plan[n].File()).lexically_normal() ==
               std::filesystem::path(beside).lexically_normal())

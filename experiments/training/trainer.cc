@@ -365,6 +365,7 @@ class Runner {
     f.train_max_length = cfg_.train_max_length;
     f.weights_from = weights_source_;
     f.init_from = cfg_.init_from;
+    f.sweep_key = opt_.sweep_key;
     f.start_time = start_time_;
     f.recipe = cfg_;
     f.encoding_values = enc_->Describe();

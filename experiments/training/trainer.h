@@ -37,6 +37,8 @@ struct RunOptions {
   std::string weights_from;
   // Run-file name (without .h5) and figure label; empty = the encoding name.
   std::string name;
+  // The key sweep this model belongs to (recorded as the run file's `sweep`; "" for none).
+  std::string sweep_key;
   // Called before the end-of-training analysis (a sweep with run.jobs > 1 waits there for the NoPE
   // run beside this one, the analysis's JS reference); may be empty.
   std::function<void()> before_analysis;

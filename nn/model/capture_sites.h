@@ -1,20 +1,22 @@
 // Named capture sites: every intermediate tensor of a forward pass a researcher may want to read,
-// under a stable name (the naming of TransformerLens's hook points, in lexp's words):
+// under a stable name (the naming of TransformerLens's hook points, in lexp's words). Per sequence:
 //
-//   layer{l}.resid_pre        [T, C]     residual stream entering block l
-//   layer{l}.attn.q, .k, .v   [T, H, D]  the q, k, v projections, before the encoding's q/k
-//   transform layer{l}.attn.q_pe, .k_pe [T, H, D]  q and k after it (what the logits use; = q, k
-//   without one) layer{l}.attn.logits      [H, T, T]  pre-softmax logits, -inf where masked
-//   layer{l}.attn.pattern     [H, T, T]  attention probabilities
-//   layer{l}.attn.z           [T, H, D]  the heads' outputs sum_j p_ij v_j (+ value term), before
-//                                        the output projection
-//   layer{l}.attn.out         [T, C]     the attention branch's output (after the projection)
-//   layer{l}.mlp.hidden       [T, F]     the MLP's hidden activations, after the GELU
-//   layer{l}.mlp.out          [T, C]     the MLP branch's output
-//   layer{l}.resid_post       [T, C]     residual stream leaving block l (post-LN: after LN2)
-//   final.ln                  [T, C]     the final LayerNorm's output, the head's input
+// clang-format off
+//   layer{l}.resid_pre          [T, C]     residual stream entering block l
+//   layer{l}.attn.q, .k, .v     [T, H, D]  the projections, before the encoding's q/k transform
+//   layer{l}.attn.q_pe, .k_pe   [T, H, D]  q and k after it (what the logits use; = q, k without)
+//   layer{l}.attn.logits        [H, T, T]  pre-softmax logits, -inf where masked
+//   layer{l}.attn.pattern       [H, T, T]  attention probabilities
+//   layer{l}.attn.z             [T, H, D]  the heads' outputs sum_j p_ij v_j (+ value term),
+//                                          before the output projection
+//   layer{l}.attn.out           [T, C]     the attention branch's output (after the projection)
+//   layer{l}.mlp.hidden         [T, F]     the MLP's hidden activations, after the GELU
+//   layer{l}.mlp.out            [T, C]     the MLP branch's output
+//   layer{l}.resid_post         [T, C]     residual stream leaving block l (post-LN: after LN2)
+//   final.ln                    [T, C]     the final LayerNorm's output, the head's input
+// clang-format on
 //
-// Shapes are per sequence. The values are those of a forward pass with capture on and
+// The values are those of a forward pass with capture on and
 // Transformer::set_capture_sites(true); reading them changes nothing the model computes.
 #pragma once
 

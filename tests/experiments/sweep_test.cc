@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/replay/analyze.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/parallel.h"
@@ -94,6 +95,7 @@ TEST(Sweep, AKeySweepTrainsOneModelPerValueUnderItsOwnName) {
       EXPECT_EQ(r.root().OpenGroup("analysis").OpenGroup("geometry").AttrString("reference"),
                 (dir / fmt::format("nope-seed{}.h5", seed)).string())
           << "the NoPE run of the same seed";
+      EXPECT_EQ(r.root().AttrString("sweep"), "encoding_options.rope.base");
     }
   EXPECT_FALSE(std::filesystem::exists(dir / "nope-base100-seed1.h5"));
   h5::Reader s((dir / "summary.h5").string());
@@ -109,6 +111,22 @@ TEST(Sweep, AModelKeySweepTrainsEveryEncodingPerValue) {
   EXPECT_EQ(c.ModelLabels(), (std::vector<std::string>{"nope-n_layers1", "rope-n_layers1",
                                                        "nope-n_layers2", "rope-n_layers2"}));
   EXPECT_TRUE(c.SweepChanges("nope"));
+}
+
+// The JS reference of a swept run: the NoPE run of the same sweep point, and the NoPE run without
+// the sweep part only when the swept key leaves NoPE alone (never a NoPE of another setting).
+TEST(Sweep, TheReferenceOfASweptRunIsANopeRunOfTheSameSetting) {
+  auto file = [](const std::string& name) {
+    return (std::filesystem::path("out") / (name + ".h5")).string();
+  };
+  EXPECT_EQ(ReferenceCandidates(file("rope-base500-seed2"), "rope", "rope-base500-seed2",
+                                "encoding_options.rope.base"),
+            (std::vector<std::string>{file("nope-base500-seed2"), file("nope-seed2")}));
+  EXPECT_EQ(ReferenceCandidates(file("rope-lr0.002"), "rope", "rope-lr0.002", "train.lr"),
+            (std::vector<std::string>{file("nope-lr0.002")}));
+  EXPECT_EQ(ReferenceCandidates(file("rope-seed3"), "rope", "rope-seed3", ""),
+            (std::vector<std::string>{file("nope-seed3")}));
+  EXPECT_TRUE(ReferenceCandidates(file("nope-seed3"), "nope", "nope-seed3", "").empty());
 }
 
 TEST(Sweep, ASingleEncodingKeySweepWritesOneFilePerValue) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -58,8 +59,16 @@ Captured Capture(const std::string& encoding, bool pre_ln) {
     for (uint64_t d : s.dims) n *= d;
     EXPECT_EQ(c.sites[s.name].size(), n) << s.name;
   }
-  for (const auto& p : model.Parameters())
+  for (const auto& p : model.Parameters()) {
     c.params[p.name] = std::vector<double>(p.value, p.value + p.size);
+    // Files store every parameter with its shape and axes: they must describe its elements.
+    uint64_t n = 1;
+    for (uint64_t d : p.shape) n *= d;
+    EXPECT_EQ(n, static_cast<uint64_t>(p.size)) << p.name;
+    EXPECT_EQ(static_cast<size_t>(std::count(p.axes.begin(), p.axes.end(), ',') + 1),
+              p.shape.size())
+        << p.name << " " << p.axes;
+  }
   return c;
 }
 
@@ -87,6 +96,29 @@ TEST_P(CaptureSitesOf, EverySiteHoldsWhatItsNameSays) {
       if (pre_ln)  // x_out = x_in + attention branch + MLP branch
         for (int i = 0; i < kT * C; ++i)
           ExpectClose(post[i], pre[i] + aout[i] + mout[i], p + "sum");
+      // attn.out = z Wproj + bproj.
+      {
+        const auto &wp = c.params.at(p + "attn.proj.w"), &bp = c.params.at(p + "attn.proj.b");
+        const auto& zz = s.at(p + "attn.z");
+        for (int t = 0; t < kT; ++t)
+          for (int o = 0; o < C; ++o) {
+            double y = bp[o];
+            for (int k = 0; k < C; ++k) y += zz[t * C + k] * wp[k * C + o];
+            ExpectClose(aout[t * C + o], y, p + "attn.out");
+          }
+      }
+      // Without a logit term or scale (NoPE), the logit is q_pe.k_pe / sqrt(D).
+      if (enc == "nope") {
+        const auto &qp = s.at(p + "attn.q_pe"), &kp = s.at(p + "attn.k_pe"),
+                   &lg = s.at(p + "attn.logits");
+        for (int h = 0; h < H; ++h)
+          for (int i = 0; i < kT; ++i)
+            for (int j = 0; j <= i; ++j) {
+              double dot = 0;
+              for (int d = 0; d < D; ++d) dot += qp[(i * H + h) * D + d] * kp[(j * H + h) * D + d];
+              ExpectClose(lg[(h * kT + i) * kT + j], dot / std::sqrt(double(D)), p + "logit");
+            }
+      }
       // mlp.out = hidden W2 + b2.
       const auto &w2 = c.params.at(p + "mlp.fc2.w"), &b2 = c.params.at(p + "mlp.fc2.b");
       const auto& hidden = s.at(p + "mlp.hidden");

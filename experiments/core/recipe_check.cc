@@ -1,0 +1,205 @@
+// The checks of a whole recipe, after its keys have been read: what no single key's type or range
+// can say (tasks and seeds listed once, sweep values and their file names, lengths the task can
+// make, encodings with the layout and pattern, positions and patterns with the lengths, capture
+// sites of the model, files it reads). Every error names the key and the recipe.
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "experiments/core/recipe.h"
+#include "experiments/core/sequence_layout.h"
+#include "experiments/tasks/task.h"
+#include "nn/check.h"
+#include "nn/model/capture_sites.h"
+#include "pe/options.h"
+#include "pe/registry.h"
+#include "pe/rope.h"
+
+namespace lexp {
+
+void ValidateOneTask(const RecipeConfig& c);
+
+void ValidateRecipe(const RecipeConfig& c) {
+  std::set<std::string> tasks;
+  for (const auto& t : c.Tasks())
+    LEXP_INPUT_CHECK(tasks.insert(t).second,
+                     KeyLocation(c.source_name, "task.names") + " lists '" + t + "' twice");
+  std::set<int> seeds;
+  for (int s : c.Seeds())
+    LEXP_INPUT_CHECK(seeds.insert(s).second, KeyLocation(c.source_name, "run.seeds") + " lists " +
+                                                 std::to_string(s) + " twice");
+  LEXP_INPUT_CHECK(c.sweep_key.empty() == c.sweep_values.empty(),
+                   KeyLocation(c.source_name, "run.sweep") +
+                       " and run.sweep_values go together (a key and its values)");
+  LEXP_INPUT_CHECK(c.sweep_key.rfind("run.", 0) != 0,
+                   KeyLocation(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
+                       "\": run.* keys cannot be swept (use run.seeds for seeds)");
+  LEXP_INPUT_CHECK(IsPlainFileName(c.name),
+                   KeyLocation(c.source_name, "run.name") + " = \"" + c.name +
+                       "\" must be a plain directory name (letters, digits, . _ + -, not . or "
+                       "..); it names data/runs/<run.name>");
+  std::set<std::string> values, suffixes;
+  for (const auto& v : c.sweep_values)
+    LEXP_INPUT_CHECK(values.insert(v).second,
+                     KeyLocation(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
+  for (const auto& variant : c.Variants())
+    LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
+                     KeyLocation(c.source_name, "run.sweep_values") +
+                         ": two values give the file name "
+                         "suffix '" +
+                         variant.suffix +
+                         "' (characters other than letters, digits "
+                         "and . _ + - become _)");
+  for (const auto& variant : c.Variants())
+    for (const auto& t : c.Tasks()) {
+      RecipeConfig one = c.For(t, c.Seeds()[0]);
+      if (!variant.set.empty()) {
+        try {
+          ApplyOverrides(one, {variant.set});
+        } catch (const InputError& e) {
+          FailInput(KeyLocation(c.source_name, "run.sweep") + ": " + e.what());
+        }
+      }
+      ValidateOneTask(one);
+    }
+}
+
+void ValidateOneTask(const RecipeConfig& c) {
+  const std::string src = c.source_name;
+  LEXP_INPUT_CHECK(c.model.d_model % c.model.n_heads == 0,
+                   KeyLocation(src, "model.d_model") + " = " + std::to_string(c.model.d_model) +
+                       " must be a multiple of model.n_heads = " + std::to_string(c.model.n_heads));
+  LEXP_INPUT_CHECK(!c.encodings.empty(),
+                   KeyLocation(src, "model.encodings") + " must name at least one encoding");
+  std::unique_ptr<Task> task;
+  try {
+    task = CreateTask(c.task, TaskOptions{c.task_vocab});
+  } catch (const InputError& e) {
+    FailInput(KeyLocation(src, "task.name") + ": " + e.what());
+  }
+  const std::string task_range = "task '" + c.task + "' supports lengths " +
+                                 std::to_string(task->MinLength()) + ".." +
+                                 std::to_string(task->MaxLength());
+  LEXP_INPUT_CHECK(
+      c.train_max_length >= task->MinLength() && c.train_max_length <= task->MaxLength(),
+      KeyLocation(src, "train.max_length") + " = " + std::to_string(c.train_max_length) + ": " +
+          task_range);
+  for (int n : c.EvalLengths())
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+                     KeyLocation(src, "eval") + ": length " + std::to_string(n) +
+                         " is outside what " + task_range);
+  LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
+                   KeyLocation(src, "eval.decoding") +
+                       " = \"greedy\" needs the decoder layout and a "
+                       "task whose output is an answer to write ('" +
+                       c.task + "'" +
+                       (task->HasAnswer() ? " with model.layout = \"" + c.layout + "\""
+                                          : " is a language-modelling source, a query stream or "
+                                            "has padded outputs") +
+                       "); use teacher_forced");
+  const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
+  int train_tokens = 0, vocab = 0;
+  try {
+    SequenceLayout check(*task, layout);
+    train_tokens = check.SequenceLengthFor(c.train_max_length);
+    vocab = check.Vocab();
+  } catch (const InputError& e) {
+    FailInput(KeyLocation(src, "model.layout") + ": " + e.what());
+  }
+  if (c.positions_max > 0) {
+    int longest = c.train_max_length;
+    for (int n : c.EvalLengths()) longest = std::max(longest, n);
+    for (int n : c.ProbeLengths()) longest = std::max(longest, n);
+    const SequenceLayout longest_layout(*task, layout);
+    const int longest_tokens = c.DecodingFor(*task) == Decoding::kGreedy
+                                   ? longest_layout.GreedyCapacityFor(longest)
+                                   : longest_layout.SequenceLengthFor(longest);
+    const std::string at =
+        KeyLocation(src, "model.positions_max") + " = " + std::to_string(c.positions_max);
+    // PoSE's target length must cover the training window it spreads over it.
+    LEXP_INPUT_CHECK(c.positions != "pose" || c.positions_max >= train_tokens,
+                     at + " is shorter than the longest training sequence (" +
+                         std::to_string(train_tokens) +
+                         " tokens); PoSE's target length must be at least that");
+    // Randomized positions are distinct draws from [0, L): L must hold every sequence drawn.
+    const int drawn = c.positions_at_eval == "sample" ? longest_tokens : train_tokens;
+    LEXP_INPUT_CHECK(c.positions != "randomized" || c.positions_max >= drawn,
+                     at + ": randomized positions draw " + std::to_string(drawn) +
+                         " distinct positions from [0, positions_max) for the longest sequence " +
+                         (c.positions_at_eval == "sample" ? "evaluated" : "trained") +
+                         "; allowed: >= " + std::to_string(drawn) + " (0 = default)");
+  }
+  for (int n : c.ProbeLengths())
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+                     KeyLocation(src, "probe.lengths") + ": length " + std::to_string(n) +
+                         " is outside what " + task_range);
+  MatchCaptureSites(c.Model(1), c.probe_capture, KeyLocation(src, "probe.capture"));
+  LEXP_INPUT_CHECK(c.probe_capture.empty() || c.probe_stored_samples > 0,
+                   KeyLocation(src, "probe.capture") +
+                       " stores sites of the stored probe sequences; probe.stored_samples is 0");
+  LEXP_INPUT_CHECK(c.probe_stored_samples <= c.probe_samples,
+                   KeyLocation(src, "probe.stored_samples") + " = " +
+                       std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
+                       std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
+  if (c.pattern != "full") {
+    LEXP_INPUT_CHECK(c.layout == "decoder",
+                     KeyLocation(src, "model.pattern") + " = \"" + c.pattern +
+                         "\" is a causal pattern; model.layout must be \"decoder\"");
+    try {
+      CreatePattern(c.PatternFor(train_tokens));
+    } catch (const InputError& err) {
+      FailInput(KeyLocation(src, "model.pattern") + ": " + err.what());
+    }
+    LEXP_INPUT_CHECK(c.pattern_limit <= c.MaxSequenceTokens(),
+                     KeyLocation(src, "model.pattern_limit") + " = " +
+                         std::to_string(c.pattern_limit) +
+                         " lies beyond the longest sequence of this recipe (" +
+                         std::to_string(c.MaxSequenceTokens()) +
+                         " tokens), farther than any key can be; allowed: 0.." +
+                         std::to_string(c.MaxSequenceTokens()) + " (0 = the window)");
+    LEXP_INPUT_CHECK(c.pattern != "shifted_sparse" || c.pattern_when != "eval",
+                     KeyLocation(src, "model.pattern_when") +
+                         " is \"eval\", but shifted_sparse (S2-Attn) is a "
+                         "training-time pattern; set pattern_when = \"train\" (or \"always\")");
+    if (PatternRemapsDistances(c.pattern)) {
+      std::string can;  // the encodings that can, from the registry
+      for (const auto& info : ListEncodings())
+        if (info.cannot_remap.empty()) can += (can.empty() ? "" : ", ") + info.name;
+      for (const auto& e : c.encodings)
+        LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
+                         KeyLocation(src, "model.pattern") + " = \"" + c.pattern +
+                             "\" shows some keys at another distance than their own, which '" + e +
+                             "' cannot do: " + FindEncoding(e).cannot_remap +
+                             " (the pattern would be a mask only); encodings that can: " + can);
+    }
+  } else {
+    LEXP_INPUT_CHECK(c.pattern_when == "eval", KeyLocation(src, "model.pattern_when") +
+                                                   " is set but model.pattern is \"full\"");
+  }
+  std::set<std::string> seen;
+  for (const auto& e : c.encodings) {
+    LEXP_INPUT_CHECK(seen.insert(e).second,
+                     KeyLocation(src, "model.encodings") + " lists '" + e + "' twice");
+    try {
+      FindEncoding(e);
+    } catch (const InputError& err) {
+      FailInput(KeyLocation(src, "model.encodings") + ": " + err.what());
+    }
+    try {
+      // Building the encoding checks option names and values (ranges, allowed words).
+      auto it = c.encoding_options.find(e);
+      CreateEncoding<float>(
+          e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
+          EncodingShape{c.model.d_model, c.model.n_heads, c.model.n_layers, c.layout == "decoder",
+                        c.MaxPositionId(), train_tokens, vocab});
+    } catch (const InputError& err) {
+      FailInput(KeyLocation(src, "encoding_options." + e) + ": " + err.what());
+    }
+  }
+  for (const auto& [e, _] : c.encoding_options)
+    LEXP_INPUT_CHECK(seen.count(e),
+                     KeyLocation(src, "encoding_options." + e) +
+                         " configures an encoding that model.encodings does not train");
+}
+
+}  // namespace lexp
