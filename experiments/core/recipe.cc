@@ -262,6 +262,17 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.optimizer.min_lr_ratio, 0,
        1},
       {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
+      {"train.lora_rank",
+       "LoRA (Hu et al. 2021): 0 trains every weight; r > 0 freezes the model and trains rank-r "
+       "adapters W = W0 + (alpha / r) A B of train.lora_targets (with train.init_from: "
+       "fine-tuning a trained run)",
+       &c.lora_rank, 0, 4096},
+      {"train.lora_alpha", "LoRA scale numerator alpha (0 = the rank: a scale of 1)", &c.lora_alpha,
+       0, 1e6},
+      {"train.lora_targets",
+       "weights LoRA adapts in every layer: q, k, v, o (attention projections), mlp (both MLP "
+       "matrices); Hu et al.'s main setting is q, v",
+       &c.lora_targets},
       {"train.init_from",
        "fine-tuning: start from the trained weights of this completed run file (path relative to "
        "the working directory; empty = random initialisation)",

@@ -76,6 +76,12 @@ struct RecipeConfig {
                         .total_steps = 4000,
                         .min_lr_ratio = 0.1};
   std::string init_from;  // run file whose /model weights start training (fine-tuning)
+  // LoRA (Hu et al. 2021): rank 0 trains every weight; rank r > 0 freezes them and trains rank-r
+  // adapters of the lora_targets (q, k, v, o: attention projections; mlp: both MLP matrices),
+  // scaled by lora_alpha / r (lora_alpha 0: = r, a scale of 1).
+  int lora_rank = 0;
+  double lora_alpha = 0;
+  std::vector<std::string> lora_targets = {"q", "v"};
   int log_every = 100;
   int checkpoint_every = 500;
   // [eval]

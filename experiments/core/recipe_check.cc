@@ -134,6 +134,21 @@ void ValidateOneTask(const RecipeConfig& c) {
                      KeyLocation(src, "probe.lengths") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
   MatchCaptureSites(c.Model(1), c.probe_capture, KeyLocation(src, "probe.capture"));
+  if (c.lora_rank > 0) {
+    LEXP_INPUT_CHECK(!c.lora_targets.empty(), KeyLocation(src, "train.lora_targets") +
+                                                  " is empty; allowed: q, k, v, o, mlp");
+    std::set<std::string> seen_targets;
+    for (const auto& t : c.lora_targets) {
+      LEXP_INPUT_CHECK(t == "q" || t == "k" || t == "v" || t == "o" || t == "mlp",
+                       KeyLocation(src, "train.lora_targets") + ": '" + t +
+                           "' is not a LoRA target; allowed: q, k, v, o, mlp");
+      LEXP_INPUT_CHECK(seen_targets.insert(t).second,
+                       KeyLocation(src, "train.lora_targets") + " lists '" + t + "' twice");
+    }
+    LEXP_INPUT_CHECK(c.lora_rank <= c.model.d_model,
+                     KeyLocation(src, "train.lora_rank") + " = " + std::to_string(c.lora_rank) +
+                         " exceeds model.d_model = " + std::to_string(c.model.d_model));
+  }
   LEXP_INPUT_CHECK(c.probe_capture.empty() || c.probe_stored_samples > 0,
                    KeyLocation(src, "probe.capture") +
                        " stores sites of the stored probe sequences; probe.stored_samples is 0");

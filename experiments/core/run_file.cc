@@ -160,6 +160,8 @@ void RunFile::Write(const std::string& path) const {
   if (!weights_from.empty()) root.SetAttr("weights_from", weights_from);
   if (!init_from.empty()) root.SetAttr("init_from", init_from);
   if (!sweep_key.empty()) root.SetAttr("sweep", sweep_key);
+  root.SetAttr("trainable_parameters", trainable_parameters);
+  root.SetAttr("total_parameters", total_parameters);
   root.SetAttr("task", task);
   root.SetAttr("train_max_length", train_max_length);
   root.SetAttr("start_time", start_time);
@@ -335,6 +337,9 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
   if (root.HasAttr("weights_from")) f.weights_from = root.AttrString("weights_from");
   if (root.HasAttr("init_from")) f.init_from = root.AttrString("init_from");
   if (root.HasAttr("sweep")) f.sweep_key = root.AttrString("sweep");
+  if (root.HasAttr("trainable_parameters"))
+    f.trainable_parameters = root.AttrInt("trainable_parameters");
+  if (root.HasAttr("total_parameters")) f.total_parameters = root.AttrInt("total_parameters");
   if (root.HasAttr("start_time")) f.start_time = root.AttrString("start_time");
   if (root.Has("config") && root.OpenGroup("config").Has("recipe")) {
     const h5::Group config = root.OpenGroup("config");

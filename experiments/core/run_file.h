@@ -63,6 +63,7 @@ struct RunFile {
   int seed = 0, train_max_length = 0;
   std::string weights_from, init_from;  // evaluation of another run's weights; fine-tuning source
   std::string sweep_key;                // the key sweep the run belongs to ("" for none)
+  int64_t trainable_parameters = 0, total_parameters = 0;  // LoRA trains a part
   std::string start_time;
   RecipeConfig recipe;  // this model's effective recipe, with the source it was read from
   std::map<std::string, std::vector<double>> encoding_values;  // PositionEncoding::Describe()

@@ -24,6 +24,7 @@
 #include "nn/model/transformer.h"
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
+#include "nn/optim/lora.h"
 #include "nn/parallel.h"
 #include "pe/patterns.h"
 #include "pe/position_schemes.h"
@@ -89,13 +90,22 @@ class Runner {
     pos_rng_ = root.Split("positions");
     model_->Init(init);
     params_ = model_->Parameters();
-    adam_->Attach(params_);
     if (!cfg_.init_from.empty() && opt_.weights_from.empty()) {
       LEXP_INPUT_CHECK(std::filesystem::exists(cfg_.init_from),
                        "train.init_from: '" + cfg_.init_from + "' does not exist");
       LoadModelWeights(cfg_.init_from, params_);
       Say("fine-tuning from the weights of " + cfg_.init_from);
     }
+    // What the optimizer trains: every weight, or (LoRA) the adapters of the frozen model.
+    trained_ = params_;
+    if (cfg_.lora_rank > 0 && opt_.weights_from.empty()) {
+      Rng lora_rng = root.Split("lora");
+      lora_ = std::make_unique<LoraAdapters<float>>(
+          LoraTargetsOf(params_, cfg_.lora_targets), cfg_.lora_rank,
+          cfg_.lora_alpha > 0 ? cfg_.lora_alpha : cfg_.lora_rank, lora_rng);
+      trained_ = lora_->Parameters();
+    }
+    adam_->Attach(trained_);
     long start_step = 0;
     const std::string ckpt = CheckpointPath(opt_.out_dir, name_);
     if (opt_.resume && std::filesystem::exists(ckpt)) {
@@ -108,6 +118,7 @@ class Runner {
       Say("evaluating the weights of " + opt_.weights_from);
     } else {
       Train(start_step);
+      if (lora_) lora_->Merge();  // the model evaluates W0 + (alpha / r) A B of the last step
       if (state_ == RunState::kInterrupted) {
         sum.state = RunStateName(state_);
         return sum;
@@ -157,7 +168,7 @@ class Runner {
   }
 
   long LoadState(const std::string& path) {
-    CheckpointExtras ex = LoadCheckpoint(path, params_, *adam_);
+    CheckpointExtras ex = LoadCheckpoint(path, trained_, *adam_);
     const std::string bad = "file '" + path + "': not a checkpoint of this run (or damaged): ";
     auto ints = [&](const std::string& key, size_t size) -> const std::vector<int64_t>& {
       LEXP_INPUT_CHECK(ex.ints.count(key) && (size == 0 || ex.ints[key].size() == size),
@@ -206,6 +217,10 @@ class Runner {
       const Batch b = layout_.MakeBatch(n, cfg_.batch_size, data_rng_);
       enc_->PositionIds(b.T, true, pos_rng_, pos);
       model_->ZeroGrad();
+      if (lora_) {
+        lora_->ZeroGrad();
+        lora_->Merge();
+      }
       model_->Forward(b.tokens, b.B, b.T, pos, true, false, logits);
       const CrossEntropyResult ce =
           CrossEntropyForwardBackward(logits, b.targets, b.mask, &d_logits, nullptr, nullptr);
@@ -214,7 +229,8 @@ class Runner {
       double gnorm = std::numeric_limits<double>::quiet_NaN();
       if (IsFinite(loss)) {
         model_->Backward(b.tokens, d_logits);
-        gnorm = adam_->Step(params_, lr);
+        if (lora_) lora_->Backward();
+        gnorm = adam_->Step(trained_, lr);
         enc_->AfterOptimizerStep();
       }
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -247,9 +263,9 @@ class Runner {
         t_window = Clock::now();
       }
       if ((step + 1) % cfg_.checkpoint_every == 0 && !last)
-        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), trained_, *adam_, State(step + 1));
       if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
-        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), params_, *adam_, State(step + 1));
+        SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), trained_, *adam_, State(step + 1));
         state_ = RunState::kInterrupted;
         return;
       }
@@ -366,6 +382,9 @@ class Runner {
     f.weights_from = weights_source_;
     f.init_from = cfg_.init_from;
     f.sweep_key = opt_.sweep_key;
+    for (const auto& p : params_) f.total_parameters += p.size;
+    for (const auto& p : trained_) f.trainable_parameters += p.size;
+    if (lora_) f.total_parameters += f.trainable_parameters;
     f.start_time = start_time_;
     f.recipe = cfg_;
     f.encoding_values = enc_->Describe();
@@ -379,9 +398,11 @@ class Runner {
     f.depth_accuracy = depth_accuracy_;
     f.probes = std::move(probes_);
     if (state_ == RunState::kCompleted)
-      for (const auto& p : params_)
-        f.weights.push_back(
-            {p.name, p.axes, p.shape, std::vector<float>(p.value, p.value + p.size)});
+      // The model's weights (with LoRA: merged), then the adapters.
+      for (const auto& ps : {params_, lora_ ? lora_->Parameters() : std::vector<ParamRef<float>>{}})
+        for (const auto& p : ps)
+          f.weights.push_back(
+              {p.name, p.axes, p.shape, std::vector<float>(p.value, p.value + p.size)});
     f.state = state_;
     f.message = message_;
     return f;
@@ -398,6 +419,8 @@ class Runner {
   AdamWConfig opt_cfg_;
   std::unique_ptr<AdamW<float>> adam_;
   std::vector<ParamRef<float>> params_;
+  std::vector<ParamRef<float>> trained_;       // what the optimizer updates (params_, or LoRA's)
+  std::unique_ptr<LoraAdapters<float>> lora_;  // train.lora_rank > 0
   Rng data_rng_, pos_rng_;
   TrainHistory hist_;
   std::vector<EvalRow> eval_;

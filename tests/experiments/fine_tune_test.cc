@@ -56,3 +56,74 @@ TEST(FineTune, StartsFromTheGivenRunsWeights) {
 
 }  // namespace
 }  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// LoRA fine-tuning of a trained run: only the adapters train. Weights it does not target are the
+// source's bit for bit, the targeted ones are W0 + (alpha / r) A B with the adapters the file
+// holds, the counts say what trained, and an interrupted run resumes to the same file.
+TEST(FineTune, LoraTrainsOnlyItsAdaptersAndResumes) {
+  const auto dir = testing::FreshTempDir("fine_tune_lora");
+  RunOptions o;
+  o.out_dir = (dir / "a").string();
+  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=30"}),
+                             "rope", o)
+                .state,
+            "completed");
+  const std::string from = RunFilePath(o.out_dir, "rope");
+  const RecipeConfig lora =
+      testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20", "train.init_from=" + from,
+                               "train.lora_rank=2", "train.lora_alpha=4", "train.lora_targets=q,v",
+                               "train.lr=1e-2", "train.checkpoint_every=1000"});
+  RunOptions ob = o;
+  ob.out_dir = (dir / "b").string();
+  ASSERT_EQ(TrainAndEvaluate(lora, "rope", ob).state, "completed");
+  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+  const h5::Group ma = ra.root().OpenGroup("model"), mb = rb.root().OpenGroup("model");
+  for (const char* name : {"tok_emb", "layer0.mlp.fc1.w", "layer1.attn.proj.w", "head.w",
+                           "layer0.ln1.g", "layer1.attn.qkv.b"})
+    EXPECT_EQ(ma.ReadDoubles(name), mb.ReadDoubles(name)) << name << " is frozen";
+  // Targets: q (columns 0..15) and v (32..47) of the fused [16, 48] projection; k untouched.
+  const auto w0 = ma.ReadDoubles("layer1.attn.qkv.w"), w = mb.ReadDoubles("layer1.attn.qkv.w");
+  const auto Aq = mb.ReadDoubles("layer1.attn.q.lora_A"),
+             Bq = mb.ReadDoubles("layer1.attn.q.lora_B");
+  const auto A = mb.ReadDoubles("layer1.attn.v.lora_A"), B = mb.ReadDoubles("layer1.attn.v.lora_B");
+  ASSERT_EQ(A.size(), 16u * 2);
+  ASSERT_EQ(B.size(), 2u * 16);
+  ASSERT_EQ(Aq.size(), 16u * 2);
+  double moved = 0;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 48; ++j) {
+      double want = w0[i * 48 + j];
+      for (int r = 0; r < 2; ++r) {
+        if (j < 16) want += 2.0 * Aq[i * 2 + r] * Bq[r * 16 + j];
+        if (j >= 32) want += 2.0 * A[i * 2 + r] * B[r * 16 + (j - 32)];
+      }
+      if (j >= 16 && j < 32) {
+        EXPECT_EQ(w[i * 48 + j], w0[i * 48 + j]) << "k is not a target";
+      }
+      EXPECT_NEAR(w[i * 48 + j], want, 1e-5) << i << "," << j;
+      moved = std::max(moved, std::abs(w[i * 48 + j] - w0[i * 48 + j]));
+    }
+  EXPECT_GT(moved, 1e-4) << "the adapters trained";
+  EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), 2 * 2 * (16 * 2 + 2 * 16));
+  EXPECT_EQ(rb.root().AttrInt("total_parameters"),
+            ra.root().AttrInt("total_parameters") + 2 * 2 * (16 * 2 + 2 * 16));
+  // Stopped after 8 steps and resumed: the same training history and weights.
+  RunOptions oc = ob;
+  oc.out_dir = (dir / "c").string();
+  oc.stop_after_steps = 8;
+  ASSERT_EQ(TrainAndEvaluate(lora, "rope", oc).state, "interrupted");
+  oc.stop_after_steps = 0;
+  oc.resume = true;
+  ASSERT_EQ(TrainAndEvaluate(lora, "rope", oc).state, "completed");
+  h5::Reader rc(RunFilePath(oc.out_dir, "rope"));
+  EXPECT_EQ(rc.root().OpenGroup("train").ReadDoubles("loss"),
+            rb.root().OpenGroup("train").ReadDoubles("loss"));
+  EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("layer1.attn.qkv.w"), w);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
