@@ -122,6 +122,20 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   return mc;
 }
 
+RecipeConfig::TrainingPhase RecipeConfig::PhaseAt(long step) const {
+  TrainingPhase p{train_max_length, batch_size};
+  for (const std::string& entry : length_schedule) {
+    const auto colon = entry.find(':');
+    const long from = std::stol(entry.substr(0, colon));
+    if (from > step) break;
+    p.max_length = std::stoi(entry.substr(colon + 1));
+    // Tokens per step grow with the longest length: the batch shrinks as the length grows.
+    p.batch_size = std::max(1, static_cast<int>(std::lround(static_cast<double>(batch_size) *
+                                                            train_max_length / p.max_length)));
+  }
+  return p;
+}
+
 AdamWConfig RecipeConfig::Optimizer() const {
   AdamWConfig o = optimizer;
   o.total_steps = steps;
@@ -262,6 +276,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"train.min_lr_ratio", "cosine decay ends at min_lr_ratio * lr", &c.optimizer.min_lr_ratio, 0,
        1},
       {"train.log_every", "progress line every this many steps", &c.log_every, 1, kBig},
+      {"train.length_schedule",
+       "GrowLength (Jin et al. 2023): \"STEP:LENGTH\" entries, the longest training length from "
+       "that step on (first at 0, last = train.max_length); each phase trains batch_size * "
+       "max_length / LENGTH sequences, the tokens per step of the last (empty = off)",
+       &c.length_schedule},
       {"train.lora_rank",
        "LoRA (Hu et al. 2021): 0 trains every weight; r > 0 freezes the model and trains rank-r "
        "adapters W = W0 + (alpha / r) A B of train.lora_targets (with train.init_from: "

@@ -79,6 +79,11 @@ struct RecipeConfig {
   // LoRA (Hu et al. 2021): rank 0 trains every weight; rank r > 0 freezes them and trains rank-r
   // adapters of the lora_targets (q, k, v, o: attention projections; mlp: both MLP matrices),
   // scaled by lora_alpha / r (lora_alpha 0: = r, a scale of 1).
+  // GrowLength (Jin et al. 2023): "STEP:LENGTH" entries, the longest training length from that
+  // step on (the first at step 0, the last at train.max_length); empty = train.max_length
+  // throughout. Each phase's batch is batch_size * max_length / LENGTH sequences, so the tokens per
+  // step stay those of the last phase.
+  std::vector<std::string> length_schedule;
   int lora_rank = 0;
   double lora_alpha = 0;
   std::vector<std::string> lora_targets = {"q", "v"};
@@ -142,6 +147,11 @@ struct RecipeConfig {
   PatternConfig PatternFor(int train_tokens) const;
   // The engine's model shape for a vocabulary of `vocab` tokens (the task layout's).
   ModelConfig Model(int vocab) const;
+  // The training phase at a step: its longest length and its batch (train.length_schedule).
+  struct TrainingPhase {
+    int max_length = 0, batch_size = 0;
+  };
+  TrainingPhase PhaseAt(long step) const;
   // The optimizer of a model of this recipe (total_steps = steps).
   AdamWConfig Optimizer() const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).

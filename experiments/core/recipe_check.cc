@@ -134,6 +134,39 @@ void ValidateOneTask(const RecipeConfig& c) {
                      KeyLocation(src, "probe.lengths") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
   MatchCaptureSites(c.Model(1), c.probe_capture, KeyLocation(src, "probe.capture"));
+  if (!c.length_schedule.empty()) {
+    const std::string at = KeyLocation(src, "train.length_schedule");
+    long last_step = -1;
+    int last_length = 0;
+    for (const std::string& e : c.length_schedule) {
+      const auto colon = e.find(':');
+      long step = -1;
+      long length = -1;
+      try {
+        size_t used = 0;
+        step = std::stol(e.substr(0, colon), &used);
+        LEXP_INPUT_CHECK(used == colon, "");
+        length = std::stol(e.substr(colon + 1), &used);
+        LEXP_INPUT_CHECK(used == e.size() - colon - 1, "");
+      } catch (const std::exception&) {
+        FailInput(at + ": '" + e + "' is not STEP:LENGTH (two integers, e.g. \"0:4\")");
+      }
+      LEXP_INPUT_CHECK(last_step < 0 ? step == 0 : step > last_step && step < c.steps,
+                       at + ": '" + e +
+                           "': the first entry starts at step 0, the others at increasing steps "
+                           "below train.steps = " +
+                           std::to_string(c.steps));
+      LEXP_INPUT_CHECK(length > last_length && length <= c.train_max_length,
+                       at + ": '" + e + "': lengths increase up to train.max_length = " +
+                           std::to_string(c.train_max_length));
+      last_step = step;
+      last_length = static_cast<int>(length);
+    }
+    LEXP_INPUT_CHECK(last_length == c.train_max_length,
+                     at + ": the last length is " + std::to_string(last_length) +
+                         "; it must be train.max_length = " + std::to_string(c.train_max_length) +
+                         " (the length the run is trained to)");
+  }
   if (c.lora_rank > 0) {
     LEXP_INPUT_CHECK(!c.lora_targets.empty(), KeyLocation(src, "train.lora_targets") +
                                                   " is empty; allowed: q, k, v, o, mlp");

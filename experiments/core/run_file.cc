@@ -193,6 +193,7 @@ void RunFile::Write(const std::string& path) const {
   const uint64_t S = train.step.size();
   tg.WriteInts("step", train.step, {S}, "step");
   tg.WriteInts("length", train.length, {S}, "step", "tokens (requested task length n)");
+  tg.WriteInts("batch_size", train.batch_size, {S}, "step", "sequences");
   tg.WriteDoubles("loss", train.loss, {S}, "step", "nats per scored token");
   tg.WriteDoubles("lr", train.lr, {S}, "step");
   tg.WriteDoubles("grad_norm", train.grad_norm, {S}, "step", "L2 norm before clipping");
@@ -358,6 +359,8 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     f.train.step = tg.ReadIntsShaped("step", {kAny}, &got);
     const uint64_t S = got[0];
     f.train.length = tg.ReadIntsShaped("length", {S});
+    // Format 2 files written before train.length_schedule existed have no batch sizes.
+    if (tg.Has("batch_size")) f.train.batch_size = tg.ReadIntsShaped("batch_size", {S});
     f.train.loss = tg.ReadDoublesShaped("loss", {S});
     f.train.lr = tg.ReadDoublesShaped("lr", {S});
     f.train.grad_norm = tg.ReadDoublesShaped("grad_norm", {S});

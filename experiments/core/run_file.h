@@ -32,7 +32,7 @@ bool HasFinalWeights(const std::string& state);
 
 // Training history, one entry per logged step.
 struct TrainHistory {
-  std::vector<int64_t> step, length;
+  std::vector<int64_t> step, length, batch_size;
   std::vector<double> loss, lr, grad_norm, tokens_per_s;
 };
 

@@ -160,6 +160,7 @@ class Runner {
     ex.ints["rng_positions"] = rng_words(pos_rng_);
     ex.ints["hist_step"] = hist_.step;
     ex.ints["hist_length"] = hist_.length;
+    ex.ints["hist_batch_size"] = hist_.batch_size;
     ex.doubles["hist_loss"] = hist_.loss;
     ex.doubles["hist_lr"] = hist_.lr;
     ex.doubles["hist_grad_norm"] = hist_.grad_norm;
@@ -185,14 +186,16 @@ class Runner {
     const long step = ints("step", 1)[0];
     hist_.step = ex.ints["hist_step"];
     hist_.length = ex.ints["hist_length"];
+    hist_.batch_size = ex.ints["hist_batch_size"];
     hist_.loss = ex.doubles["hist_loss"];
     hist_.lr = ex.doubles["hist_lr"];
     hist_.grad_norm = ex.doubles["hist_grad_norm"];
     hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
     const size_t S = hist_.step.size();
     LEXP_INPUT_CHECK(step >= 0 && step <= cfg_.steps && hist_.length.size() == S &&
-                         hist_.loss.size() == S && hist_.lr.size() == S &&
-                         hist_.grad_norm.size() == S && hist_.tokens_per_s.size() == S,
+                         hist_.batch_size.size() == S && hist_.loss.size() == S &&
+                         hist_.lr.size() == S && hist_.grad_norm.size() == S &&
+                         hist_.tokens_per_s.size() == S,
                      bad + "the step and the training history disagree");
     return step;
   }
@@ -204,7 +207,6 @@ class Runner {
 
   // Leaves state_ completed, diverged or interrupted.
   void Train(long start_step) {
-    const int N = cfg_.train_max_length;
     MatF logits, d_logits;
     std::vector<double> pos;
     const auto t_start = Clock::now();
@@ -213,8 +215,10 @@ class Runner {
     auto t_window = Clock::now();
     for (long step = start_step; step < cfg_.steps; ++step) {
       const auto t0 = Clock::now();
-      const int n = static_cast<int>(data_rng_.UniformInt(1, N));
-      const Batch b = layout_.MakeBatch(n, cfg_.batch_size, data_rng_);
+      // GrowLength: the phase's longest length, and a batch that keeps the tokens per step.
+      const RecipeConfig::TrainingPhase phase = cfg_.PhaseAt(step);
+      const int n = static_cast<int>(data_rng_.UniformInt(1, phase.max_length));
+      const Batch b = layout_.MakeBatch(n, phase.batch_size, data_rng_);
       enc_->PositionIds(b.T, true, pos_rng_, pos);
       model_->ZeroGrad();
       if (lora_) {
@@ -236,6 +240,7 @@ class Runner {
       const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
       hist_.step.push_back(step);
       hist_.length.push_back(n);
+      hist_.batch_size.push_back(b.B);
       hist_.loss.push_back(loss);
       hist_.lr.push_back(lr);
       hist_.grad_norm.push_back(gnorm);

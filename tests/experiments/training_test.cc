@@ -358,3 +358,37 @@ TEST(Training, EvaluationAt16kTokensStreamsOverKeys) {
 
 }  // namespace
 }  // namespace lexp
+
+namespace lexp {
+namespace {
+
+// GrowLength: each phase draws lengths up to its own longest, with the batch that keeps the
+// tokens per step of the last phase (batch_size x max_length / phase length).
+TEST(Training, ALengthScheduleGrowsTheLengthAndKeepsTheTokensPerStep) {
+  const auto dir = testing::FreshTempDir("grow_length");
+  RunOptions o;
+  o.out_dir = dir.string();
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"train.steps=24", "train.length_schedule=0:1,8:2,16:5", "model.encodings=alibi"});
+  ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "completed");
+  h5::Reader r(RunFilePath(o.out_dir, "alibi"));
+  const auto len = r.root().OpenGroup("train").ReadInts("length");
+  const auto batch = r.root().OpenGroup("train").ReadInts("batch_size");
+  ASSERT_EQ(len.size(), 24u);
+  ASSERT_EQ(batch.size(), 24u);
+  int longest_last = 0;
+  for (int s = 0; s < 24; ++s) {
+    const int cap = s < 8 ? 1 : s < 16 ? 2 : 5;
+    EXPECT_LE(len[s], cap) << s;
+    EXPECT_EQ(batch[s], s < 8 ? 40 : s < 16 ? 20 : 8) << s;  // 8 x 5 / cap
+    if (s >= 16) longest_last = std::max<int>(longest_last, static_cast<int>(len[s]));
+  }
+  EXPECT_GT(longest_last, 2) << "the last phase reaches past the earlier caps";
+  // Without a schedule: the recipe's batch at every step.
+  EXPECT_EQ(testing::TinyCopyRecipe().PhaseAt(0).batch_size, 8);
+  EXPECT_EQ(testing::TinyCopyRecipe().PhaseAt(0).max_length, 5);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lexp
