@@ -292,6 +292,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "weights LoRA adapts in every layer: q, k, v, o (attention projections), mlp (both MLP "
        "matrices); Hu et al.'s main setting is q, v",
        &c.lora_targets},
+      {"train.lora_also_train",
+       "with LoRA, model weights trained beside the adapters: embeddings (token embedding), "
+       "norms (every LayerNorm); LongLoRA (Chen et al. 2023) trains both, with model.pattern = "
+       "shifted_sparse and pattern_when = train",
+       &c.lora_also_train},
       {"train.init_from",
        "fine-tuning: start from the trained weights of this completed run file (path relative to "
        "the working directory; empty = random initialisation)",

@@ -87,6 +87,8 @@ struct RecipeConfig {
   int lora_rank = 0;
   double lora_alpha = 0;
   std::vector<std::string> lora_targets = {"q", "v"};
+  // Model weights that train beside the adapters (LongLoRA, Chen et al. 2023: embeddings, norms).
+  std::vector<std::string> lora_also_train;
   int log_every = 100;
   int checkpoint_every = 500;
   // [eval]

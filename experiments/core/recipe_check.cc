@@ -178,6 +178,10 @@ void ValidateOneTask(const RecipeConfig& c) {
       LEXP_INPUT_CHECK(seen_targets.insert(t).second,
                        KeyLocation(src, "train.lora_targets") + " lists '" + t + "' twice");
     }
+    for (const auto& t : c.lora_also_train)
+      LEXP_INPUT_CHECK(t == "embeddings" || t == "norms",
+                       KeyLocation(src, "train.lora_also_train") + ": '" + t +
+                           "' is not a weight group; allowed: embeddings, norms");
     LEXP_INPUT_CHECK(c.lora_rank <= c.model.d_model,
                      KeyLocation(src, "train.lora_rank") + " = " + std::to_string(c.lora_rank) +
                          " exceeds model.d_model = " + std::to_string(c.model.d_model));

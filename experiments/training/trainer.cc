@@ -104,6 +104,16 @@ class Runner {
           LoraTargetsOf(params_, cfg_.lora_targets), cfg_.lora_rank,
           cfg_.lora_alpha > 0 ? cfg_.lora_alpha : cfg_.lora_rank, lora_rng);
       trained_ = lora_->Parameters();
+      // LongLoRA: the embeddings and norms train too (the adapters stay first).
+      auto also = [&](const std::string& group) {
+        return std::find(cfg_.lora_also_train.begin(), cfg_.lora_also_train.end(), group) !=
+               cfg_.lora_also_train.end();
+      };
+      for (const auto& p : params_) {
+        const bool norm = p.name.find(".ln") != std::string::npos || p.name.rfind("ln_f.", 0) == 0;
+        if ((also("embeddings") && p.name == "tok_emb") || (also("norms") && norm))
+          trained_.push_back(p);
+      }
     }
     adam_->Attach(trained_);
     long start_step = 0;
@@ -389,7 +399,8 @@ class Runner {
     f.sweep_key = opt_.sweep_key;
     for (const auto& p : params_) f.total_parameters += p.size;
     for (const auto& p : trained_) f.trainable_parameters += p.size;
-    if (lora_) f.total_parameters += f.trainable_parameters;
+    if (lora_)
+      for (const auto& p : lora_->Parameters()) f.total_parameters += p.size;
     f.start_time = start_time_;
     f.recipe = cfg_;
     f.encoding_values = enc_->Describe();

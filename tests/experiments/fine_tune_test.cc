@@ -125,5 +125,36 @@ TEST(FineTune, LoraTrainsOnlyItsAdaptersAndResumes) {
   std::filesystem::remove_all(dir);
 }
 
+// LongLoRA's fine-tuning: the adapters, the token embedding and every LayerNorm train; the other
+// weights stay the source's.
+TEST(FineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {
+  const auto dir = testing::FreshTempDir("fine_tune_longlora");
+  RunOptions o;
+  o.out_dir = (dir / "a").string();
+  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20"}),
+                             "rope", o)
+                .state,
+            "completed");
+  const std::string from = RunFilePath(o.out_dir, "rope");
+  RunOptions ob = o;
+  ob.out_dir = (dir / "b").string();
+  const RecipeConfig longlora = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "train.steps=10", "train.init_from=" + from, "train.lora_rank=2",
+       "train.lora_also_train=embeddings,norms", "model.pattern=shifted_sparse",
+       "model.pattern_when=train", "train.lr=1e-2"});
+  ASSERT_EQ(TrainAndEvaluate(longlora, "rope", ob).state, "completed");
+  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+  const h5::Group ma = ra.root().OpenGroup("model"), mb = rb.root().OpenGroup("model");
+  for (const char* name : {"tok_emb", "layer0.ln1.g", "layer1.ln2.b", "ln_f.g"})
+    EXPECT_NE(ma.ReadDoubles(name), mb.ReadDoubles(name)) << name << " trains";
+  for (const char* name : {"head.w", "layer0.mlp.fc1.w", "layer1.attn.proj.w"})
+    EXPECT_EQ(ma.ReadDoubles(name), mb.ReadDoubles(name)) << name << " is frozen";
+  // Adapters 2 layers x (q, v) x (16 x 2 + 2 x 16); embedding 16 x vocab; 5 LayerNorms of 2 x 16.
+  const int64_t vocab = static_cast<int64_t>(ma.ReadDoubles("tok_emb").size()) / 16;
+  EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), 256 + 16 * vocab + 5 * 32);
+  EXPECT_EQ(rb.root().AttrInt("total_parameters"), ra.root().AttrInt("total_parameters") + 256);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lexp
