@@ -292,6 +292,13 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "weights LoRA adapts in every layer: q, k, v, o (attention projections), mlp (both MLP "
        "matrices); Hu et al.'s main setting is q, v",
        &c.lora_targets},
+      {"train.lora_base",
+       "with LoRA, the frozen layer matrices: float, or nf4 (QLoRA's 4-bit NormalFloat, blocks "
+       "of 64 with their absmax, as LongQLoRA; the numerics only, the floats are kept)",
+       &c.lora_base,
+       0,
+       0,
+       {"float", "nf4"}},
       {"train.lora_also_train",
        "with LoRA, model weights trained beside the adapters: embeddings (token embedding), "
        "norms (every LayerNorm); LongLoRA (Chen et al. 2023) trains both, with model.pattern = "

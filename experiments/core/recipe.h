@@ -87,6 +87,9 @@ struct RecipeConfig {
   int lora_rank = 0;
   double lora_alpha = 0;
   std::vector<std::string> lora_targets = {"q", "v"};
+  // How LoRA's frozen layer matrices are held: float, or nf4 (QLoRA's 4-bit NormalFloat round trip,
+  // as LongQLoRA).
+  std::string lora_base = "float";
   // Model weights that train beside the adapters (LongLoRA, Chen et al. 2023: embeddings, norms).
   std::vector<std::string> lora_also_train;
   int log_every = 100;

@@ -25,6 +25,7 @@
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
 #include "nn/optim/lora.h"
+#include "nn/optim/nf4.h"
 #include "nn/parallel.h"
 #include "pe/patterns.h"
 #include "pe/position_schemes.h"
@@ -99,6 +100,10 @@ class Runner {
     // What the optimizer trains: every weight, or (LoRA) the adapters of the frozen model.
     trained_ = params_;
     if (cfg_.lora_rank > 0 && opt_.weights_from.empty()) {
+      // LongQLoRA: the frozen layer matrices as NF4 stores them, before the adapters copy W0.
+      if (cfg_.lora_base == "nf4")
+        for (const auto& p : params_)
+          if (p.name.rfind("layer", 0) == 0 && p.shape.size() == 2) Nf4RoundTrip(p.value, p.size);
       Rng lora_rng = root.Split("lora");
       lora_ = std::make_unique<LoraAdapters<float>>(
           LoraTargetsOf(params_, cfg_.lora_targets), cfg_.lora_rank,

@@ -7,6 +7,7 @@
 #include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/optim/nf4.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -153,6 +154,39 @@ TEST(FineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {
   const int64_t vocab = static_cast<int64_t>(ma.ReadDoubles("tok_emb").size()) / 16;
   EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), 256 + 16 * vocab + 5 * 32);
   EXPECT_EQ(rb.root().AttrInt("total_parameters"), ra.root().AttrInt("total_parameters") + 256);
+  std::filesystem::remove_all(dir);
+}
+
+// LongQLoRA's base: the frozen layer matrices are their NF4 round trip, the adapters on top; the
+// run trains, and its untargeted layer matrices are the source's NF4 round trip exactly.
+TEST(FineTune, Nf4BaseHoldsTheFrozenMatricesAsNf4StoresThem) {
+  const auto dir = testing::FreshTempDir("fine_tune_nf4");
+  RunOptions o;
+  o.out_dir = (dir / "a").string();
+  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20"}),
+                             "rope", o)
+                .state,
+            "completed");
+  const std::string from = RunFilePath(o.out_dir, "rope");
+  RunOptions ob = o;
+  ob.out_dir = (dir / "b").string();
+  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=5",
+                                                      "train.init_from=" + from,
+                                                      "train.lora_rank=2", "train.lora_base=nf4"}),
+                             "rope", ob)
+                .state,
+            "completed");
+  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+  auto w = ra.root().OpenGroup("model").ReadDoubles("layer0.mlp.fc1.w");
+  std::vector<float> f(w.begin(), w.end());
+  Nf4RoundTrip(f.data(), static_cast<long>(f.size()));
+  const auto got = rb.root().OpenGroup("model").ReadDoubles("layer0.mlp.fc1.w");
+  ASSERT_EQ(got.size(), f.size());
+  for (size_t i = 0; i < f.size(); ++i) EXPECT_EQ(got[i], static_cast<double>(f[i])) << i;
+  EXPECT_NE(got, w) << "quantized";
+  EXPECT_EQ(rb.root().OpenGroup("model").ReadDoubles("tok_emb"),
+            ra.root().OpenGroup("model").ReadDoubles("tok_emb"))
+      << "embeddings are not layer matrices";
   std::filesystem::remove_all(dir);
 }
 
