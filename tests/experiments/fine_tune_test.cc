@@ -61,26 +61,47 @@ TEST(FineTune, StartsFromTheGivenRunsWeights) {
 namespace lexp {
 namespace {
 
-// LoRA fine-tuning of a trained run: only the adapters train. Weights it does not target are the
-// source's bit for bit, the targeted ones are W0 + (alpha / r) A B with the adapters the file
-// holds, the counts say what trained, and an interrupted run resumes to the same file.
-TEST(FineTune, LoraTrainsOnlyItsAdaptersAndResumes) {
-  const auto dir = testing::FreshTempDir("fine_tune_lora");
-  RunOptions o;
-  o.out_dir = (dir / "a").string();
-  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=30"}),
-                             "rope", o)
-                .state,
-            "completed");
-  const std::string from = RunFilePath(o.out_dir, "rope");
+namespace fs = std::filesystem;
+
+// LoRA fine-tunings of one trained rope run (the source, trained once for the suite).
+class LoraFineTune : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = testing::FreshTempDir("fine_tune_lora");
+    RunOptions o;
+    o.out_dir = (dir_ / "source").string();
+    const RunSummary s = TrainAndEvaluate(
+        testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=30"}), "rope", o);
+    LEXP_CHECK(s.state == "completed", "the source run did not complete");
+    source_ = RunFilePath(o.out_dir, "rope");
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  // The recipe that fine-tunes the source with these overrides.
+  static RecipeConfig FromSource(std::vector<std::string> sets) {
+    sets.insert(sets.begin(), {"model.encodings=rope", "train.init_from=" + source_});
+    return testing::TinyCopyRecipe(sets);
+  }
+  static RunOptions Into(const std::string& name) {
+    RunOptions o;
+    o.out_dir = (dir_ / name).string();
+    return o;
+  }
+
+  static inline fs::path dir_;
+  static inline std::string source_;
+};
+
+// Only the adapters train: weights it does not target are the source's bit for bit, the targeted
+// ones are W0 + (alpha / r) A B with the adapters the file holds, the counts say what trained, and
+// an interrupted run resumes to the same file.
+TEST_F(LoraFineTune, TrainsOnlyItsAdaptersAndResumes) {
   const RecipeConfig lora =
-      testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20", "train.init_from=" + from,
-                               "train.lora_rank=2", "train.lora_alpha=4", "train.lora_targets=q,v",
-                               "train.lr=1e-2", "train.checkpoint_every=1000"});
-  RunOptions ob = o;
-  ob.out_dir = (dir / "b").string();
+      FromSource({"train.steps=20", "train.lora_rank=2", "train.lora_alpha=4",
+                  "train.lora_targets=q,v", "train.lr=1e-2", "train.checkpoint_every=1000"});
+  RunOptions ob = Into("lora");
   ASSERT_EQ(TrainAndEvaluate(lora, "rope", ob).state, "completed");
-  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+  h5::Reader ra(source_), rb(RunFilePath(ob.out_dir, "rope"));
   const h5::Group ma = ra.root().OpenGroup("model"), mb = rb.root().OpenGroup("model");
   for (const char* name : {"tok_emb", "layer0.mlp.fc1.w", "layer1.attn.proj.w", "head.w",
                            "layer0.ln1.g", "layer1.attn.qkv.b"})
@@ -112,8 +133,7 @@ TEST(FineTune, LoraTrainsOnlyItsAdaptersAndResumes) {
   EXPECT_EQ(rb.root().AttrInt("total_parameters"),
             ra.root().AttrInt("total_parameters") + 2 * 2 * (16 * 2 + 2 * 16));
   // Stopped after 8 steps and resumed: the same training history and weights.
-  RunOptions oc = ob;
-  oc.out_dir = (dir / "c").string();
+  RunOptions oc = Into("lora_resumed");
   oc.stop_after_steps = 8;
   ASSERT_EQ(TrainAndEvaluate(lora, "rope", oc).state, "interrupted");
   oc.stop_after_steps = 0;
@@ -123,28 +143,20 @@ TEST(FineTune, LoraTrainsOnlyItsAdaptersAndResumes) {
   EXPECT_EQ(rc.root().OpenGroup("train").ReadDoubles("loss"),
             rb.root().OpenGroup("train").ReadDoubles("loss"));
   EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("layer1.attn.qkv.w"), w);
-  std::filesystem::remove_all(dir);
 }
 
 // LongLoRA's fine-tuning: the adapters, the token embedding and every LayerNorm train; the other
 // weights stay the source's.
-TEST(FineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {
-  const auto dir = testing::FreshTempDir("fine_tune_longlora");
-  RunOptions o;
-  o.out_dir = (dir / "a").string();
-  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20"}),
-                             "rope", o)
+TEST_F(LoraFineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {
+  RunOptions ob = Into("longlora");
+  ASSERT_EQ(TrainAndEvaluate(FromSource({"train.steps=10", "train.lora_rank=2",
+                                         "train.lora_also_train=embeddings,norms",
+                                         "model.pattern=shifted_sparse", "model.pattern_when=train",
+                                         "train.lr=1e-2"}),
+                             "rope", ob)
                 .state,
             "completed");
-  const std::string from = RunFilePath(o.out_dir, "rope");
-  RunOptions ob = o;
-  ob.out_dir = (dir / "b").string();
-  const RecipeConfig longlora = testing::TinyCopyRecipe(
-      {"model.encodings=rope", "train.steps=10", "train.init_from=" + from, "train.lora_rank=2",
-       "train.lora_also_train=embeddings,norms", "model.pattern=shifted_sparse",
-       "model.pattern_when=train", "train.lr=1e-2"});
-  ASSERT_EQ(TrainAndEvaluate(longlora, "rope", ob).state, "completed");
-  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+  h5::Reader ra(source_), rb(RunFilePath(ob.out_dir, "rope"));
   const h5::Group ma = ra.root().OpenGroup("model"), mb = rb.root().OpenGroup("model");
   for (const char* name : {"tok_emb", "layer0.ln1.g", "layer1.ln2.b", "ln_f.g"})
     EXPECT_NE(ma.ReadDoubles(name), mb.ReadDoubles(name)) << name << " trains";
@@ -154,29 +166,18 @@ TEST(FineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {
   const int64_t vocab = static_cast<int64_t>(ma.ReadDoubles("tok_emb").size()) / 16;
   EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), 256 + 16 * vocab + 5 * 32);
   EXPECT_EQ(rb.root().AttrInt("total_parameters"), ra.root().AttrInt("total_parameters") + 256);
-  std::filesystem::remove_all(dir);
 }
 
 // LongQLoRA's base: the frozen layer matrices are their NF4 round trip, the adapters on top; the
-// run trains, and its untargeted layer matrices are the source's NF4 round trip exactly.
-TEST(FineTune, Nf4BaseHoldsTheFrozenMatricesAsNf4StoresThem) {
-  const auto dir = testing::FreshTempDir("fine_tune_nf4");
-  RunOptions o;
-  o.out_dir = (dir / "a").string();
-  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=20"}),
-                             "rope", o)
-                .state,
-            "completed");
-  const std::string from = RunFilePath(o.out_dir, "rope");
-  RunOptions ob = o;
-  ob.out_dir = (dir / "b").string();
-  ASSERT_EQ(TrainAndEvaluate(testing::TinyCopyRecipe({"model.encodings=rope", "train.steps=5",
-                                                      "train.init_from=" + from,
-                                                      "train.lora_rank=2", "train.lora_base=nf4"}),
-                             "rope", ob)
-                .state,
-            "completed");
-  h5::Reader ra(from), rb(RunFilePath(ob.out_dir, "rope"));
+// untargeted layer matrices are the source's NF4 round trip exactly.
+TEST_F(LoraFineTune, Nf4BaseHoldsTheFrozenMatricesAsNf4StoresThem) {
+  RunOptions ob = Into("nf4");
+  ASSERT_EQ(
+      TrainAndEvaluate(FromSource({"train.steps=5", "train.lora_rank=2", "train.lora_base=nf4"}),
+                       "rope", ob)
+          .state,
+      "completed");
+  h5::Reader ra(source_), rb(RunFilePath(ob.out_dir, "rope"));
   auto w = ra.root().OpenGroup("model").ReadDoubles("layer0.mlp.fc1.w");
   std::vector<float> f(w.begin(), w.end());
   Nf4RoundTrip(f.data(), static_cast<long>(f.size()));
@@ -187,7 +188,6 @@ TEST(FineTune, Nf4BaseHoldsTheFrozenMatricesAsNf4StoresThem) {
   EXPECT_EQ(rb.root().OpenGroup("model").ReadDoubles("tok_emb"),
             ra.root().OpenGroup("model").ReadDoubles("tok_emb"))
       << "embeddings are not layer matrices";
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
