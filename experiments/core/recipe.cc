@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -122,13 +123,35 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   return mc;
 }
 
-RecipeConfig::TrainingPhase RecipeConfig::PhaseAt(long step) const {
+std::vector<RecipeConfig::LengthPhase> RecipeConfig::LengthSchedule() const {
+  std::vector<LengthPhase> out;
+  for (const std::string& e : length_schedule) {
+    const auto colon = e.find(':');
+    long step = -1, length = -1;
+    bool whole = colon != std::string::npos;
+    try {
+      size_t used = 0;
+      step = std::stol(e.substr(0, colon), &used);
+      whole = whole && used == colon;
+      length = std::stol(e.substr(colon + 1), &used);
+      whole = whole && used == e.size() - colon - 1;
+    } catch (const std::exception&) {
+      whole = false;
+    }
+    LEXP_INPUT_CHECK(whole && length <= std::numeric_limits<int>::max(),
+                     KeyLocation(source_name, "train.length_schedule") + ": '" + e +
+                         "' is not STEP:LENGTH (two integers, e.g. \"0:4\")");
+    out.push_back({step, static_cast<int>(length)});
+  }
+  return out;
+}
+
+RecipeConfig::TrainingPhase RecipeConfig::PhaseAt(long step,
+                                                  const std::vector<LengthPhase>& schedule) const {
   TrainingPhase p{train_max_length, batch_size};
-  for (const std::string& entry : length_schedule) {
-    const auto colon = entry.find(':');
-    const long from = std::stol(entry.substr(0, colon));
-    if (from > step) break;
-    p.max_length = std::stoi(entry.substr(colon + 1));
+  for (const LengthPhase& phase : schedule) {
+    if (phase.from_step > step) break;
+    p.max_length = phase.max_length;
     // Tokens per step grow with the longest length: the batch shrinks as the length grows.
     p.batch_size = std::max(1, static_cast<int>(std::lround(static_cast<double>(batch_size) *
                                                             train_max_length / p.max_length)));

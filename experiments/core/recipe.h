@@ -152,11 +152,20 @@ struct RecipeConfig {
   PatternConfig PatternFor(int train_tokens) const;
   // The engine's model shape for a vocabulary of `vocab` tokens (the task layout's).
   ModelConfig Model(int vocab) const;
-  // The training phase at a step: its longest length and its batch (train.length_schedule).
+  // train.length_schedule read: the step each phase starts at and its longest length, in order.
+  // An entry that is not STEP:LENGTH is an input error naming it (the order and bounds are checked
+  // by ValidateRecipe).
+  struct LengthPhase {
+    long from_step = 0;
+    int max_length = 0;
+  };
+  std::vector<LengthPhase> LengthSchedule() const;
+  // The training phase at a step of that schedule (read once by the trainer): its longest length
+  // and its batch, batch_size * max_length / its length (the tokens per step of the last phase).
   struct TrainingPhase {
     int max_length = 0, batch_size = 0;
   };
-  TrainingPhase PhaseAt(long step) const;
+  TrainingPhase PhaseAt(long step, const std::vector<LengthPhase>& schedule) const;
   // The optimizer of a model of this recipe (total_steps = steps).
   AdamWConfig Optimizer() const;
   // Bound on every position id a batch can carry (tables of absolute encodings are this long).

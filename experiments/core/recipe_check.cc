@@ -138,19 +138,11 @@ void ValidateOneTask(const RecipeConfig& c) {
     const std::string at = KeyLocation(src, "train.length_schedule");
     long last_step = -1;
     int last_length = 0;
-    for (const std::string& e : c.length_schedule) {
-      const auto colon = e.find(':');
-      long step = -1;
-      long length = -1;
-      try {
-        size_t used = 0;
-        step = std::stol(e.substr(0, colon), &used);
-        LEXP_INPUT_CHECK(used == colon, "");
-        length = std::stol(e.substr(colon + 1), &used);
-        LEXP_INPUT_CHECK(used == e.size() - colon - 1, "");
-      } catch (const std::exception&) {
-        FailInput(at + ": '" + e + "' is not STEP:LENGTH (two integers, e.g. \"0:4\")");
-      }
+    const std::vector<RecipeConfig::LengthPhase> schedule = c.LengthSchedule();
+    for (size_t k = 0; k < schedule.size(); ++k) {
+      const std::string& e = c.length_schedule[k];
+      const long step = schedule[k].from_step;
+      const int length = schedule[k].max_length;
       LEXP_INPUT_CHECK(last_step < 0 ? step == 0 : step > last_step && step < c.steps,
                        at + ": '" + e +
                            "': the first entry starts at step 0, the others at increasing steps "
@@ -160,7 +152,7 @@ void ValidateOneTask(const RecipeConfig& c) {
                        at + ": '" + e + "': lengths increase up to train.max_length = " +
                            std::to_string(c.train_max_length));
       last_step = step;
-      last_length = static_cast<int>(length);
+      last_length = length;
     }
     LEXP_INPUT_CHECK(last_length == c.train_max_length,
                      at + ": the last length is " + std::to_string(last_length) +

@@ -222,6 +222,7 @@ class Runner {
 
   // Leaves state_ completed, diverged or interrupted.
   void Train(long start_step) {
+    const std::vector<RecipeConfig::LengthPhase> schedule = cfg_.LengthSchedule();
     MatF logits, d_logits;
     std::vector<double> pos;
     const auto t_start = Clock::now();
@@ -231,7 +232,7 @@ class Runner {
     for (long step = start_step; step < cfg_.steps; ++step) {
       const auto t0 = Clock::now();
       // GrowLength: the phase's longest length, and a batch that keeps the tokens per step.
-      const RecipeConfig::TrainingPhase phase = cfg_.PhaseAt(step);
+      const RecipeConfig::TrainingPhase phase = cfg_.PhaseAt(step, schedule);
       const int n = static_cast<int>(data_rng_.UniformInt(1, phase.max_length));
       const Batch b = layout_.MakeBatch(n, phase.batch_size, data_rng_);
       enc_->PositionIds(b.T, true, pos_rng_, pos);
@@ -333,13 +334,13 @@ class Runner {
     const int L = cfg_.model.n_layers, H = cfg_.model.n_heads;
     MatF logits;
     std::vector<double> pos;
+    const std::vector<std::string> sites =
+        MatchCaptureSites(model_->config(), cfg_.probe_capture, "probe.capture");
     for (int n : cfg_.ProbeLengths()) {
       LengthStreams st = ProbeStreams(cfg_.seed, n);
       const Batch b = layout_.MakeBatch(n, cfg_.probe_samples, st.data);
       enc_->PositionIds(b.T, false, st.positions, pos);
       // Capture sites keep every layer's activations (same bits as without): only when asked.
-      const std::vector<std::string> sites =
-          MatchCaptureSites(model_->config(), cfg_.probe_capture, "probe.capture");
       model_->set_capture_sites(!sites.empty());
       model_->Forward(b.tokens, b.B, b.T, pos, false, true, logits);
       model_->set_capture_sites(false);

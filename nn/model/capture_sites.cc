@@ -105,8 +105,8 @@ std::vector<std::string> MatchCaptureSites(const ModelConfig& cfg,
       if (fnmatch(g.c_str(), sites[i].name.c_str(), 0) == 0) chosen[i] = any = true;
     if (!any) {
       std::string names;
-      for (int i = 0; i < 13 && i < static_cast<int>(sites.size()); ++i)
-        names += (i ? ", " : "") + sites[static_cast<size_t>(i)].name;
+      for (const CaptureSite& s : sites)
+        if (s.name.rfind("layer0.", 0) == 0) names += (names.empty() ? "" : ", ") + s.name;
       FailInput(key + ": '" + g + "' matches no capture site of this model (" +
                 std::to_string(cfg.n_layers) + " layers); the sites of layer 0 are " + names +
                 ", the same for every layer, and final.ln (lexp list sites)");

@@ -58,10 +58,9 @@ CheckpointExtras LoadCheckpoint(const std::string& path, const std::vector<Param
                      "file '" + path + "': the checkpoint has no parameter " + p.name);
     // The optimizer steps every moment element-wise against the parameter, so both must match it:
     // the parameter's shape, or flat of its size (format 1 stored every tensor flat).
-    std::vector<uint64_t> dims;
-    params_g.ReadDoubles(p.name, &dims);
-    const std::vector<uint64_t> shape =
-        dims.size() == 1 ? std::vector<uint64_t>{static_cast<uint64_t>(p.size)} : p.shape;
+    const std::vector<uint64_t> shape = params_g.Dims(p.name).size() == 1
+                                            ? std::vector<uint64_t>{static_cast<uint64_t>(p.size)}
+                                            : p.shape;
     std::vector<double> vals = params_g.ReadDoublesShaped(p.name, shape);
     for (long j = 0; j < p.size; ++j) p.value[j] = static_cast<S>(vals[j]);
     opt.first_moments()[i] = m.ReadDoublesShaped(p.name, shape);

@@ -385,8 +385,9 @@ TEST(Training, ALengthScheduleGrowsTheLengthAndKeepsTheTokensPerStep) {
   }
   EXPECT_GT(longest_last, 2) << "the last phase reaches past the earlier caps";
   // Without a schedule: the recipe's batch at every step.
-  EXPECT_EQ(testing::TinyCopyRecipe().PhaseAt(0).batch_size, 8);
-  EXPECT_EQ(testing::TinyCopyRecipe().PhaseAt(0).max_length, 5);
+  const RecipeConfig plain = testing::TinyCopyRecipe();
+  EXPECT_EQ(plain.PhaseAt(0, plain.LengthSchedule()).batch_size, 8);
+  EXPECT_EQ(plain.PhaseAt(0, plain.LengthSchedule()).max_length, 5);
   std::filesystem::remove_all(dir);
 }
 
