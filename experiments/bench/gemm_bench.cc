@@ -14,6 +14,7 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/ops/gemm.h"
+#include "nn/ops/linear.h"
 #include "nn/rng.h"
 #include "nn/tensor.h"
 
@@ -243,8 +244,11 @@ std::vector<GemmShape> LayerGemmShapes(const std::string& config) {
   auto linear = [&](const std::string& name, int in, int out) {
     v.push_back({config, name + " forward", rows, out, in, false, false, false});
     if (!d.train) return;
-    v.push_back({config, name + " d_x", rows, in, out, false, true, true});
-    v.push_back({config, name + " d_W", in, std::min(out, 128), N, true, false, true});
+    // As LinearBackward runs them: d_x against W^T copied (NN), d_W per row group and column chunk.
+    v.push_back({config, name + " d_x", rows, in, out, false, false, false});
+    v.push_back({config, name + " d_W", in,
+                 static_cast<int>(std::min<long>(out, kWeightGradColGrain)),
+                 static_cast<int>(std::min<long>(N, kWeightGradRowGroup)), true, false, true});
   };
   linear("attn.qkv", d.C, 3 * d.C);
   linear("attn.proj", d.C, d.C);

@@ -266,7 +266,7 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   auto& p = p_.blocks[l];
   auto& g = g_.blocks[l];
   auto& c = cache_[l];
-  const long N = x_in.rows(), C = cfg_.d_model, F = cfg_.FF();
+  const long N = x_in.rows(), C = cfg_.d_model;
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   // d_mid_: gradient w.r.t. the MLP branch's residual input.
   if (cfg_.pre_ln) {
@@ -277,20 +277,20 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     d_x = d_mid_;  // d_x now holds d(r2) = gradient of x_mid + MLP(x_mid)
   }
   const Mat<S>& d_y2 = d_x;
-  LinearBackward(c.g, p.fc2, d_y2, &d_g_, g.fc2, GradWrite::kOverwrite, &w_t_);
-  ResizeZero(d_big_, N, F);
+  LinearBackward(c.g, p.fc2, d_y2, &d_g_, g.fc2, GradWrite::kOverwrite, &linear_scratch_);
   GeluBackward(c.f1, d_g_, d_big_);
   if (cfg_.pre_ln) {
-    LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &w_t_);
+    LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_);
     LayerNormBackward(p.ln2, c.ln2, d_h_, d_mid_, g.ln2);
   } else {
-    LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1, GradWrite::kAdd, &w_t_);  // m_in = x_mid
+    LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1, GradWrite::kAdd,
+                   &linear_scratch_);  // m_in = x_mid
     ResizeZero(d_h_, N, C);
     LayerNormBackward(p.ln1, c.ln1, d_mid_, d_h_, g.ln1);  // x_mid = LN1(x_in + attn)
     d_mid_ = d_h_;
   }
   // d_mid_ = gradient w.r.t. (x_in + attention branch).
-  LinearBackward(c.att, p.proj, d_mid_, &d_att_, g.proj, GradWrite::kOverwrite, &w_t_);
+  LinearBackward(c.att, p.proj, d_mid_, &d_att_, g.proj, GradWrite::kOverwrite, &linear_scratch_);
   ResizeZero(d_q_, N, C);
   ResizeZero(d_k_, N, C);
   ResizeZero(d_v_, N, C);
@@ -306,17 +306,17 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   d_qkv_.rightCols(C) = d_v_;
   d_x = d_mid_;  // residual path
   if (cfg_.pre_ln) {
-    LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &w_t_);
+    LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_);
     LayerNormBackward(p.ln1, c.ln1, d_h_, d_x, g.ln1);
   } else {
-    LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &w_t_);
+    LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &linear_scratch_);
   }
 }
 
 template <typename S>
 void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_logits) {
   const long N = static_cast<long>(B_) * T_, C = cfg_.d_model;
-  LinearBackward(hf_, p_.head, d_logits, &d_h_, g_.head, GradWrite::kOverwrite, &w_t_);
+  LinearBackward(hf_, p_.head, d_logits, &d_h_, g_.head, GradWrite::kOverwrite, &linear_scratch_);
   ResizeZero(d_x_, N, C);
   LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
   for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);

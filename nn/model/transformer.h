@@ -150,7 +150,7 @@ class Transformer {
   Mat<S> hf_;  // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
-  std::vector<S> w_t_;  // a weight matrix transposed, scratch of LinearBackward
+  LinearScratch<S> linear_scratch_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 
   // Incremental decoding: per layer the keys (before site 3) and values of every position so far,

@@ -197,18 +197,32 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
         }
         for (int r = 0; r < n; ++r) {
-          auto row = P.row(r).segment(jb, je - jb);
-          const S mx = row.maxCoeff();
+          auto block_row = P.row(r).segment(jb, je - jb);
+          // A contiguous pattern's row is normalised over its visible keys [vb, ve) only (a causal
+          // block: half the exponentials); other patterns over the block's keys, masked after.
+          int vb = jb, ve = je;
+          if (pattern.Contiguous()) {
+            pattern.KeyBounds(i0 + r, T, &vb, &ve);
+            vb = std::max(vb, jb);
+            ve = std::max(vb, std::min(ve, je));
+          }
+          auto row = P.row(r).segment(vb, ve - vb);
+          const S mx = ve > vb ? row.maxCoeff() : neg_inf;
           // NaN logits (a diverging run) pass through, so the loss reports them; so do rows whose
           // every visible logit overflowed to -inf.
           if (mx == neg_inf) {
             LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
-            row.setConstant(std::numeric_limits<S>::quiet_NaN());
+            block_row.setConstant(std::numeric_limits<S>::quiet_NaN());
             continue;
           }
           row = (row.array() - mx).exp();
           // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
-          SetMasked(pattern, i0 + r, T, jb, je, row.data(), S(0));
+          if (pattern.Contiguous()) {
+            block_row.head(vb - jb).setZero();
+            block_row.tail(je - ve).setZero();
+          } else {
+            SetMasked(pattern, i0 + r, T, jb, je, block_row.data(), S(0));
+          }
           row /= row.sum();
         }
         Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,

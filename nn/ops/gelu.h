@@ -25,15 +25,17 @@ void GeluForward(const Mat<S>& x, Mat<S>& y) {
 }
 
 // Forward: y = 0.5 x (1 + erf(x/sqrt2)).
-// Backward: d_x += d_y * (0.5 (1 + erf(x/sqrt2)) + x * exp(-x^2/2) / sqrt(2 pi)).
+// Backward: d_x = d_y * (0.5 (1 + erf(x/sqrt2)) + x * exp(-x^2/2) / sqrt(2 pi)), written over d_x
+// (the MLP's only use, so its buffer needs no zeroing first).
 template <typename S>
 void GeluBackward(const Mat<S>& x, const Mat<S>& d_y, Mat<S>& d_x) {
+  Resize(d_x, x.rows(), x.cols());
   ParallelChunks(x.rows(), kRowGrain / 4, [&](long r0, long r1) {
     const long n = r1 - r0;
     const auto xa = x.middleRows(r0, n).array();
-    d_x.middleRows(r0, n).array() += d_y.middleRows(r0, n).array() *
-                                     (S(0.5) * (S(1) + (xa * S(0.70710678118654752)).erf()) +
-                                      xa * (S(-0.5) * xa.square()).exp() * S(0.39894228040143268));
+    d_x.middleRows(r0, n).array() = d_y.middleRows(r0, n).array() *
+                                    (S(0.5) * (S(1) + (xa * S(0.70710678118654752)).erf()) +
+                                     xa * (S(-0.5) * xa.square()).exp() * S(0.39894228040143268));
   });
 }
 

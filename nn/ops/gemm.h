@@ -6,9 +6,10 @@
 //    has no kernel for a transposed B, and those (NT) products stay with Eigen.
 //  * AVX2 builds: libxsmm wins on products with k <= 256 and n <= 256 (attention blocks, the T
 //    model, the head: 98-132 against 84-125) but falls to 43-80 on long reductions (the weight
-//    gradients, k = B*T), which Eigen keeps (84-127). Serial OpenBLAS, as fast as Eigen there (and
-//    about 1.6x Eigen on an AMD Zen 3), is not used: training with it gave other bits on 2 threads
-//    than on 1 (Training.RunFilesAreBitIdenticalWithOneAndTwoThreads failed under the avx2 preset).
+//    gradients, k up to 1024 rows per group: nn/ops/linear.h), which Eigen keeps (84-127). Serial
+//    OpenBLAS, as fast as Eigen there (and about 1.6x Eigen on an AMD Zen 3), is not used: training
+//    with it gave other bits on 2 threads than on 1
+//    (Training.RunFilesAreBitIdenticalWithOneAndTwoThreads failed under the avx2 preset).
 //  * A build without libxsmm (or the `portable` preset) uses Eigen everywhere.
 // Both backends run single-threaded inside lexp's fixed TBB chunks and pick their kernel from the
 // shape and the CPU only, so a product is bit-identical whatever the thread count.

@@ -1,7 +1,8 @@
-// Affine map y = x W + b with W stored [in, out]. Row chunks (forward, d_x) and column chunks (d_W,
-// d_b) have fixed sizes, so results do not depend on the thread count.
+// Affine map y = x W + b with W stored [in, out]. Row chunks (forward, d_x), row groups and column
+// chunks (d_W, d_b) have fixed sizes, so results do not depend on the thread count.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "nn/ops/gemm.h"
@@ -42,36 +43,76 @@ void LinearForward(const Mat<S>& x, const LinearParams<S>& p, Mat<S>& y) {
 // not be zeroed first).
 enum class GradWrite { kAdd, kOverwrite };
 
+// Rows of x per weight-gradient task. The reduction over rows (k = B*T) is cut into fixed groups
+// whose partial products are added in group order, so a weight gradient keeps a thread per group
+// even when it has one column chunk (a [64, 64] projection). Measured on AVX2 (2 threads): the T
+// step 11% faster, the S step unchanged; cutting each group again into k = 256 products for the
+// short-product kernels made S 10% slower.
+inline constexpr long kWeightGradRowGroup = 1024;
+
+// Reused buffers of LinearBackward; a vector keeps its capacity, so once the largest layer was
+// seen the backward pass allocates nothing.
+template <typename S>
+struct LinearScratch {
+  std::vector<S> w_t;      // W^T: d_x is then the plain (NN) product d_y W^T, a faster kernel
+  std::vector<S> partial;  // [groups - 1, in, out] the weight-gradient partials of groups 1...
+};
+
 // Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y.
-// d_x may be null when the input needs no gradient. w_t, when given, is scratch for W^T: d_x is
-// then the plain (NN) product d_y W^T, which has faster kernels than the transposed one
-// (nn/ops/gemm.h).
+// d_W is summed as d_W + P_0 + P_1 + ... over the row groups g (P_g = x_g^T d_y_g), always in that
+// order, so the bits do not depend on the thread count. d_x may be null when the input needs no
+// gradient. Without scratch, d_x uses the transposed (NT) product and the groups are not split.
 template <typename S>
 void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>* d_x,
                     LinearParams<S>& d_p, GradWrite write = GradWrite::kAdd,
-                    std::vector<S>* w_t = nullptr) {
-  if (d_x != nullptr) {
-    const bool add = write == GradWrite::kAdd;
-    if (!add) Resize(*d_x, x.rows(), p.w.rows());
-    if (w_t != nullptr) {  // a vector keeps its capacity: no allocation once the largest W was seen
-      w_t->resize(p.w.size());
-      MatMap<S>(w_t->data(), p.w.cols(), p.w.rows()) = p.w.transpose();
-    }
-    ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-      const S* dy = d_y.data() + r0 * d_y.cols();
-      S* dx = d_x->data() + r0 * d_x->cols();
-      if (w_t != nullptr)
-        Gemm<S>(false, false, r1 - r0, p.w.rows(), d_y.cols(), dy, d_y.cols(), w_t->data(),
-                p.w.rows(), add, dx, d_x->cols());
-      else
-        Gemm<S>(false, true, r1 - r0, p.w.rows(), d_y.cols(), dy, d_y.cols(), p.w.data(),
-                p.w.cols(), add, dx, d_x->cols());
-    });
+                    LinearScratch<S>* scratch = nullptr) {
+  const long rows = x.rows(), in = p.w.rows(), out = p.w.cols();
+  const bool add = write == GradWrite::kAdd;
+  if (d_x != nullptr && !add) Resize(*d_x, rows, in);
+  const bool transposed_w = d_x != nullptr && scratch != nullptr;
+  if (transposed_w) {
+    scratch->w_t.resize(p.w.size());
+    MatMap<S>(scratch->w_t.data(), out, in) = p.w.transpose();
   }
-  ParallelChunks(p.w.cols(), kWeightGradColGrain, [&](long c0, long c1) {
-    Gemm<S>(true, false, x.cols(), c1 - c0, x.rows(), x.data(), x.cols(), d_y.data() + c0,
-            d_y.cols(), true, d_p.w.data() + c0, d_p.w.cols());
-    d_p.b.segment(c0, c1 - c0) += d_y.middleCols(c0, c1 - c0).colwise().sum();
+  const long groups =
+      scratch != nullptr ? std::max(1L, (rows + kWeightGradRowGroup - 1) / kWeightGradRowGroup) : 1;
+  if (groups > 1) scratch->partial.resize((groups - 1) * in * out);
+  const long col_chunks = (out + kWeightGradColGrain - 1) / kWeightGradColGrain;
+  const long dx_tasks = d_x != nullptr ? (rows + kRowGrain - 1) / kRowGrain : 0;
+
+  // d_x for rows [r0, r1).
+  const auto input_grad = [&](long r0, long r1) {
+    const S* dy = d_y.data() + r0 * out;
+    S* dx = d_x->data() + r0 * in;
+    if (transposed_w)
+      Gemm<S>(false, false, r1 - r0, in, out, dy, out, scratch->w_t.data(), in, add, dx, in);
+    else
+      Gemm<S>(false, true, r1 - r0, in, out, dy, out, p.w.data(), out, add, dx, in);
+  };
+  // Group g's product for columns [c0, c1): into d_W itself for group 0, else into its partial.
+  const auto weight_grad = [&](long g, long c0, long c1) {
+    const long r0 = g * kWeightGradRowGroup;
+    const long r1 = groups == 1 ? rows : std::min(rows, r0 + kWeightGradRowGroup);
+    S* dst = g == 0 ? d_p.w.data() + c0 : scratch->partial.data() + (g - 1) * in * out + c0;
+    Gemm<S>(true, false, in, c1 - c0, r1 - r0, x.data() + r0 * in, in, d_y.data() + r0 * out + c0,
+            out, g == 0, dst, out);
+  };
+  // One parallel region for both products: they are independent.
+  ParallelFor(dx_tasks + groups * col_chunks, [&](long t) {
+    if (t < dx_tasks) {
+      input_grad(t * kRowGrain, std::min(rows, (t + 1) * kRowGrain));
+      return;
+    }
+    const long g = (t - dx_tasks) / col_chunks, c = (t - dx_tasks) % col_chunks;
+    weight_grad(g, c * kWeightGradColGrain, std::min(out, (c + 1) * kWeightGradColGrain));
+  });
+  ParallelChunks(out, kWeightGradColGrain, [&](long c0, long c1) {
+    for (long g = 1; g < groups; ++g)
+      d_p.w.middleCols(c0, c1 - c0) +=
+          MatMap<S>(scratch->partial.data() + (g - 1) * in * out, in, out).middleCols(c0, c1 - c0);
+    // Summed row after row: contiguous, vectorised reads of the row-major d_y.
+    auto db = d_p.b.segment(c0, c1 - c0);
+    for (long r = 0; r < rows; ++r) db += d_y.row(r).segment(c0, c1 - c0);
   });
 }
 
