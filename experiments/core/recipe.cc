@@ -21,6 +21,12 @@
 
 namespace lexp {
 
+std::vector<int> RecipeConfig::EvalEveryLengths() const {
+  if (!eval_every_lengths.empty()) return eval_every_lengths;
+  const std::vector<int> ev = EvalLengths();
+  return {*std::max_element(ev.begin(), ev.end())};
+}
+
 std::vector<int> RecipeConfig::EvalLengths() const {
   if (!eval_lengths.empty()) return eval_lengths;
   const int N = train_max_length, M = eval_max_factor * train_max_length;
@@ -333,6 +339,14 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.init_from},
       {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
        &c.checkpoint_every, 1, kBig},
+      {"train.eval_every",
+       "evaluate train.eval_every_lengths before training and every this many steps, into "
+       "/train/eval_history (0 = only the end-of-training evaluation)",
+       &c.eval_every, 0, kBig},
+      {"train.eval_every_lengths",
+       "lengths evaluated during training, each one of the evaluation lengths (empty = the "
+       "longest)",
+       &c.eval_every_lengths},
       {"eval.lengths", "explicit evaluation lengths (empty = grid up to max_factor * N)",
        &c.eval_lengths},
       {"eval.max_factor", "the default grid reaches max_factor * N", &c.eval_max_factor, 1, 4096},

@@ -94,6 +94,11 @@ struct RecipeConfig {
   std::vector<std::string> lora_also_train;
   int log_every = 100;
   int checkpoint_every = 500;
+  // Evaluation during training: every eval_every steps (0 = only at the end), and before the first,
+  // the eval_every_lengths (each one of the evaluation lengths; empty = the longest) are evaluated
+  // on the end-of-training evaluation's own sequences and stored in /train/eval_history.
+  int eval_every = 0;
+  std::vector<int> eval_every_lengths;
   // [eval]
   std::vector<int> eval_lengths;  // empty: a grid from 1 to eval_max_factor * train_max_length
   int eval_max_factor = 8;
@@ -113,6 +118,7 @@ struct RecipeConfig {
   std::string source_text;
 
   std::vector<int> EvalLengths() const;
+  std::vector<int> EvalEveryLengths() const;  // train.eval_every_lengths, or {longest eval length}
   std::vector<int> ProbeLengths() const;
   int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
   std::vector<int> Seeds() const { return seeds.empty() ? std::vector<int>{seed} : seeds; }

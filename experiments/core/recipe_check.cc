@@ -88,6 +88,15 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
                      KeyLocation(src, "eval") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
+  {
+    const std::vector<int> ev = c.EvalLengths();
+    for (int n : c.eval_every_lengths)
+      LEXP_INPUT_CHECK(std::find(ev.begin(), ev.end(), n) != ev.end(),
+                       KeyLocation(src, "train.eval_every_lengths") + ": length " +
+                           std::to_string(n) +
+                           " is not one of the evaluation lengths (eval.lengths, or the grid "
+                           "up to eval.max_factor * train.max_length)");
+  }
   LEXP_INPUT_CHECK(c.eval_decoding != "greedy" || (c.layout == "decoder" && task->HasAnswer()),
                    KeyLocation(src, "eval.decoding") +
                        " = \"greedy\" needs the decoder layout and a "

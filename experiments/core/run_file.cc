@@ -198,6 +198,16 @@ void RunFile::Write(const std::string& path) const {
   tg.WriteDoubles("lr", train.lr, {S}, "step");
   tg.WriteDoubles("grad_norm", train.grad_norm, {S}, "step", "L2 norm before clipping");
   tg.WriteDoubles("tokens_per_s", train.tokens_per_s, {S}, "step", "tokens/s (wall clock)");
+  if (eval_history.size() > 0) {
+    h5::Group eh = tg.CreateGroup("eval_history");
+    const uint64_t R = eval_history.size();
+    eh.SetAttr("decoding", eval_history.decoding);
+    eh.WriteInts("step", eval_history.step, {R}, "row", "steps trained before the evaluation");
+    eh.WriteInts("length", eval_history.length, {R}, "row", "tokens (requested task length n)");
+    eh.WriteDoubles("loss", eval_history.loss, {R}, "row", "nats per scored token");
+    eh.WriteDoubles("token_accuracy", eval_history.token_accuracy, {R}, "row");
+    eh.WriteDoubles("exact_match", eval_history.exact_match, {R}, "row");
+  }
 
   h5::Group ev = root.CreateGroup("eval");
   const uint64_t E = eval.size();
@@ -365,6 +375,16 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     f.train.lr = tg.ReadDoublesShaped("lr", {S});
     f.train.grad_norm = tg.ReadDoublesShaped("grad_norm", {S});
     f.train.tokens_per_s = tg.ReadDoublesShaped("tokens_per_s", {S});
+    if (tg.Has("eval_history")) {
+      const h5::Group eh = tg.OpenGroup("eval_history");
+      f.eval_history.step = eh.ReadIntsShaped("step", {kAny}, &got);
+      const uint64_t R = got[0];
+      f.eval_history.length = eh.ReadIntsShaped("length", {R});
+      f.eval_history.loss = eh.ReadDoublesShaped("loss", {R});
+      f.eval_history.token_accuracy = eh.ReadDoublesShaped("token_accuracy", {R});
+      f.eval_history.exact_match = eh.ReadDoublesShaped("exact_match", {R});
+      if (eh.HasAttr("decoding")) f.eval_history.decoding = eh.AttrString("decoding");
+    }
   }
   if (root.Has("eval") && root.OpenGroup("eval").Has("length")) {
     f.eval = ReadEvalRows(path);

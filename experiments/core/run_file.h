@@ -36,6 +36,15 @@ struct TrainHistory {
   std::vector<double> loss, lr, grad_norm, tokens_per_s;
 };
 
+// Evaluation during training (train.eval_every): one row per (step, length), step = the steps
+// trained before it (0: the initial or fine-tuning source's weights), on the sequences of /eval.
+struct EvalHistory {
+  std::vector<int64_t> step, length;
+  std::vector<double> loss, token_accuracy, exact_match;
+  std::string decoding;  // as /eval's
+  size_t size() const { return step.size(); }
+};
+
 // A float32 tensor as a run file stores it, with its shape and axis names: a trained parameter
 // (/model) or a capture site (/probe/length_<n>/<site>).
 struct StoredTensor {
@@ -68,6 +77,7 @@ struct RunFile {
   RecipeConfig recipe;  // this model's effective recipe, with the source it was read from
   std::map<std::string, std::vector<double>> encoding_values;  // PositionEncoding::Describe()
   TrainHistory train;
+  EvalHistory eval_history;  // written only when it has rows
   std::vector<EvalRow> eval;
   Decoding decoding = Decoding::kTeacherForced;
   bool end_token = false;

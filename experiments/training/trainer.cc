@@ -180,6 +180,11 @@ class Runner {
     ex.doubles["hist_lr"] = hist_.lr;
     ex.doubles["hist_grad_norm"] = hist_.grad_norm;
     ex.doubles["hist_tokens_per_s"] = hist_.tokens_per_s;
+    ex.ints["evh_step"] = eval_history_.step;
+    ex.ints["evh_length"] = eval_history_.length;
+    ex.doubles["evh_loss"] = eval_history_.loss;
+    ex.doubles["evh_token_accuracy"] = eval_history_.token_accuracy;
+    ex.doubles["evh_exact_match"] = eval_history_.exact_match;
     return ex;
   }
 
@@ -206,6 +211,16 @@ class Runner {
     hist_.lr = ex.doubles["hist_lr"];
     hist_.grad_norm = ex.doubles["hist_grad_norm"];
     hist_.tokens_per_s = ex.doubles["hist_tokens_per_s"];
+    eval_history_.step = ex.ints["evh_step"];
+    eval_history_.length = ex.ints["evh_length"];
+    eval_history_.loss = ex.doubles["evh_loss"];
+    eval_history_.token_accuracy = ex.doubles["evh_token_accuracy"];
+    eval_history_.exact_match = ex.doubles["evh_exact_match"];
+    const size_t R = eval_history_.step.size();
+    LEXP_INPUT_CHECK(eval_history_.length.size() == R && eval_history_.loss.size() == R &&
+                         eval_history_.token_accuracy.size() == R &&
+                         eval_history_.exact_match.size() == R,
+                     bad + "the evaluation history's columns disagree");
     const size_t S = hist_.step.size();
     LEXP_INPUT_CHECK(step >= 0 && step <= cfg_.steps && hist_.length.size() == S &&
                          hist_.batch_size.size() == S && hist_.loss.size() == S &&
@@ -229,6 +244,7 @@ class Runner {
     double window_tokens = 0, window_loss = 0;
     int window_steps = 0;
     auto t_window = Clock::now();
+    if (cfg_.eval_every > 0 && start_step == 0) EvaluateDuringTraining(0);
     for (long step = start_step; step < cfg_.steps; ++step) {
       const auto t0 = Clock::now();
       // GrowLength: the phase's longest length, and a batch that keeps the tokens per step.
@@ -283,6 +299,8 @@ class Runner {
         window_steps = 0;
         t_window = Clock::now();
       }
+      if (cfg_.eval_every > 0 && ((step + 1) % cfg_.eval_every == 0 || last))
+        EvaluateDuringTraining(step + 1);
       if ((step + 1) % cfg_.checkpoint_every == 0 && !last)
         SaveCheckpoint(CheckpointPath(opt_.out_dir, name_), trained_, *adam_, State(step + 1));
       if (opt_.stop_after_steps > 0 && step + 1 - start_step >= opt_.stop_after_steps && !last) {
@@ -291,6 +309,30 @@ class Runner {
         return;
       }
     }
+  }
+
+  // train.eval_every: the eval_every_lengths on the end-of-training evaluation's sequences (their
+  // own streams, so the training data and position streams are left as they were), under the
+  // evaluation pattern and, with LoRA, the current adapters merged. Training resumes under its own
+  // pattern; the next step recomputes every activation, so its bits do not depend on this.
+  void EvaluateDuringTraining(long steps_done) {
+    if (lora_) lora_->Merge();
+    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
+                                                                       : nullptr);
+    std::string line = fmt::format("evaluation at step {}:", steps_done);
+    for (int n : cfg_.EvalEveryLengths()) {
+      LengthStreams st = EvalStreams(cfg_.seed, n);
+      const EvalRow r = EvaluateAt(n, -1, st.data, st.positions);
+      eval_history_.step.push_back(steps_done);
+      eval_history_.length.push_back(n);
+      eval_history_.loss.push_back(r.loss);
+      eval_history_.token_accuracy.push_back(r.token_accuracy);
+      eval_history_.exact_match.push_back(r.exact_match);
+      line += fmt::format("  n={} loss {:.4f} accuracy {:.3f}", n, r.loss, r.token_accuracy);
+    }
+    Say(line);
+    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "eval" ? parts_.pattern.get()
+                                                                      : nullptr);
   }
 
   // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
@@ -411,6 +453,8 @@ class Runner {
     f.recipe = cfg_;
     f.encoding_values = enc_->Describe();
     f.train = hist_;
+    f.eval_history = eval_history_;
+    f.eval_history.decoding = DecodingName(cfg_.DecodingFor(*task_));
     f.eval = eval_;
     f.decoding = cfg_.DecodingFor(*task_);
     f.end_token = layout_.EndsWithEndToken();
@@ -445,6 +489,7 @@ class Runner {
   std::unique_ptr<LoraAdapters<float>> lora_;  // train.lora_rank > 0
   Rng data_rng_, pos_rng_;
   TrainHistory hist_;
+  EvalHistory eval_history_;  // train.eval_every
   std::vector<EvalRow> eval_;
   std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
   EvalBuffers eval_buf_;                              // reused across evaluation batches

@@ -137,7 +137,8 @@ TEST(DataReadme, RunFilesAndTheDocumentListTheSameDatasets) {
             so);
   so.out_dir = (dir / "passkey").string();
   RunRecipe(testing::TinyCopyRecipe({"task.name=passkey", "task.vocab=0", "train.steps=10",
-                                     "eval.lengths=2,8", "eval.depths=0,100", "probe.lengths=4"}),
+                                     "train.eval_every=5", "eval.lengths=2,8", "eval.depths=0,100",
+                                     "probe.lengths=4"}),
             so);
   std::set<std::string> written;
   for (const fs::path& f : {dir / "copy" / "rope.h5", dir / "copy" / "nope.h5", dir / "passkey"}) {

@@ -106,6 +106,7 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   RecipeConfig c = TinyRecipe();
   c.encodings = {"learned"};
   c.checkpoint_every = 20;
+  c.eval_every = 10;  // the evaluation history before the cut must come back from the checkpoint
   const fs::path full = TempDir("full"), cut = TempDir("cut");
   RunOptions o;
   o.out_dir = full.string();
@@ -134,6 +135,42 @@ TEST(Training, ResumedRunEqualsUninterruptedRun) {
   for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(again.eval[i].loss, rows[i].loss) << i;
   fs::remove_all(full);
   fs::remove_all(cut);
+}
+
+// train.eval_every evaluates on /eval's own sequences without touching the training streams: the
+// training history and the final evaluation are bit-identical to a run without it, its rows come
+// at steps 0, K, 2K, ... and the last step, and the last row is /eval's row at that length.
+TEST(Training, EvaluationDuringTrainingChangesNoTrainingBit) {
+  RecipeConfig c = TinyRecipe();
+  c.steps = 45;
+  c.eval_lengths = {2, 5, 8};
+  const fs::path plain = TempDir("evh_plain"), with = TempDir("evh_with");
+  RunOptions o;
+  o.out_dir = plain.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  c.eval_every = 20;
+  c.eval_every_lengths = {2, 8};
+  o.out_dir = with.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "rope", o).state, "completed");
+  const RunFile a = RunFile::Read(RunFilePath(plain.string(), "rope"));
+  const RunFile b = RunFile::Read(RunFilePath(with.string(), "rope"));
+  EXPECT_EQ(a.train.loss, b.train.loss);
+  EXPECT_EQ(a.train.grad_norm, b.train.grad_norm);
+  ASSERT_EQ(a.eval.size(), b.eval.size());
+  for (size_t i = 0; i < a.eval.size(); ++i) {
+    EXPECT_EQ(a.eval[i].loss, b.eval[i].loss) << i;
+    EXPECT_EQ(a.eval[i].token_accuracy, b.eval[i].token_accuracy) << i;
+  }
+  EXPECT_EQ(a.eval_history.size(), 0u);
+  const EvalHistory& h = b.eval_history;
+  EXPECT_EQ(h.step, (std::vector<int64_t>{0, 0, 20, 20, 40, 40, 45, 45}));
+  EXPECT_EQ(h.length, (std::vector<int64_t>{2, 8, 2, 8, 2, 8, 2, 8}));
+  EXPECT_EQ(h.decoding, "greedy");
+  EXPECT_EQ(h.loss.back(), b.eval[2].loss);  // n = 8 after the last step is /eval's n = 8
+  EXPECT_EQ(h.token_accuracy.back(), b.eval[2].token_accuracy);
+  EXPECT_GT(h.loss[0], h.loss.back()) << "the untrained model scores worse than the trained one";
+  fs::remove_all(plain);
+  fs::remove_all(with);
 }
 
 // Killed after the run file was written but before its analysis (a pitfall: such a file marked
