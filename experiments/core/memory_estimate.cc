@@ -155,7 +155,7 @@ MemoryNeed LargestModelNeed(const RecipeConfig& c) {
   for (const auto& variant : c.Variants())
     for (const auto& t : c.Tasks()) {
       RecipeConfig one = c.For(t, c.Seeds()[0]);
-      if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
+      if (!variant.sets.empty()) ApplyOverrides(one, variant.sets);
       MemoryNeed need = EstimatePeakMemory(one);
       if (need.bytes > largest.bytes) largest = std::move(need);
     }

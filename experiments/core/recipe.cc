@@ -69,7 +69,38 @@ bool IsPlainFileName(const std::string& name) {
   return true;
 }
 
+namespace {
+
+// "NAME: key=value; key=value" -> NAME and its overrides (spaces around each trimmed).
+RecipeConfig::Variant ParseNamedVariant(const std::string& text) {
+  auto trim = [](std::string s) {
+    const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  const size_t colon = text.find(':');
+  RecipeConfig::Variant v;
+  v.value = trim(text.substr(0, colon));
+  v.suffix = "-" + v.value;
+  if (colon == std::string::npos) return v;
+  const std::string rest = text.substr(colon + 1);
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const size_t end = std::min(rest.find(';', start), rest.size());
+    const std::string one = trim(rest.substr(start, end - start));
+    if (!one.empty()) v.sets.push_back(one);
+    start = end + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
 std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
+  if (!variants.empty()) {
+    std::vector<Variant> out;
+    for (const auto& text : variants) out.push_back(ParseNamedVariant(text));
+    return out;
+  }
   if (sweep_key.empty()) return {Variant{}};
   const std::string last = sweep_key.substr(sweep_key.rfind('.') + 1);
   std::vector<Variant> out;
@@ -82,7 +113,7 @@ std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
                         ch == '-' || ch == '+'
                     ? ch
                     : '_';
-    out.push_back({sweep_key + "=" + v, suffix});
+    out.push_back({{sweep_key + "=" + v}, suffix, v});
   }
   return out;
 }
@@ -97,11 +128,11 @@ bool SweepKeyChanges(const std::string& sweep_key, const std::string& encoding) 
 
 std::vector<std::string> RecipeConfig::ModelLabels() const {
   std::vector<std::string> out;
-  const std::vector<Variant> variants = Variants();
-  for (size_t v = 0; v < variants.size(); ++v)
+  const std::vector<Variant> all = Variants();
+  for (size_t v = 0; v < all.size(); ++v)
     for (const auto& e : encodings) {
       if (SweepChanges(e))
-        out.push_back(e + variants[v].suffix);
+        out.push_back(e + all[v].suffix);
       else if (v == 0)
         out.push_back(e);
     }
@@ -221,6 +252,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.sweep_key},
       {"run.sweep_values", "the values of run.sweep (TOML syntax, as --set takes them)",
        &c.sweep_values},
+      {"run.variants",
+       "named variants instead of run.sweep, each \"NAME: key=value; key=value\" (overrides as "
+       "--set takes them; NAME alone: the recipe as it is); every encoding is trained once per "
+       "variant, named <encoding>-<NAME>",
+       &c.variants},
       {"run.threads", "worker threads (0 = all cores); results do not depend on it", &c.threads, 0,
        1024},
       {"run.jobs",

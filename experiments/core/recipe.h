@@ -27,6 +27,9 @@ struct RecipeConfig {
   std::vector<int> seeds;  // seed sweep: one model per (encoding, seed); empty = {seed}
   std::string sweep_key;   // key sweep: any recipe key ("encoding_options.rope.base")
   std::vector<std::string> sweep_values;  // its values, one model per (encoding, value)
+  // Named variants, each a set of overrides: "NAME: key=value; key=value" (NAME alone: the recipe
+  // as it is). One model per (encoding, variant), named <encoding>-<NAME>. Instead of run.sweep.
+  std::vector<std::string> variants;
   int threads = 0;
   int jobs = 0;  // models of a sweep trained at once (0: one per thread, as memory allows)
   // [task]
@@ -125,16 +128,21 @@ struct RecipeConfig {
   std::vector<std::string> Tasks() const {
     return tasks.empty() ? std::vector<std::string>{task} : tasks;
   }
-  // One value of the key sweep: the override and the suffix it adds to model names ("-base500").
+  // One value of the key sweep, or one named variant: its overrides, the suffix it adds to model
+  // names ("-base500", "-lora") and the value run files and job lists record (500, lora).
   struct Variant {
-    std::string set, suffix;
+    std::vector<std::string> sets;
+    std::string suffix, value;
   };
   std::vector<Variant> Variants() const;
-  // Whether the key sweep changes this encoding's model: every encoding, except that a key
+  // What the sweep varies: run.sweep's key, "run.variants", or "" (no sweep).
+  std::string SweepKey() const { return !variants.empty() ? "run.variants" : sweep_key; }
+  // Whether the sweep changes this encoding's model: every encoding, except that a key
   // encoding_options.<e>.<option> changes only e's. An encoding the sweep does not change is
-  // trained once, without the suffix (nope.h5 beside rope-base500.h5, rope-base10000.h5).
+  // trained once, without the suffix (nope.h5 beside rope-base500.h5, rope-base10000.h5). Named
+  // variants change every encoding.
   bool SweepChanges(const std::string& encoding) const {
-    return SweepKeyChanges(sweep_key, encoding);
+    return SweepKeyChanges(SweepKey(), encoding);
   }
   // Model labels of the sweep in summary order: for every variant, every encoding it changes
   // (the encodings it leaves alone once, with the first variant).
@@ -148,6 +156,7 @@ struct RecipeConfig {
     c.seeds.clear();
     c.sweep_key.clear();
     c.sweep_values.clear();
+    c.variants.clear();
     return c;
   }
   // L of `randomized` / target length of `pose`: positions_max, or by default 2048 (Ruoss et al.)

@@ -42,6 +42,25 @@ void ValidateRecipe(const RecipeConfig& c) {
   for (const auto& v : c.sweep_values)
     LEXP_INPUT_CHECK(values.insert(v).second,
                      KeyLocation(c.source_name, "run.sweep_values") + " lists '" + v + "' twice");
+  LEXP_INPUT_CHECK(c.variants.empty() || c.sweep_key.empty(),
+                   KeyLocation(c.source_name, "run.variants") +
+                       " and run.sweep exclude each other (put the swept values in variants)");
+  std::set<std::string> names;
+  for (const auto& variant : c.Variants()) {
+    if (c.variants.empty()) continue;
+    LEXP_INPUT_CHECK(IsPlainFileName(variant.value),
+                     KeyLocation(c.source_name, "run.variants") + ": variant name '" +
+                         variant.value +
+                         "' must be letters, digits and . _ + - (\"NAME: key=value; ...\"); it "
+                         "names the run files <encoding>-<NAME>.h5");
+    LEXP_INPUT_CHECK(
+        names.insert(variant.value).second,
+        KeyLocation(c.source_name, "run.variants") + " names '" + variant.value + "' twice");
+    for (const auto& set : variant.sets)
+      LEXP_INPUT_CHECK(set.rfind("run.", 0) != 0,
+                       KeyLocation(c.source_name, "run.variants") + ": variant '" + variant.value +
+                           "' sets " + set + ": run.* keys cannot vary between models");
+  }
   for (const auto& variant : c.Variants())
     LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
                      KeyLocation(c.source_name, "run.sweep_values") +
@@ -53,14 +72,23 @@ void ValidateRecipe(const RecipeConfig& c) {
   for (const auto& variant : c.Variants())
     for (const auto& t : c.Tasks()) {
       RecipeConfig one = c.For(t, c.Seeds()[0]);
-      if (!variant.set.empty()) {
-        try {
-          ApplyOverrides(one, {variant.set});
-        } catch (const InputError& e) {
-          FailInput(KeyLocation(c.source_name, "run.sweep") + ": " + e.what());
-        }
+      const std::string where = c.variants.empty() ? KeyLocation(c.source_name, "run.sweep") + ": "
+                                                   : KeyLocation(c.source_name, "run.variants") +
+                                                         ": variant '" + variant.value + "': ";
+      try {
+        ApplyOverrides(one, variant.sets);
+      } catch (const InputError& e) {
+        FailInput(where + e.what());
       }
-      ValidateOneTask(one);
+      if (c.variants.empty()) {
+        ValidateOneTask(one);
+        continue;
+      }
+      try {
+        ValidateOneTask(one);
+      } catch (const InputError& e) {
+        FailInput(where + e.what());
+      }
     }
 }
 

@@ -258,7 +258,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   // The JS references that finished after the runs that look for them (analysing again keeps a
   // done row done).
   for (const auto& s : res.states)
-    if (s.state == RowState::kDone && MissesItsReference(s.row, cfg.sweep_key)) {
+    if (s.state == RowState::kDone && MissesItsReference(s.row, cfg.SweepKey())) {
       say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done",
                       s.row.index, s.row.file));
       AnalyzeRunFile(s.row.file, "", cfg.probe_replay == 1, false);
@@ -286,7 +286,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
     for (const auto& dir : dirs)
       if (fs::exists(dir))
         for (const auto& png : DrawAllFigures(dir)) say("figure: " + png);
-  const bool sweep = !cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.sweep_key.empty();
+  const bool sweep = !cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.SweepKey().empty();
   if (sweep) {
     const std::string summary = WriteSweepSummary(cfg, res.runs, run_dir);
     say("summary: " + summary);

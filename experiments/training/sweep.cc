@@ -43,7 +43,7 @@ struct PlannedRun {
 std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& opt) {
   std::vector<PlannedRun> plan;
   const bool task_sweep = !cfg.tasks.empty(), seed_sweep = !cfg.seeds.empty();
-  const bool key_sweep = !cfg.sweep_key.empty();
+  const bool key_sweep = !cfg.SweepKey().empty();
   for (const auto& task : cfg.Tasks()) {
     const std::string dir =
         task_sweep ? (std::filesystem::path(opt.out_dir) / task).string() : opt.out_dir;
@@ -52,7 +52,7 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
       for (size_t v = 0; v < variants.size(); ++v) {
         const RecipeConfig::Variant& variant = variants[v];
         RecipeConfig one = cfg.For(task, seed);
-        if (!variant.set.empty()) ApplyOverrides(one, {variant.set});
+        if (!variant.sets.empty()) ApplyOverrides(one, variant.sets);
         one.jobs = 1;  // a model is one job: its file does not depend on how many ran at once
         // NoPE first: it is the JS reference the others' analyses look for beside them.
         std::vector<std::string> encodings = cfg.encodings;
@@ -63,17 +63,13 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
           // named without its suffix, its recipe without the override.
           const bool changed = cfg.SweepChanges(enc);
           if (!changed && v > 0) continue;
-          PlannedRun r{
-              changed ? one : cfg.For(task, seed),
-              enc,
-              changed ? enc + variant.suffix : enc,
-              dir,
-              changed && !variant.set.empty() ? variant.set.substr(variant.set.find('=') + 1) : "",
-              {}};
+          PlannedRun r{changed ? one : cfg.For(task, seed),  enc,
+                       changed ? enc + variant.suffix : enc, dir,
+                       changed ? variant.value : "",         {}};
           r.recipe.jobs = 1;
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
-          r.options.sweep_key = cfg.sweep_key;
+          r.options.sweep_key = cfg.SweepKey();
           r.options.progress = opt.progress;
           r.options.name =
               seed_sweep ? fmt::format("{}-seed{}", r.label, seed) : (key_sweep ? r.label : "");
@@ -129,7 +125,7 @@ std::vector<PlanRow> RowsOf(const RecipeConfig& cfg, const std::vector<PlannedRu
     row.encoding = r.encoding;
     row.label = r.label;
     row.seed = r.recipe.seed;
-    row.sweep_key = cfg.sweep_key;
+    row.sweep_key = cfg.SweepKey();
     row.sweep_value = r.sweep_value;
     row.file = r.File();
     rows.push_back(row);
@@ -224,7 +220,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     std::vector<long> reference(plan.size(), -1);
     for (size_t k = 0; k < plan.size(); ++k) {
       for (const std::string& beside :
-           ReferenceCandidates(plan[k].File(), plan[k].encoding, plan[k].Name(), cfg.sweep_key))
+           ReferenceCandidates(plan[k].File(), plan[k].encoding, plan[k].Name(), cfg.SweepKey()))
         for (size_t n = 0; n < k && reference[k] < 0; ++n)
           if (std::filesystem::path(plan[n].File()).lexically_normal() ==
               std::filesystem::path(beside).lexically_normal())
@@ -269,7 +265,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
       for (const auto& png : DrawAllFigures(dir))
         if (opt.progress) opt.progress("figure: " + png);
   }
-  if (!cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.sweep_key.empty()) {
+  if (!cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.SweepKey().empty()) {
     const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
     if (opt.progress) opt.progress("summary: " + summary);
     if (opt.figures) {
@@ -361,7 +357,7 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
   };
   w.root().SetAttr("tasks", join(tasks));
   w.root().SetAttr("encodings", join(labels));  // with the key-sweep suffix when there is one
-  if (!cfg.sweep_key.empty()) w.root().SetAttr("sweep", cfg.sweep_key);
+  if (!cfg.SweepKey().empty()) w.root().SetAttr("sweep", cfg.sweep_key);
   w.root().SetAttr("seeds", join(seeds));
   w.root().SetAttr("train_max_length", cfg.train_max_length);
   int M = 0;

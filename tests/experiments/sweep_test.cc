@@ -152,6 +152,56 @@ TEST(Sweep, ASingleEncodingKeySweepWritesOneFilePerValue) {
   std::filesystem::remove_all(dir);
 }
 
+// run.variants: one model per (encoding, named variant), each with all of its overrides (LoRA with
+// its targets beside a plain and a learning-rate variant), files and labels named after it.
+TEST(Sweep, NamedVariantsTrainOneModelPerVariantWithAllItsOverrides) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=nope,rope", "model.n_layers=1", "train.steps=10", "eval.lengths=2,7",
+       R"(run.variants=["plain", "slow: train.lr=1e-3", )"
+       R"("lora: train.lora_rank=2; train.lora_targets=[\"q\", \"o\"]"])"});
+  ValidateRecipe(c);
+  EXPECT_EQ(c.SweepKey(), "run.variants");
+  const auto variants = c.Variants();
+  ASSERT_EQ(variants.size(), 3u);
+  EXPECT_EQ(variants[2].value, "lora");
+  EXPECT_EQ(variants[2].sets,
+            (std::vector<std::string>{"train.lora_rank=2", R"(train.lora_targets=["q", "o"])"}));
+  const auto dir = testing::FreshTempDir("named_variants");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  ASSERT_EQ(RunRecipe(c, so).size(), 6u);
+  for (const char* enc : {"nope", "rope"}) {
+    h5::Reader plain((dir / (std::string(enc) + "-plain.h5")).string());
+    h5::Reader slow((dir / (std::string(enc) + "-slow.h5")).string());
+    h5::Reader lora((dir / (std::string(enc) + "-lora.h5")).string());
+    EXPECT_EQ(plain.root().OpenGroup("config").AttrString("train.lr"), "0.003");
+    EXPECT_EQ(slow.root().OpenGroup("config").AttrString("train.lr"), "0.001");
+    EXPECT_EQ(lora.root().OpenGroup("config").AttrString("train.lora_targets"), R"(["q", "o"])");
+    EXPECT_EQ(plain.root().AttrString("sweep"), "run.variants");
+    EXPECT_EQ(plain.root().AttrInt("trainable_parameters"),
+              plain.root().AttrInt("total_parameters"));
+    EXPECT_LT(lora.root().AttrInt("trainable_parameters"),
+              plain.root().AttrInt("total_parameters"));
+  }
+  h5::Reader s((dir / "summary.h5").string());
+  EXPECT_EQ(s.root().AttrString("encodings"),
+            "nope-plain,rope-plain,nope-slow,rope-slow,nope-lora,rope-lora");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sweep, NamedVariantErrorsNameTheVariant) {
+  const auto error_of = testing::TinyRecipeError;
+  EXPECT_NE(error_of({R"(run.variants=["a: train.lora_rank=-1"])"}).find("variant 'a'"),
+            std::string::npos);
+  EXPECT_NE(error_of({R"(run.variants=["a", "a"])"}).find("names 'a' twice"), std::string::npos);
+  EXPECT_NE(error_of({R"(run.variants=["a/b"])"}).find("variant name 'a/b'"), std::string::npos);
+  EXPECT_NE(error_of({R"(run.variants=["a: run.seed=3"])"}).find("run.* keys"), std::string::npos);
+  EXPECT_NE(error_of({R"(run.variants=["a"])", "run.sweep=train.lr", "run.sweep_values=1e-3"})
+                .find("exclude each other"),
+            std::string::npos);
+}
+
 TEST(Sweep, KeySweepErrorsNameTheKey) {
   const auto error_of = testing::TinyRecipeError;
   EXPECT_NE(error_of({"run.sweep=model.no_such_key", "run.sweep_values=1"}).find("no_such_key"),
