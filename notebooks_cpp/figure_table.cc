@@ -73,6 +73,7 @@ const std::vector<RunFigure>& RunFigures() {
          return false;
        },
        DrawPerplexityVsLength},
+      {"eval_during_training", HasEvalHistory, DrawEvalDuringTraining},
   };
   return kFigures;
 }

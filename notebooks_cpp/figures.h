@@ -82,4 +82,9 @@ std::string DrawReceptiveField(const std::string& run_dir);
 // base. Writes <file's dir>/figures/base_law.{png,gp,dat}.
 std::string DrawBaseLaw(const std::string& base_law_file);
 
+// Figure 16: /train/eval_history (train.eval_every) of every run that has one: exact match and loss
+// at its longest length against steps, and the last exact match against trainable parameters.
+std::string DrawEvalDuringTraining(const std::string& run_dir);
+bool HasEvalHistory(const std::string& run_dir);
+
 }  // namespace lexp

@@ -1,7 +1,9 @@
 // The training loop end to end on tiny models: convergence, determinism across thread counts,
 // resume from a checkpoint, divergence handling, atomic run files, and 16k-token evaluation.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -357,6 +359,36 @@ TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
   EXPECT_NE(text.find("# encoding alibi"), std::string::npos);
   EXPECT_NE(text.find("# encoding nope"), std::string::npos);
   EXPECT_THROW(DrawAllFigures((dir / "figures").string()), Error) << "no run files there";
+  fs::remove_all(dir);
+}
+
+// Figure 16 draws /train/eval_history: one block per run with the steps it was evaluated at, and a
+// last block of trainable parameters against the last exact match, labelled by run.
+TEST(Figures, EvalDuringTrainingDrawsEveryRunsHistory) {
+  RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "train.steps=10", "train.eval_every=5",
+       R"(run.variants=["full", "lora: train.lora_rank=2"])", "probe.replay=0"});
+  const fs::path dir = TempDir("eval_history_figure");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  ASSERT_EQ(RunRecipe(c, so).size(), 2u);
+  ASSERT_TRUE(HasEvalHistory(dir.string()));
+  DrawEvalDuringTraining(dir.string());
+  std::ifstream dat(dir / "figures" / "eval_during_training.dat");
+  const std::string text((std::istreambuf_iterator<char>(dat)), {});
+  for (const std::string label : {"rope-full", "rope-lora"}) {
+    const size_t block = text.find("# " + label + " length 9\n");
+    ASSERT_NE(block, std::string::npos) << text;
+    const std::string rows = text.substr(block, text.find("\n\n", block) - block);
+    EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 3) << "steps 0, 5, 10: " << rows;
+  }
+  const RunFile full = RunFile::Read(RunFilePath(dir.string(), "rope-full"));
+  const RunFile lora = RunFile::Read(RunFilePath(dir.string(), "rope-lora"));
+  EXPECT_NE(text.find(fmt::format("{} ", full.trainable_parameters)), std::string::npos);
+  EXPECT_NE(text.find(fmt::format("{} ", lora.trainable_parameters)), std::string::npos);
+  EXPECT_LT(lora.trainable_parameters, full.trainable_parameters);
+  EXPECT_TRUE(fs::exists(dir / "figures" / "eval_during_training.png"));
   fs::remove_all(dir);
 }
 
