@@ -26,7 +26,7 @@ EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
 AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encoding,
                              const EncodingWrapper& wrap) {
   AssembledModel m;
-  m.task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  m.task = CreateTask(cfg.task, cfg.TaskOpts());
   m.layout = std::make_unique<SequenceLayout>(
       *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   const ModelConfig mc = cfg.Model(m.layout->Vocab());

@@ -62,19 +62,27 @@ void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers&
 
 namespace {
 
-// Scores what GreedyWrite wrote against the answers of b: adds to *correct the answer positions
-// (end token included) holding the target, to *exact the sequences written exactly, to *ended those
-// that wrote the end token and to *written their written lengths.
-void ScoreWritten(const Batch& b, const WrittenAnswers& w, long* correct, long* exact, long* ended,
-                  long* written) {
+// Scores what GreedyWrite wrote against the answers of b: adds to *correct the graded answer
+// positions (end token included; a scratchpad's steps are not graded) holding the target, to
+// *scored the graded positions, to *exact the sequences of the target's length whose graded
+// positions are all right, to *ended those that wrote the end token and to *written their written
+// lengths.
+void ScoreWritten(const Batch& b, const WrittenAnswers& w, long* correct, long* scored, long* exact,
+                  long* ended, long* written) {
   const int T = b.T, P = b.prompt, A = T - (P - 1);
   for (int s = 0; s < b.B; ++s) {
     const int* target = b.targets.data() + static_cast<long>(s) * T + (P - 1);
     const int* t = w.tokens.data() + static_cast<size_t>(s) * w.cap;
-    long right = 0;
-    for (int k = 0; k < A; ++k) right += k < w.length[s] && t[k] == target[k];
+    const uint8_t* graded = b.graded.data() + static_cast<long>(s) * T + (P - 1);
+    long right = 0, count = 0;
+    for (int k = 0; k < A; ++k) {
+      if (!graded[k]) continue;
+      ++count;
+      right += k < w.length[s] && t[k] == target[k];
+    }
     *correct += right;
-    *exact += w.length[s] == A && right == A;
+    *scored += count;
+    *exact += w.length[s] == A && right == count;
     *ended += w.ended[s];
     *written += w.length[s];
   }
@@ -99,7 +107,7 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     m.encoding->PositionIds(b.T, false, positions, buf.pos);
     m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, buf.logits);
     const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
-        buf.logits, b.targets, b.mask, nullptr, &buf.row_loss, &buf.row_correct);
+        buf.logits, b.targets, b.graded, nullptr, &buf.row_loss, &buf.row_correct);
     loss_sum += ce.loss_sum;
     correct += ce.correct;
     r.scored_tokens += ce.count;
@@ -107,14 +115,13 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
       bool all = true;
       for (int t = 0; t < b.T; ++t) {
         const long i = static_cast<long>(s) * b.T + t;
-        if (b.mask[i] && !buf.row_correct[i]) all = false;
+        if (b.graded[i] && !buf.row_correct[i]) all = false;
       }
       exact += all ? 1 : 0;
     }
     if (greedy) {
       GreedyWrite(m, b, positions, buf, buf.written);
-      ScoreWritten(b, buf.written, &g_correct, &g_exact, &g_ended, &g_written);
-      g_scored += static_cast<long>(b.B) * (b.T - b.prompt + 1);
+      ScoreWritten(b, buf.written, &g_correct, &g_scored, &g_exact, &g_ended, &g_written);
     }
     r.samples += bs;
   }

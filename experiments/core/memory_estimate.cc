@@ -83,7 +83,7 @@ double AvailableMemoryBytes() {
 }
 
 MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
-  const auto task = CreateTask(c.task, TaskOptions{c.task_vocab});
+  const auto task = CreateTask(c.task, c.TaskOpts());
   const SequenceLayout layout(*task, c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   const double C = c.model.d_model, H = c.model.n_heads, L = c.model.n_layers, V = layout.Vocab();
   const double F = c.model.d_ff > 0 ? c.model.d_ff : 4 * C;

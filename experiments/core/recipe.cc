@@ -224,7 +224,7 @@ int RecipeConfig::MaxSequenceTokens() const {
   for (int n : EvalLengths()) M = std::max(M, n);
   for (int n : ProbeLengths()) M = std::max(M, n);
   int tokens = 4 * M + 1;
-  const auto t = CreateTask(task, TaskOptions{task_vocab});
+  const auto t = CreateTask(task, TaskOpts());
   const SequenceLayout lay(*t, layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   try {
     tokens = std::max(tokens, lay.SequenceLengthFor(M));
@@ -268,6 +268,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"task.names",
        "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",
        &c.tasks},
+      {"task.scratchpad",
+       "scratchpad before the answer (Kazemnejad et al. 2023; summation, parity): components "
+       "among i (input), c (computation), o (output), v (variable update), r (remaining input), "
+       "in that order, e.g. \"icovr\"; trained on, only the answer graded (\"\" = none)",
+       &c.task_scratchpad},
       {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
        0, 1e6},
       {"model.layout",

@@ -36,6 +36,8 @@ struct RecipeConfig {
   std::string task = "copy";
   std::vector<std::string> tasks;  // task sweep; empty = {task}
   int task_vocab = 0;
+  std::string task_scratchpad;  // components of a scratchpad before the answer ("" = none)
+  TaskOptions TaskOpts() const { return TaskOptions{task_vocab, task_scratchpad}; }
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";

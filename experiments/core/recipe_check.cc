@@ -101,7 +101,7 @@ void ValidateOneTask(const RecipeConfig& c) {
                    KeyLocation(src, "model.encodings") + " must name at least one encoding");
   std::unique_ptr<Task> task;
   try {
-    task = CreateTask(c.task, TaskOptions{c.task_vocab});
+    task = CreateTask(c.task, c.TaskOpts());
   } catch (const InputError& e) {
     FailInput(KeyLocation(src, "task.name") + ": " + e.what());
   }

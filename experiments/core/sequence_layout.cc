@@ -60,7 +60,11 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) c
       b.tokens.push_back(e.input[t]);
       b.targets.push_back(0);
       b.mask.push_back(0);
+      b.graded.push_back(0);
     }
+    auto graded = [&](int k) {
+      return e.output_graded.empty() ? e.output_scored[k] : e.output_graded[k];
+    };
     if (layout_ == Layout::kDecoder) {
       // Positions ni..ni+m-1 hold SEP, output[0..m-2] and predict output[0..m-1] (next token);
       // with the end token, position ni+m holds output[m-1] and predicts END.
@@ -72,17 +76,20 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) c
         b.tokens.push_back(k == 0 ? sep_ : OutputToken(e.output[k - 1]));
         b.targets.push_back(OutputToken(e.output[k]));
         b.mask.push_back(e.output_scored[k]);
+        b.graded.push_back(graded(k));
       }
       if (ends_) {
         b.tokens.push_back(m == 0 ? sep_ : OutputToken(e.output[m - 1]));
         b.targets.push_back(end_);
         b.mask.push_back(1);
+        b.graded.push_back(1);
       }
     } else {
       for (int k = 0; k < m; ++k) {
         b.tokens.push_back(blank_);
         b.targets.push_back(OutputToken(e.output[k]));
         b.mask.push_back(e.output_scored[k]);
+        b.graded.push_back(graded(k));
       }
     }
   }

@@ -29,7 +29,10 @@ struct Batch {
                    // at positions prompt-1 .. T-1
   std::vector<int> tokens;    // [B*T]
   std::vector<int> targets;   // [B*T]
-  std::vector<uint8_t> mask;  // [B*T] 1 = scored target
+  std::vector<uint8_t> mask;  // [B*T] 1 = scored target (trained on)
+  // [B*T] 1 = graded target (evaluation: loss, accuracy, exact match); the scored targets except a
+  // scratchpad's steps, which are trained on and not graded.
+  std::vector<uint8_t> graded;
 };
 
 class SequenceLayout {

@@ -60,7 +60,7 @@ class Mod5Parser {
 };
 
 Example Scored(std::vector<int> in, std::vector<int> out) {
-  Example e{std::move(in), std::move(out), {}};
+  Example e{std::move(in), std::move(out), {}, {}};
   e.output_scored.assign(e.output.size(), 1);
   return e;
 }

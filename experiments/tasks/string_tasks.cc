@@ -12,7 +12,7 @@ std::vector<int> UniformSymbols(int n, int alphabet, Rng& rng) {
 }
 
 Example AllScored(std::vector<int> in, std::vector<int> out) {
-  Example e{std::move(in), std::move(out), {}};
+  Example e{std::move(in), std::move(out), {}, {}};
   e.output_scored.assign(e.output.size(), 1);
   return e;
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/rng.h"
@@ -19,6 +20,9 @@ struct Example {
   std::vector<int> output;  // symbols in [0, OutputAlphabet())
   std::vector<uint8_t>
       output_scored;  // 1 where the output symbol is a target (same size as output)
+  // 1 where the output symbol counts in evaluation; empty: the scored ones. A scratchpad's steps
+  // are trained on (scored) but only the final answer is graded.
+  std::vector<uint8_t> output_graded;
 };
 
 // How an evaluation reads the model's answer. Teacher forcing scores the prediction of each answer
@@ -30,7 +34,13 @@ enum class Decoding { kTeacherForced, kGreedy };
 const char* DecodingName(Decoding d);  // "teacher_forced" | "greedy"
 
 struct TaskOptions {
+  TaskOptions() = default;
+  TaskOptions(int vocab_size, std::string scratchpad_components = "")
+      : vocab(vocab_size), scratchpad(std::move(scratchpad_components)) {}
   int vocab = 0;  // task-specific alphabet size; 0 = the task's default
+  // Scratchpad components written before the answer (experiments/tasks/scratchpad.h): a subset of
+  // the letters i c o v r, in that order; "" = no scratchpad.
+  std::string scratchpad;
 };
 
 class Task {

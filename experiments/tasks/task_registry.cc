@@ -8,6 +8,7 @@
 #include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/passkey.h"
+#include "experiments/tasks/scratchpad.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -81,6 +82,11 @@ const std::vector<TaskInfo>& ListTasks() {
 }
 
 std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) {
+  if (!o.scratchpad.empty()) {
+    TaskOptions plain = o;
+    plain.scratchpad.clear();
+    return WithScratchpad(CreateTask(name, plain), o.scratchpad);
+  }
   if (name == "copy") return std::make_unique<CopyTask>(o.vocab);
   if (name == "reverse_string") return std::make_unique<ReverseStringTask>();
   if (name == "duplicate_string") return std::make_unique<DuplicateStringTask>();

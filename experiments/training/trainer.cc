@@ -556,7 +556,7 @@ std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string&
                                                               std::string* name,
                                                               EncodingShape* shape) {
   const RecipeConfig cfg = CompletedRunRecipe(run_file, name);
-  auto task = CreateTask(cfg.task, TaskOptions{cfg.task_vocab});
+  auto task = CreateTask(cfg.task, cfg.TaskOpts());
   const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   *shape = ShapeFor(cfg, layout);
   auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);

@@ -1,0 +1,124 @@
+// Scratchpads (Kazemnejad et al. 2023): the step tokens of every component written out by hand for
+// one summation and one parity example, what is trained on and what is graded, one shape per
+// length, and the errors of a bad component list or a task without a scratchpad.
+#include "experiments/tasks/scratchpad.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "experiments/core/sequence_layout.h"
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+// Marker symbols after an answer alphabet of `base` symbols (scratchpad.h's order).
+struct Markers {
+  int step, in, comp, out, var, rem, plus, ans;
+  explicit Markers(int base)
+      : step(base),
+        in(base + 1),
+        comp(base + 2),
+        out(base + 3),
+        var(base + 4),
+        rem(base + 5),
+        plus(base + 6),
+        ans(base + 7) {}
+};
+
+Example SampleWith(const std::string& task, const std::string& components, int n, uint64_t seed) {
+  Rng rng(seed);
+  return CreateTask(task, TaskOptions(0, components))->Sample(n, rng);
+}
+
+TEST(Scratchpad, SummationStepsHoldEveryComponent) {
+  const Example e = SampleWith("summation", "icovr", 3, 5);
+  Rng rng(5);
+  const Example plain = CreateTask("summation", {})->Sample(3, rng);
+  ASSERT_EQ(e.input, plain.input) << "the scratchpad leaves the input as it is";
+  const int v1 = e.input[0], v2 = e.input[2], v3 = e.input[4];
+  const int s1 = v1 % 10, s2 = (s1 + v2) % 10, s3 = (s2 + v3) % 10;
+  const Markers m(10);
+  const std::vector<int> expected = {
+      m.step, m.in, v1, m.comp, 0,  m.plus, v1, m.out, s1, m.var, s1, m.rem, v2, v3,  // step 1
+      m.step, m.in, v2, m.comp, s1, m.plus, v2, m.out, s2, m.var, s2, m.rem, v3,      // step 2
+      m.step, m.in, v3, m.comp, s2, m.plus, v3, m.out, s3, m.var, s3, m.rem,          // step 3
+      m.ans,  s3};
+  EXPECT_EQ(e.output, expected);
+  EXPECT_EQ(s3, plain.output.back()) << "the answer is the plain task's";
+  EXPECT_EQ(std::count(e.output_scored.begin(), e.output_scored.end(), 1),
+            static_cast<long>(e.output.size()))
+      << "every step token is trained on";
+  EXPECT_EQ(std::count(e.output_graded.begin(), e.output_graded.end(), 1), 1);
+  EXPECT_EQ(e.output_graded.back(), 1) << "only the answer is graded";
+}
+
+TEST(Scratchpad, ParityComponentsCanBeSwitchedOff) {
+  const Example e = SampleWith("parity", "cv", 4, 9);
+  const Markers m(2);
+  std::vector<int> expected;
+  int p = 0;
+  for (int b : e.input) {
+    expected.insert(expected.end(), {m.step, m.comp, p, m.plus, b});
+    p ^= b;
+    expected.insert(expected.end(), {m.var, p});
+  }
+  expected.insert(expected.end(), {m.ans, p == 0 ? 1 : 0});  // 1 = an even number of ones
+  EXPECT_EQ(e.output, expected);
+  EXPECT_EQ(CreateTask("parity", TaskOptions(0, "cv"))->OutputAlphabet(), 2 + 8);
+}
+
+TEST(Scratchpad, BatchesTrainOnTheStepsAndGradeTheAnswerAndEndToken) {
+  const auto task = CreateTask("summation", TaskOptions(0, "io"));
+  const SequenceLayout layout(*task, Layout::kDecoder);
+  Rng rng(3);
+  for (int n : {1, 4, 9}) {
+    const Batch b = layout.MakeBatch(n, 6, rng);  // throws if two examples differ in length
+    EXPECT_EQ(b.T, layout.SequenceLengthFor(n));
+    for (int s = 0; s < b.B; ++s) {
+      const long row = static_cast<long>(s) * b.T;
+      long trained = 0, graded = 0;
+      for (int t = 0; t < b.T; ++t) {
+        trained += b.mask[row + t];
+        graded += b.graded[row + t];
+        EXPECT_TRUE(!b.graded[row + t] || b.mask[row + t]) << "a graded token is trained on";
+      }
+      EXPECT_EQ(trained, b.T - b.prompt + 1) << "every output token and the end token";
+      EXPECT_EQ(graded, 2) << "the answer and the end token";
+      EXPECT_TRUE(b.graded[row + b.T - 1] && b.graded[row + b.T - 2]);
+    }
+  }
+}
+
+TEST(Scratchpad, WithoutAScratchpadEverythingTrainedOnIsGraded) {
+  const auto task = CreateTask("summation", {});
+  const SequenceLayout layout(*task, Layout::kDecoder);
+  Rng rng(4);
+  const Batch b = layout.MakeBatch(5, 4, rng);
+  EXPECT_EQ(b.graded, b.mask);
+}
+
+TEST(Scratchpad, BadComponentsAndTasksWithoutOneAreInputErrors) {
+  for (const char* bad : {"x", "ci", "ii", "icovrx"}) {
+    try {
+      CreateTask("parity", TaskOptions(0, bad));
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("task.scratchpad"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("in that order"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    CreateTask("copy", TaskOptions(0, "io"));
+    ADD_FAILURE() << "copy has no scratchpad";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("summation, parity"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ValidScratchpadComponents("icovr"));
+  EXPECT_TRUE(ValidScratchpadComponents("r"));
+  EXPECT_FALSE(ValidScratchpadComponents(""));
+}
+
+}  // namespace
+}  // namespace lexp
