@@ -1,5 +1,6 @@
 #include "experiments/tasks/scratchpad.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -14,36 +15,60 @@ constexpr char kComponents[] = "icovr";
 // The markers after the task's answer symbols.
 enum Marker { kStep, kInput, kComputation, kOutput, kVariable, kRemaining, kPlus, kAnswer, kCount };
 
-// One left-to-right pass: the operands read from the input, the state before and after each step.
+// One step of a left-to-right pass, each component's symbols (markers excluded; `computation`
+// holds its operands, PLUS written between them).
+struct Step {
+  std::vector<int> input, operands, remaining;
+  int output = 0, variable = 0;
+};
+
 struct Pass {
-  std::vector<int> operands;  // v_k or b_k
-  std::vector<int> state;     // state[k] = after k steps (state[0] = 0)
-  std::vector<int> output;    // the step's output digit
-  int answer = 0;
+  std::vector<Step> steps;
+  std::vector<int> answer;
 };
 
 Pass SummationPass(const Example& e) {
+  std::vector<int> v;
+  for (size_t t = 0; t < e.input.size(); t += 2) v.push_back(e.input[t]);  // v, '+', v, ...
   Pass p;
-  for (size_t t = 0; t < e.input.size(); t += 2) p.operands.push_back(e.input[t]);  // v, '+', v...
-  p.state.push_back(0);
-  for (int v : p.operands) {
-    const int out = (p.state.back() + v) % 10;
-    p.output.push_back(out);
-    p.state.push_back(out);
+  int s = 0;
+  for (size_t k = 0; k < v.size(); ++k) {
+    const int next = (s + v[k]) % 10;
+    p.steps.push_back({{v[k]}, {s, v[k]}, {v.begin() + k + 1, v.end()}, next, next});
+    s = next;
   }
-  p.answer = e.output.back();
+  p.answer = e.output;
   return p;
 }
 
 Pass ParityPass(const Example& e) {
   Pass p;
-  p.operands = e.input;
-  p.state.push_back(0);
-  for (int b : p.operands) {
-    p.state.push_back(p.state.back() ^ b);
-    p.output.push_back(p.state.back());
+  int parity = 0;
+  for (size_t k = 0; k < e.input.size(); ++k) {
+    const int b = e.input[k], next = parity ^ b;
+    p.steps.push_back({{b}, {parity, b}, {e.input.begin() + k + 1, e.input.end()}, next, next});
+    parity = next;
   }
-  p.answer = e.output.back();
+  p.answer = e.output;
+  return p;
+}
+
+// Digits from the least significant: a_j b_j and the carry in; the step's sum digit is the output,
+// the carry out the variable; the digits not yet added (both operands' prefixes) remain.
+Pass AdditionPass(const Example& e) {
+  const int n = static_cast<int>(e.input.size() - 1) / 2;
+  const std::vector<int> a(e.input.begin(), e.input.begin() + n),
+      b(e.input.begin() + n + 1, e.input.end());
+  Pass p;
+  int carry = 0;
+  for (int j = n - 1; j >= 0; --j) {
+    const int t = a[j] + b[j] + carry;
+    Step st{{a[j], b[j]}, {a[j], b[j], carry}, {a.begin(), a.begin() + j}, t % 10, t / 10};
+    st.remaining.insert(st.remaining.end(), b.begin(), b.begin() + j);
+    p.steps.push_back(std::move(st));
+    carry = t / 10;
+  }
+  p.answer = e.output;
   return p;
 }
 
@@ -62,40 +87,51 @@ class ScratchpadTask final : public Task {
 
  private:
   Example WithSteps(const Example& e) const {
-    const Pass p = base_->Name() == "summation" ? SummationPass(e) : ParityPass(e);
+    const std::string& name = base_->Name();
+    const Pass p = name == "summation" ? SummationPass(e)
+                   : name == "parity"  ? ParityPass(e)
+                                       : AdditionPass(e);
     const int base = base_->OutputAlphabet();
     auto mark = [&](Marker m) { return base + m; };
     Example out;
     out.input = e.input;
-    const int n = static_cast<int>(p.operands.size());
-    for (int k = 0; k < n; ++k) {
+    auto put = [&](Marker m, const std::vector<int>& symbols) {
+      out.output.push_back(mark(m));
+      out.output.insert(out.output.end(), symbols.begin(), symbols.end());
+    };
+    for (const Step& st : p.steps) {
       out.output.push_back(mark(kStep));
       for (char c : components_) {
         switch (c) {
           case 'i':
-            out.output.insert(out.output.end(), {mark(kInput), p.operands[k]});
+            put(kInput, st.input);
             break;
-          case 'c':
-            out.output.insert(out.output.end(),
-                              {mark(kComputation), p.state[k], mark(kPlus), p.operands[k]});
+          case 'c': {
+            out.output.push_back(mark(kComputation));
+            for (size_t k = 0; k < st.operands.size(); ++k) {
+              if (k) out.output.push_back(mark(kPlus));
+              out.output.push_back(st.operands[k]);
+            }
             break;
+          }
           case 'o':
-            out.output.insert(out.output.end(), {mark(kOutput), p.output[k]});
+            put(kOutput, {st.output});
             break;
           case 'v':
-            out.output.insert(out.output.end(), {mark(kVariable), p.state[k + 1]});
+            put(kVariable, {st.variable});
             break;
           case 'r':
-            out.output.push_back(mark(kRemaining));
-            out.output.insert(out.output.end(), p.operands.begin() + k + 1, p.operands.end());
+            put(kRemaining, st.remaining);
             break;
         }
       }
     }
-    out.output.insert(out.output.end(), {mark(kAnswer), p.answer});
+    const size_t answer_at = out.output.size() + 1;
+    put(kAnswer, p.answer);
     out.output_scored.assign(out.output.size(), 1);
     out.output_graded.assign(out.output.size(), 0);
-    out.output_graded.back() = 1;  // the answer (the end token after it is graded by the layout)
+    // The answer is graded (the end token after it by the layout).
+    std::fill(out.output_graded.begin() + answer_at, out.output_graded.end(), 1);
     return out;
   }
 
@@ -105,7 +141,7 @@ class ScratchpadTask final : public Task {
 
 }  // namespace
 
-const char* ScratchpadTasks() { return "summation, parity"; }
+const char* ScratchpadTasks() { return "addition, summation, parity"; }
 
 bool ValidScratchpadComponents(const std::string& components) {
   if (components.empty()) return false;
@@ -124,9 +160,10 @@ std::unique_ptr<Task> WithScratchpad(std::unique_ptr<Task> base, const std::stri
                        "\": the components are a subset of i (input), c (computation), o "
                        "(output), v (variable update), r (remaining input), in that order, e.g. "
                        "\"icovr\" or \"cv\"");
-  LEXP_INPUT_CHECK(base->Name() == "summation" || base->Name() == "parity",
-                   "task.scratchpad: task '" + base->Name() +
-                       "' has no scratchpad; it is defined for " + ScratchpadTasks());
+  LEXP_INPUT_CHECK(
+      base->Name() == "addition" || base->Name() == "summation" || base->Name() == "parity",
+      "task.scratchpad: task '" + base->Name() + "' has no scratchpad; it is defined for " +
+          ScratchpadTasks());
   return std::make_unique<ScratchpadTask>(std::move(base), components);
 }
 

@@ -15,6 +15,12 @@
 //   then ANS and the answer. s_0 = p_0 = 0. For summation the output and the updated variable hold
 //   the same digit (the sum is its own state), as in the paper's summation scratchpad.
 //
+//   addition (a + b on n digits each, answer the n + 1 digits of the sum), from the least
+//   significant digit j = n-1 down to 0, carry c_n = 0:
+//       i  I a_j b_j      c  C a_j PLUS b_j PLUS c_(j+1)      o  O (a_j + b_j + c_(j+1)) mod 10
+//       v  V c_j (the carry out)      r  R a_0 ... a_(j-1) b_0 ... b_(j-1)
+//   then ANS and the n + 1 digits of the sum, all graded.
+//
 // Output symbols: the task's own answer symbols, then the markers STEP I C O V R PLUS ANS. Every
 // step token is scored (trained on), only the answer is graded (Example::output_graded). A
 // scratchpad has the same length for every example of one n (n steps), so batches keep one shape.
@@ -30,7 +36,7 @@
 namespace lexp {
 
 // The tasks a scratchpad is defined for.
-const char* ScratchpadTasks();  // "summation, parity"
+const char* ScratchpadTasks();  // "addition, summation, parity"
 
 // True when `components` is a subset of "icovr" written in that order, not empty.
 bool ValidScratchpadComponents(const std::string& components);

@@ -206,7 +206,7 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
       {"a scratchpad for a task without one",
        {"run", "RECIPE", "--set", "task.scratchpad=icovr"},
        2,
-       "has no scratchpad; it is defined for summation, parity"},
+       "has no scratchpad; it is defined for addition, summation, parity"},
       {"a negative evaluation interval",
        {"run", "RECIPE", "--set", "train.eval_every=-1"},
        2,

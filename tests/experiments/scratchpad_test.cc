@@ -69,6 +69,29 @@ TEST(Scratchpad, ParityComponentsCanBeSwitchedOff) {
   EXPECT_EQ(CreateTask("parity", TaskOptions(0, "cv"))->OutputAlphabet(), 2 + 8);
 }
 
+TEST(Scratchpad, AdditionStepsCarryFromTheLeastSignificantDigit) {
+  const Example e = SampleWith("addition", "icovr", 2, 11);
+  Rng rng(11);
+  const Example plain = CreateTask("addition", {})->Sample(2, rng);
+  ASSERT_EQ(e.input, plain.input);
+  const int a0 = e.input[0], a1 = e.input[1], b0 = e.input[3], b1 = e.input[4];
+  const int t1 = a1 + b1, c1 = t1 / 10, t0 = a0 + b0 + c1, c0 = t0 / 10;
+  const Markers m(10);
+  std::vector<int> expected = {
+      m.step, m.in,  a1,      b1,    m.comp, a1,    m.plus, b1, m.plus,
+      0,      m.out, t1 % 10, m.var, c1,     m.rem, a0,     b0,  // step 1: the last digits; a0 and
+                                                                 // b0 remain
+      m.step, m.in,  a0,      b0,    m.comp, a0,    m.plus, b0, m.plus,
+      c1,     m.out, t0 % 10, m.var, c0,     m.rem, m.ans};
+  expected.insert(expected.end(), plain.output.begin(), plain.output.end());
+  EXPECT_EQ(e.output, expected);
+  EXPECT_EQ(plain.output, (std::vector<int>{c0, t0 % 10, t1 % 10})) << "the sum's digits";
+  EXPECT_EQ(std::count(e.output_graded.begin(), e.output_graded.end(), 1), 3)
+      << "the n + 1 digits of the answer";
+  EXPECT_TRUE(std::equal(e.output_graded.end() - 3, e.output_graded.end(),
+                         std::vector<uint8_t>{1, 1, 1}.begin()));
+}
+
 TEST(Scratchpad, BatchesTrainOnTheStepsAndGradeTheAnswerAndEndToken) {
   const auto task = CreateTask("summation", TaskOptions(0, "io"));
   const SequenceLayout layout(*task, Layout::kDecoder);
@@ -113,7 +136,8 @@ TEST(Scratchpad, BadComponentsAndTasksWithoutOneAreInputErrors) {
     CreateTask("copy", TaskOptions(0, "io"));
     ADD_FAILURE() << "copy has no scratchpad";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("summation, parity"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("addition, summation, parity"), std::string::npos)
+        << e.what();
   }
   EXPECT_TRUE(ValidScratchpadComponents("icovr"));
   EXPECT_TRUE(ValidScratchpadComponents("r"));
