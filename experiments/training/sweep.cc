@@ -357,7 +357,7 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
   };
   w.root().SetAttr("tasks", join(tasks));
   w.root().SetAttr("encodings", join(labels));  // with the key-sweep suffix when there is one
-  if (!cfg.SweepKey().empty()) w.root().SetAttr("sweep", cfg.sweep_key);
+  if (!cfg.SweepKey().empty()) w.root().SetAttr("sweep", cfg.SweepKey());
   w.root().SetAttr("seeds", join(seeds));
   w.root().SetAttr("train_max_length", cfg.train_max_length);
   int M = 0;

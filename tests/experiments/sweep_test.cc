@@ -187,6 +187,7 @@ TEST(Sweep, NamedVariantsTrainOneModelPerVariantWithAllItsOverrides) {
   h5::Reader s((dir / "summary.h5").string());
   EXPECT_EQ(s.root().AttrString("encodings"),
             "nope-plain,rope-plain,nope-slow,rope-slow,nope-lora,rope-lora");
+  EXPECT_EQ(s.root().AttrString("sweep"), "run.variants");
   std::filesystem::remove_all(dir);
 }
 
