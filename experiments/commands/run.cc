@@ -69,10 +69,10 @@ class RunCommand final : public Command {
       // What the run will write, as TOML comments (the plan's rows).
       std::string files = "\n# files this run writes (lexp plan lists them as rows):\n";
       for (const auto& row : SweepPlan(cfg, out_dir)) files += "#   " + row.file + "\n";
-      files += "#   " + PlanDirectory(out_dir) + "/, figures/ beside the run files" +
-               (cfg.tasks.empty() && cfg.seeds.empty() && cfg.SweepKey().empty()
-                    ? std::string("\n")
-                    : ", " + (std::filesystem::path(out_dir) / "summary.h5").string() + "\n");
+      files +=
+          "#   " + PlanDirectory(out_dir) + "/, figures/ beside the run files" +
+          (!cfg.IsSweep() ? std::string("\n")
+                          : ", " + (std::filesystem::path(out_dir) / "summary.h5").string() + "\n");
       std::fputs(files.c_str(), stdout);
       return 0;
     }

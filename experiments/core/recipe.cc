@@ -270,8 +270,8 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.tasks},
       {"task.scratchpad",
        "scratchpad before the answer (Kazemnejad et al. 2023; addition, summation, parity): "
-       "components "
-       "among i (input), c (computation), o (output), v (variable update), r (remaining input), "
+       "components among i (input), c (computation), o (output), v (variable update), r (remaining "
+       "input), "
        "in that order, e.g. \"icovr\"; trained on, only the answer graded (\"\" = none)",
        &c.task_scratchpad},
       {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,

@@ -139,6 +139,8 @@ struct RecipeConfig {
   std::vector<Variant> Variants() const;
   // What the sweep varies: run.sweep's key, "run.variants", or "" (no sweep).
   std::string SweepKey() const { return !variants.empty() ? "run.variants" : sweep_key; }
+  // Whether the recipe trains a sweep (tasks, seeds, a key or variants): it then has summary.h5.
+  bool IsSweep() const { return !tasks.empty() || !seeds.empty() || !SweepKey().empty(); }
   // Whether the sweep changes this encoding's model: every encoding, except that a key
   // encoding_options.<e>.<option> changes only e's. An encoding the sweep does not change is
   // trained once, without the suffix (nope.h5 beside rope-base500.h5, rope-base10000.h5). Named

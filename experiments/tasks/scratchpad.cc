@@ -72,10 +72,20 @@ Pass AdditionPass(const Example& e) {
   return p;
 }
 
+// The tasks a scratchpad is defined for, each with its pass: the one list the check, the message
+// and the steps read.
+using PassOf = Pass (*)(const Example&);
+struct ScratchpadKind {
+  const char* task;
+  PassOf pass;
+};
+constexpr ScratchpadKind kKinds[] = {
+    {"addition", AdditionPass}, {"summation", SummationPass}, {"parity", ParityPass}};
+
 class ScratchpadTask final : public Task {
  public:
-  ScratchpadTask(std::unique_ptr<Task> base, std::string components)
-      : base_(std::move(base)), components_(std::move(components)) {}
+  ScratchpadTask(std::unique_ptr<Task> base, std::string components, PassOf pass)
+      : base_(std::move(base)), components_(std::move(components)), pass_(pass) {}
   std::string Name() const override { return base_->Name(); }
   int InputAlphabet() const override { return base_->InputAlphabet(); }
   int OutputAlphabet() const override { return base_->OutputAlphabet() + kCount; }
@@ -87,10 +97,7 @@ class ScratchpadTask final : public Task {
 
  private:
   Example WithSteps(const Example& e) const {
-    const std::string& name = base_->Name();
-    const Pass p = name == "summation" ? SummationPass(e)
-                   : name == "parity"  ? ParityPass(e)
-                                       : AdditionPass(e);
+    const Pass p = pass_(e);
     const int base = base_->OutputAlphabet();
     auto mark = [&](Marker m) { return base + m; };
     Example out;
@@ -137,11 +144,16 @@ class ScratchpadTask final : public Task {
 
   std::unique_ptr<Task> base_;
   std::string components_;
+  PassOf pass_;
 };
 
 }  // namespace
 
-const char* ScratchpadTasks() { return "addition, summation, parity"; }
+std::string ScratchpadTasks() {
+  std::string names;
+  for (const ScratchpadKind& k : kKinds) names += (names.empty() ? "" : ", ") + std::string(k.task);
+  return names;
+}
 
 bool ValidScratchpadComponents(const std::string& components) {
   if (components.empty()) return false;
@@ -160,11 +172,11 @@ std::unique_ptr<Task> WithScratchpad(std::unique_ptr<Task> base, const std::stri
                        "\": the components are a subset of i (input), c (computation), o "
                        "(output), v (variable update), r (remaining input), in that order, e.g. "
                        "\"icovr\" or \"cv\"");
-  LEXP_INPUT_CHECK(
-      base->Name() == "addition" || base->Name() == "summation" || base->Name() == "parity",
-      "task.scratchpad: task '" + base->Name() + "' has no scratchpad; it is defined for " +
-          ScratchpadTasks());
-  return std::make_unique<ScratchpadTask>(std::move(base), components);
+  for (const ScratchpadKind& k : kKinds)
+    if (base->Name() == k.task)
+      return std::make_unique<ScratchpadTask>(std::move(base), components, k.pass);
+  FailInput("task.scratchpad: task '" + base->Name() + "' has no scratchpad; it is defined for " +
+            ScratchpadTasks());
 }
 
 }  // namespace lexp

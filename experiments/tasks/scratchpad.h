@@ -36,7 +36,7 @@
 namespace lexp {
 
 // The tasks a scratchpad is defined for.
-const char* ScratchpadTasks();  // "addition, summation, parity"
+std::string ScratchpadTasks();  // "addition, summation, parity"
 
 // True when `components` is a subset of "icovr" written in that order, not empty.
 bool ValidScratchpadComponents(const std::string& components);

@@ -286,8 +286,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
     for (const auto& dir : dirs)
       if (fs::exists(dir))
         for (const auto& png : DrawAllFigures(dir)) say("figure: " + png);
-  const bool sweep = !cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.SweepKey().empty();
-  if (sweep) {
+  if (cfg.IsSweep()) {
     const std::string summary = WriteSweepSummary(cfg, res.runs, run_dir);
     say("summary: " + summary);
     if (figures) say("figure: " + DrawScoreTable(summary));

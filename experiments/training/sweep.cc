@@ -265,7 +265,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
       for (const auto& png : DrawAllFigures(dir))
         if (opt.progress) opt.progress("figure: " + png);
   }
-  if (!cfg.tasks.empty() || !cfg.seeds.empty() || !cfg.SweepKey().empty()) {
+  if (cfg.IsSweep()) {
     const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
     if (opt.progress) opt.progress("summary: " + summary);
     if (opt.figures) {

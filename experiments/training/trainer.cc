@@ -74,7 +74,7 @@ class Runner {
  public:
   Runner(const RecipeConfig& cfg, const std::string& encoding, const RunOptions& opt)
       : cfg_(cfg), encoding_(encoding), opt_(opt), parts_(AssembleModel(cfg, encoding)) {
-    if (parts_.pattern && cfg.pattern_when != "eval") model_->set_pattern(parts_.pattern.get());
+    UseTrainingPattern();
     opt_cfg_ = cfg.Optimizer();
     adam_ = std::make_unique<AdamW<float>>(opt_cfg_);
   }
@@ -317,8 +317,7 @@ class Runner {
   // pattern; the next step recomputes every activation, so its bits do not depend on this.
   void EvaluateDuringTraining(long steps_done) {
     if (lora_) lora_->Merge();
-    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
-                                                                       : nullptr);
+    UseEvaluationPattern();
     std::string line = fmt::format("evaluation at step {}:", steps_done);
     for (int n : cfg_.EvalEveryLengths()) {
       LengthStreams st = EvalStreams(cfg_.seed, n);
@@ -331,15 +330,24 @@ class Runner {
       line += fmt::format("  n={} loss {:.4f} accuracy {:.3f}", n, r.loss, r.token_accuracy);
     }
     Say(line);
+    UseTrainingPattern();
+  }
+
+  // The recipe's pattern where it applies: in training unless pattern_when = "eval", in evaluation
+  // and probes unless it is "train" (the model's own causal or bidirectional mask otherwise).
+  void UseTrainingPattern() {
     model_->set_pattern(parts_.pattern && cfg_.pattern_when != "eval" ? parts_.pattern.get()
                                                                       : nullptr);
+  }
+  void UseEvaluationPattern() {
+    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
+                                                                       : nullptr);
   }
 
   // Evaluation and probe both run under the evaluation pattern (if the recipe has one; a
   // training-only pattern is removed).
   void EvaluateAndProbe() {
-    model_->set_pattern(parts_.pattern && cfg_.pattern_when != "train" ? parts_.pattern.get()
-                                                                       : nullptr);
+    UseEvaluationPattern();
     Evaluate();
     Probe();
   }
