@@ -88,8 +88,8 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   const double C = c.model.d_model, H = c.model.n_heads, L = c.model.n_layers, V = layout.Vocab();
   const double F = c.model.d_ff > 0 ? c.model.d_ff : 4 * C;
   // Values kept per token row in a forward pass: per layer its cache (LayerNorm inputs and outputs,
-  // q|k|v before and after site 3, attention output, residual, MLP in, pre/post GELU, scratch), the
-  // residual streams, the final norm and the logits.
+  // q|k|v before and after site 3, attention output, residual, MLP in, GELU output and slope,
+  // scratch), the residual streams, the final norm and the logits.
   const double per_row = L * (13 * C + 2 * F) + (L + 1) * C + 2 * C + V;
   auto tokens = [&](int n) { return static_cast<double>(layout.SequenceLengthFor(n)); };
 

@@ -158,60 +158,95 @@ void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, int B, int T, long strid
   });
 }
 
-// The block before attention: a_in = LN1(x) (pre-LN) or x, and the fused projection c.qkv.
+// The block before attention, one chunk of rows at a time in one parallel region: a_in = LN1(x)
+// (pre-LN) or x, the fused projection c.qkv, and (split) its q, k and v columns copied out.
 template <typename S>
-void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c) {
+void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split) {
   auto& p = p_.blocks[l];
-  const Mat<S>* a_in = &x_in;
-  if (cfg_.pre_ln) {
-    LayerNormForward(x_in, p.ln1, c.a_in, c.ln1);
-    a_in = &c.a_in;
+  const long N = x_in.rows(), C = cfg_.d_model;
+  const Mat<S>& a_in = cfg_.pre_ln ? c.a_in : x_in;
+  if (cfg_.pre_ln) LayerNormResize(x_in, c.a_in, c.ln1);
+  Resize(c.qkv, N, 3 * C);
+  if (split) {
+    Resize(c.q, N, C);
+    Resize(c.k, N, C);
+    Resize(c.v, N, C);
   }
-  LinearForward(*a_in, p.qkv, c.qkv);
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    const long n = r1 - r0;
+    if (cfg_.pre_ln) LayerNormRows(x_in, p.ln1, c.a_in, c.ln1, r0, r1);
+    LinearRows(a_in.data() + r0 * C, n, p.qkv, c.qkv.data() + r0 * 3 * C);
+    if (split) {
+      const auto rows = c.qkv.middleRows(r0, n);
+      c.q.middleRows(r0, n) = rows.leftCols(C);
+      c.k.middleRows(r0, n) = rows.middleCols(C, C);
+      c.v.middleRows(r0, n) = rows.rightCols(C);
+    }
+  });
 }
 
 // The block after attention, from its output c.att: projection, residual, MLP, residual (pre-LN:
 // x_mid = x + proj, x_out = x_mid + MLP(LN2(x_mid)); post-LN: x_mid = LN1(x + proj),
-// x_out = LN2(x_mid + MLP(x_mid))). x_out may be x_in itself.
+// x_out = LN2(x_mid + MLP(x_mid))). Every step is row by row, so the whole block runs one chunk of
+// rows at a time in one parallel region, each chunk's rows in cache from the projection to the
+// last residual. x_out may be x_in itself.
 template <typename S>
 void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                                          bool keep_for_backward) {
   auto& p = p_.blocks[l];
-  const long N = x_in.rows(), C = cfg_.d_model;
-  LinearForward(c.att, p.proj, c.tmp);
-  if (capture_sites_ && c.attn.capture_logits) c.attn_out = c.tmp;
+  const long N = x_in.rows(), C = cfg_.d_model, F = cfg_.FF();
+  const bool keep_branches = capture_sites_ && c.attn.capture_logits;
   // Without a backward pass nothing between the sums is kept: pre-LN sums straight into x_out and
-  // normalises into LN1's output (free by now), and the MLP runs a chunk of rows at a time. The
-  // sums are the same.
+  // normalises into LN1's output (free by now), and the MLP keeps no hidden rows. The sums are the
+  // same.
   const bool lean = !keep_for_backward;
   Mat<S>& mid = cfg_.pre_ln && lean ? x_out : c.x_mid;
   Mat<S>& m_in = cfg_.pre_ln && lean ? c.a_in : c.m_in;
+  Resize(c.tmp, N, C);
   Resize(mid, N, C);
   if (cfg_.pre_ln) {
-    mid = x_in + c.tmp;
-    LayerNormForward(mid, p.ln2, m_in, c.ln2);
+    LayerNormResize(mid, m_in, c.ln2);
   } else {
-    c.tmp += x_in;
-    LayerNormForward(c.tmp, p.ln1, c.x_mid, c.ln1);
-    c.m_in = c.x_mid;
+    LayerNormResize(c.tmp, c.x_mid, c.ln1);
+    Resize(c.m_in, N, C);
+    Resize(c.a_in, N, C);
+    LayerNormResize(c.a_in, x_out, c.ln2);
   }
-  if (lean) {
-    MlpForwardInChunks(m_in, p.fc1, p.fc2, mlp_hidden_, c.tmp);
-  } else {
-    LinearForward(m_in, p.fc1, c.f1);
-    GeluForward(c.f1, c.g);
-    LinearForward(c.g, p.fc2, c.tmp);
+  if (!lean) {
+    Resize(c.g, N, F);
+    Resize(c.gelu_slope, N, F);
   }
-  if (capture_sites_ && c.attn.capture_logits) c.mlp_out = c.tmp;
+  if (keep_branches) {
+    Resize(c.attn_out, N, C);
+    Resize(c.mlp_out, N, C);
+  }
   Resize(x_out, N, C);
-  if (cfg_.pre_ln) {
-    x_out = mid + c.tmp;
-  } else {
-    c.tmp += c.x_mid;
-    // c.a_in is free in post-LN (attention reads x_in); use it as LN2's input copy.
-    c.a_in = c.tmp;
-    LayerNormForward(c.a_in, p.ln2, x_out, c.ln2);
-  }
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    const long n = r1 - r0;
+    auto rows = [&](Mat<S>& m) { return m.middleRows(r0, n); };
+    LinearRows(c.att.data() + r0 * C, n, p.proj, c.tmp.data() + r0 * C);
+    if (keep_branches) rows(c.attn_out) = rows(c.tmp);
+    if (cfg_.pre_ln) {
+      rows(mid) = x_in.middleRows(r0, n) + rows(c.tmp);
+      LayerNormRows(mid, p.ln2, m_in, c.ln2, r0, r1);
+    } else {
+      rows(c.tmp) += x_in.middleRows(r0, n);
+      LayerNormRows(c.tmp, p.ln1, c.x_mid, c.ln1, r0, r1);
+      rows(c.m_in) = rows(c.x_mid);
+    }
+    MlpRows(m_in.data() + r0 * C, n, p.fc1, p.fc2, mlp_hidden_.local(),
+            lean ? nullptr : c.g.data() + r0 * F, lean ? nullptr : c.gelu_slope.data() + r0 * F,
+            c.tmp.data() + r0 * C);
+    if (keep_branches) rows(c.mlp_out) = rows(c.tmp);
+    if (cfg_.pre_ln) {
+      rows(x_out) = rows(mid) + rows(c.tmp);
+    } else {
+      rows(c.tmp) += rows(c.x_mid);
+      // c.a_in is free in post-LN (attention reads x_in); it holds LN2's input.
+      rows(c.a_in) = rows(c.tmp);
+      LayerNormRows(c.a_in, p.ln2, x_out, c.ln2, r0, r1);
+    }
+  });
 }
 
 template <typename S>
@@ -221,14 +256,7 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
   const bool capture = cache_[l].attn.capture_logits;
   const bool keep = training || capture;
   auto& c = keep ? cache_[l] : cache_[0];
-  const long N = x_in.rows(), C = cfg_.d_model;
-  BlockQkv(l, x_in, c);
-  Resize(c.q, N, C);
-  Resize(c.k, N, C);
-  Resize(c.v, N, C);
-  c.q = c.qkv.leftCols(C);
-  c.k = c.qkv.middleCols(C, C);
-  c.v = c.qkv.rightCols(C);
+  BlockQkv(l, x_in, c, /*split=*/true);
   if (enc_->Uses(kSiteQKTransform)) {
     ApplyQKTransform(l, c.q, B_, T_, T_, pos_, true, false);
     ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
@@ -277,8 +305,12 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     d_x = d_mid_;  // d_x now holds d(r2) = gradient of x_mid + MLP(x_mid)
   }
   const Mat<S>& d_y2 = d_x;
-  LinearBackward(c.g, p.fc2, d_y2, &d_g_, g.fc2, GradWrite::kOverwrite, &linear_scratch_);
-  GeluBackward(c.f1, d_g_, d_big_);
+  // d_big = (d_y2 W2^T) * GELU's slope, each chunk of rows multiplied as soon as it is written.
+  LinearBackward(c.g, p.fc2, d_y2, &d_big_, g.fc2, GradWrite::kOverwrite, &linear_scratch_,
+                 [&](long r0, long r1) {
+                   d_big_.middleRows(r0, r1 - r0).array() *=
+                       c.gelu_slope.middleRows(r0, r1 - r0).array();
+                 });
   if (cfg_.pre_ln) {
     LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_);
     LayerNormBackward(p.ln2, c.ln2, d_h_, d_mid_, g.ln2);
@@ -357,7 +389,7 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
   auto& c = dec_c_;
   const int B = dec_B_, T = t0 + n, H = cfg_.n_heads, D = cfg_.HeadDim();
   const long C = cfg_.d_model, cap = dec_cap_;
-  BlockQkv(l, x, c);  // [B*n, 3C]
+  BlockQkv(l, x, c, /*split=*/false);  // [B*n, 3C]
   for (int b = 0; b < B; ++b)
     for (int r = 0; r < n; ++r) {
       const long src = static_cast<long>(b) * n + r, dst = b * cap + t0 + r;

@@ -59,7 +59,8 @@ struct BlockCache {
   Mat<S> att;    // [N, C] attention output before the projection
   Mat<S> x_mid;  // [N, C] residual stream after attention (post-LN: after LN1)
   Mat<S> m_in;   // [N, C] MLP input
-  Mat<S> f1, g;  // [N, F] pre- and post-GELU
+  Mat<S> g;           // [N, F] the MLP's hidden activations, after the GELU (training)
+  Mat<S> gelu_slope;  // [N, F] GELU's slope at its input, which backward multiplies by
   Mat<S> tmp;    // [N, C] scratch
   // Kept by a pass that captures sites only: the attention and MLP branches' outputs [N, C]
   // before they join the residual stream.
@@ -125,7 +126,7 @@ class Transformer {
     return pattern_override_ ? *pattern_override_ : pattern_;
   }
   void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
-  void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c);
+  void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split);
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
@@ -149,7 +150,7 @@ class Transformer {
   std::vector<BlockCache<S>> cache_;
   Mat<S> hf_;  // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;
-  Mat<S> d_x_, d_h_, d_mid_, d_big_, d_g_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
+  Mat<S> d_x_, d_h_, d_mid_, d_big_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
   LinearScratch<S> linear_scratch_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 

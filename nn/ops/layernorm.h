@@ -24,43 +24,58 @@ struct LayerNormCache {
   Vec<S> rstd;    // [N]
 };
 
+// Sizes y and the cache for x's [N, C]; LayerNormRows then fills any rows of them.
+template <typename S>
+void LayerNormResize(const Mat<S>& x, Mat<S>& y, LayerNormCache<S>& cache) {
+  Resize(y, x.rows(), x.cols());
+  Resize(cache.xhat, x.rows(), x.cols());
+  Resize(cache.rstd, x.rows());
+}
+
+// Rows [r0, r1) of the forward: every row is independent, so a fused pass may call this on the
+// rows it has just produced, with the bits of the whole-matrix pass.
+template <typename S>
+void LayerNormRows(const Mat<S>& x, const LayerNormParams<S>& p, Mat<S>& y,
+                   LayerNormCache<S>& cache, long r0, long r1) {
+  for (long r = r0; r < r1; ++r) {
+    const S mean = x.row(r).mean();
+    const S var = (x.row(r).array() - mean).square().mean();
+    const S rstd = S(1) / std::sqrt(var + S(kLayerNormEps));
+    cache.rstd[r] = rstd;
+    cache.xhat.row(r) = (x.row(r).array() - mean) * rstd;
+    y.row(r) = cache.xhat.row(r).cwiseProduct(p.g) + p.b;
+  }
+}
+
 // x: [N, C] -> y: [N, C]
 template <typename S>
 void LayerNormForward(const Mat<S>& x, const LayerNormParams<S>& p, Mat<S>& y,
                       LayerNormCache<S>& cache) {
-  const long N = x.rows(), C = x.cols();
-  Resize(y, N, C);
-  Resize(cache.xhat, N, C);
-  Resize(cache.rstd, N);
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    for (long r = r0; r < r1; ++r) {
-      const S mean = x.row(r).mean();
-      const S var = (x.row(r).array() - mean).square().mean();
-      const S rstd = S(1) / std::sqrt(var + S(kLayerNormEps));
-      cache.rstd[r] = rstd;
-      cache.xhat.row(r) = (x.row(r).array() - mean) * rstd;
-      y.row(r) = cache.xhat.row(r).cwiseProduct(p.g) + p.b;
-    }
-  });
+  LayerNormResize(x, y, cache);
+  ParallelChunks(x.rows(), kRowGrain,
+                 [&](long r0, long r1) { LayerNormRows(x, p, y, cache, r0, r1); });
 }
 
 // Forward: xhat = (x - mean) * rstd;  y = xhat * g + b.
 // Backward: d_xhat = d_y * g;  d_x += rstd * (d_xhat - mean(d_xhat) - xhat * mean(d_xhat * xhat)).
+// The input gradient of rows [r0, r1) (independent rows; see LayerNormRows).
 template <typename S>
-void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
-                       const Mat<S>& d_y, Mat<S>& d_x, LayerNormParams<S>& d_p) {
+void LayerNormInputGradRows(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
+                            const Mat<S>& d_y, Mat<S>& d_x, long r0, long r1) {
+  for (long r = r0; r < r1; ++r) {
+    const auto d_xhat = d_y.row(r).cwiseProduct(p.g);  // an expression: nothing is allocated
+    const S m1 = d_xhat.mean();
+    const S m2 = d_xhat.cwiseProduct(cache.xhat.row(r)).mean();
+    d_x.row(r).array() += cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
+  }
+}
+
+// d_g += sum_rows d_y * xhat;  d_b += sum_rows d_y. Column chunks keep the summation order fixed,
+// and rows are walked in order with the chunk's columns contiguous.
+template <typename S>
+void LayerNormParamGrad(const LayerNormCache<S>& cache, const Mat<S>& d_y,
+                        LayerNormParams<S>& d_p) {
   const long N = d_y.rows(), C = d_y.cols();
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    for (long r = r0; r < r1; ++r) {
-      const RowVec<S> d_xhat = d_y.row(r).cwiseProduct(p.g);
-      const S m1 = d_xhat.mean();
-      const S m2 = d_xhat.cwiseProduct(cache.xhat.row(r)).mean();
-      d_x.row(r).array() +=
-          cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
-    }
-  });
-  // Parameter gradients reduce over rows: column chunks keep the summation order fixed, and rows
-  // are walked in order with the chunk's columns contiguous.
   ParallelChunks(C, kColGrain, [&](long c0, long c1) {
     const long n = c1 - c0;
     RowVec<S> sg = RowVec<S>::Zero(n), sb = RowVec<S>::Zero(n);
@@ -71,6 +86,15 @@ void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cac
     d_p.g.segment(c0, n) += sg;
     d_p.b.segment(c0, n) += sb;
   });
+}
+
+template <typename S>
+void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
+                       const Mat<S>& d_y, Mat<S>& d_x, LayerNormParams<S>& d_p) {
+  ParallelChunks(d_y.rows(), kRowGrain, [&](long r0, long r1) {
+    LayerNormInputGradRows(p, cache, d_y, d_x, r0, r1);
+  });
+  LayerNormParamGrad(cache, d_y, d_p);
 }
 
 }  // namespace lexp

@@ -58,14 +58,21 @@ struct LinearScratch {
   std::vector<S> partial;  // [groups - 1, in, out] the weight-gradient partials of groups 1...
 };
 
+// No work after a chunk of d_x (LinearBackward's default).
+struct NoRowWork {
+  void operator()(long, long) const {}
+};
+
 // Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y.
 // d_W is summed as d_W + P_0 + P_1 + ... over the row groups g (P_g = x_g^T d_y_g), always in that
 // order, so the bits do not depend on the thread count. d_x may be null when the input needs no
 // gradient. Without scratch, d_x uses the transposed (NT) product and the groups are not split.
-template <typename S>
+// after_dx(r0, r1) runs on the rows of d_x just written, while they are in cache (the next
+// layer's row-wise backward: GELU's slope, say), in the same parallel region.
+template <typename S, typename AfterDx = NoRowWork>
 void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>* d_x,
                     LinearParams<S>& d_p, GradWrite write = GradWrite::kAdd,
-                    LinearScratch<S>* scratch = nullptr) {
+                    LinearScratch<S>* scratch = nullptr, const AfterDx& after_dx = AfterDx()) {
   const long rows = x.rows(), in = p.w.rows(), out = p.w.cols();
   const bool add = write == GradWrite::kAdd;
   if (d_x != nullptr && !add) Resize(*d_x, rows, in);
@@ -88,6 +95,7 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
       Gemm<S>(false, false, r1 - r0, in, out, dy, out, scratch->w_t.data(), in, add, dx, in);
     else
       Gemm<S>(false, true, r1 - r0, in, out, dy, out, p.w.data(), out, add, dx, in);
+    after_dx(r0, r1);
   };
   // Group g's product for columns [c0, c1): into d_W itself for group 0, else into its partial.
   const auto weight_grad = [&](long g, long c0, long c1) {

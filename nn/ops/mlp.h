@@ -1,8 +1,10 @@
-// The MLP of an evaluation pass, y = GELU(x W1 + b1) W2 + b2, one chunk of rows at a time: the
-// [N, F] hidden activations are never held at once (O(rows per chunk x F) per thread instead of
-// O(N x F)), which is most of what evaluating a long sequence would otherwise keep. The chunks and
-// products are those of LinearForward and GeluForward, so y has the same bits as the layer-by-layer
-// pass that training runs.
+// The MLP y = GELU(x W1 + b1) W2 + b2 over a chunk of rows, in one sweep: the chunk's [n, F]
+// hidden rows stay in a per-thread scratch (and in cache) between the two products. Evaluation
+// keeps nothing of them: O(rows per chunk x F) per thread instead of O(N x F), which is most of what
+// evaluating a long sequence would otherwise hold. Training keeps the GELU output (the input of
+// W2's gradient) and GELU's slope (the backward pass multiplies by it). The products are those of
+// LinearForward's chunks and the GELU runs on GeluForward's chunks of rows, so every path has the
+// bits of the layer-by-layer pass.
 #pragma once
 
 #include <tbb/enumerable_thread_specific.h>
@@ -12,22 +14,36 @@
 
 namespace lexp {
 
+inline constexpr long kGeluRows = kRowGrain / 4;  // GeluForward's chunk of rows
+
+// n rows of x [n, C] -> y [n, C] (row strides C and fc2's width); hidden: scratch of >= n x F.
+// g and slope: the rows' [n, F] GELU output and slope (a training pass), or null.
+template <typename S>
+void MlpRows(const S* x, long n, const LinearParams<S>& fc1, const LinearParams<S>& fc2,
+             Mat<S>& hidden, S* g, S* slope, S* y) {
+  const long F = fc1.w.cols();
+  Resize(hidden, kRowGrain, F);
+  LinearRows(x, n, fc1, hidden.data());
+  for (long g0 = 0; g0 < n; g0 += kGeluRows) {
+    const long m = std::min(n - g0, kGeluRows);
+    if (g != nullptr) {
+      GeluWithSlopeRows(hidden.data() + g0 * F, m, F, g + g0 * F, slope + g0 * F);
+    } else {
+      hidden.middleRows(g0, m).array() = GeluOf<S>(hidden.middleRows(g0, m).array());
+    }
+  }
+  LinearRows(g != nullptr ? g : hidden.data(), n, fc2, y);
+}
+
 // x: [N, C] -> y: [N, C]; hidden: per-thread [kRowGrain, F] scratch.
 template <typename S>
 void MlpForwardInChunks(const Mat<S>& x, const LinearParams<S>& fc1, const LinearParams<S>& fc2,
                         tbb::enumerable_thread_specific<Mat<S>>& hidden, Mat<S>& y) {
-  const long F = fc1.w.cols(), C = x.cols(), out = fc2.w.cols();
+  const long C = x.cols(), out = fc2.w.cols();
   Resize(y, x.rows(), out);
   ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-    const long n = r1 - r0;
-    Mat<S>& h = hidden.local();
-    Resize(h, kRowGrain, F);
-    LinearRows(x.data() + r0 * C, n, fc1, h.data());
-    for (long g0 = 0; g0 < n; g0 += kRowGrain / 4) {  // GeluForward's chunks
-      const long m = std::min(n - g0, kRowGrain / 4);
-      h.middleRows(g0, m).array() = GeluOf<S>(h.middleRows(g0, m).array());
-    }
-    LinearRows(h.data(), n, fc2, y.data() + r0 * out);
+    MlpRows(x.data() + r0 * C, r1 - r0, fc1, fc2, hidden.local(), static_cast<S*>(nullptr),
+            static_cast<S*>(nullptr), y.data() + r0 * out);
   });
 }
 

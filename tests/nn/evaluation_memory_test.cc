@@ -66,8 +66,8 @@ TEST(EvaluationForward, MatchesTheTrainingForwardAndKeepsStreamsOnRequest) {
       }
 }
 
-// The evaluation MLP, a chunk of rows at a time, against the layer-by-layer MLP of training: the
-// same bits, for a last chunk that is partial and hidden widths that are and are not a multiple of
+// The MLP a chunk of rows at a time, in evaluation and in training, against the layer-by-layer
+// MLP: the same bits, for a last chunk that is partial and hidden widths that are and are not a multiple of
 // the SIMD width.
 TEST(EvaluationForward, ChunkedMlpHasTheBitsOfTheLayerByLayerOne) {
   for (const long F : {256L, 100L}) {
@@ -92,6 +92,22 @@ TEST(EvaluationForward, ChunkedMlpHasTheBitsOfTheLayerByLayerOne) {
     ASSERT_EQ(got.rows(), N);
     EXPECT_TRUE(got == want) << "F = " << F << ": max difference "
                              << (got - want).cwiseAbs().maxCoeff();
+    // A training pass's chunks also keep the GELU output, with GeluForward's bits, and the slope
+    // that GeluBackward multiplies by.
+    MatF kept_g(N, F), slope(N, F), y(N, C), d_y(N, F), want_dx;
+    fill(d_y);
+    MatF h;
+    for (long r0 = 0; r0 < N; r0 += kRowGrain) {
+      const long n = std::min(N - r0, kRowGrain);
+      MlpRows(x.data() + r0 * C, n, fc1, fc2, h, kept_g.data() + r0 * F, slope.data() + r0 * F,
+              y.data() + r0 * C);
+    }
+    EXPECT_TRUE(kept_g == g) << "F = " << F;
+    EXPECT_TRUE(y == want) << "F = " << F;
+    GeluBackward(f1, d_y, want_dx);
+    const MatF got_dx = d_y.cwiseProduct(slope);
+    EXPECT_LT((got_dx - want_dx).cwiseAbs().maxCoeff(), 1e-6f * d_y.cwiseAbs().maxCoeff())
+        << "F = " << F;
   }
 }
 
