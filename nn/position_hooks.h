@@ -93,6 +93,12 @@ class AttentionPattern {
   virtual double LogitOffset(int /*i*/, int /*j*/, int /*T*/) const { return 0; }
   // True when the keys a query sees depend on the sequence's length (S2-Attn's groups).
   virtual bool DependsOnLength() const { return false; }
+  // Memory keys (HasMemory()): query i reads the keys j < MemoryEnd(i) of its bounds as a cached
+  // memory. They enter its logits and output as any key, but the backward pass sends no gradient
+  // from query i into the states that made them (Transformer-XL's stop-gradient on the cached
+  // segment); the parameters that projected them into keys and values still get theirs.
+  virtual bool HasMemory() const { return false; }
+  virtual int MemoryEnd(int /*i*/) const { return 0; }
   // Largest |EffectiveDistance| over every visible (query, key) pair, given the span of the
   // positions (PositionSpan); patterns that show keys at a fixed distance (LM-Infinite's cap) can
   // exceed the span.

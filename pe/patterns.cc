@@ -5,8 +5,8 @@
 namespace lexp {
 
 const std::vector<std::string>& PatternNames() {
-  static const std::vector<std::string> k = {"full",    "sliding_window", "bca",  "lambda",
-                                             "dilated", "shifted_sparse", "sinks"};
+  static const std::vector<std::string> k = {"full",    "sliding_window", "bca",   "lambda",
+                                             "dilated", "shifted_sparse", "sinks", "recurrence"};
   return k;
 }
 
@@ -67,6 +67,10 @@ std::unique_ptr<AttentionPattern> CreatePattern(const PatternConfig& c) {
     LEXP_INPUT_CHECK(c.window >= 2 && c.window % 2 == 0,
                      "pattern 'bca' needs an even block size >= 2");
     return std::make_unique<BlockwiseCausalPattern>(c.window);
+  }
+  if (c.name == "recurrence") {
+    LEXP_INPUT_CHECK(c.memory >= 0, "pattern 'recurrence' needs a memory >= 0 tokens");
+    return std::make_unique<RecurrencePattern>(c.window, c.memory > 0 ? c.memory : c.window);
   }
   if (c.name == "lambda") {
     LEXP_INPUT_CHECK(c.global >= 0, "pattern 'lambda' needs n_global >= 0");

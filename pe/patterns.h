@@ -22,6 +22,13 @@
 //    cache keeps the first n_sink tokens and the last `window`; positions are reassigned inside the
 //    cache, so once tokens are evicted a sink key j is seen at distance n_sink + window - 1 - j and
 //    a recent key at i - j.
+//  * recurrence(S, M): Transformer-XL's segment recurrence (Dai et al. 2019, arXiv:1901.02860): the
+//    sequence is cut into segments of S tokens, and a query of segment s sees its segment's keys up
+//    to itself and the M keys before the segment (the cached memory), j in [sS - M, i]. In one pass
+//    this is exactly Transformer-XL's segment-by-segment forward: a memory state was computed from
+//    the keys its own query saw, which is what the cache held. The memory keys are read without a
+//    gradient into their states (AttentionPattern::MemoryEnd), Transformer-XL's stop-gradient.
+//    bca(l) is recurrence(l/2, l/2) without the stop-gradient.
 // Patterns are causal. lambda and sinks change distances per key: logit-term encodings read them
 // through AttentionContext::Distance, and rope recomputes the logit of each remapped key at its
 // distance (pe/rope.h); other q/k transforms (xpos) are refused, not approximated.
@@ -39,8 +46,9 @@ namespace lexp {
 
 struct PatternConfig {
   std::string name =
-      "full";      // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
-  int window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window
+      "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks | recurrence
+  int window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window, recurrence S
+  int memory = 0;  // recurrence M (0 = S)
   int global = 0;  // lambda n_global, sinks n_sink
   int limit = 0;   // lambda distance cap (0 = window)
   int heads = 1;   // heads of the model (dilated, shifted_sparse split them)
@@ -82,6 +90,24 @@ class BlockwiseCausalPattern final : public AttentionPattern {
 
  private:
   int half_;
+};
+
+class RecurrencePattern final : public AttentionPattern {
+ public:
+  RecurrencePattern(int segment, int memory)
+      : AttentionPattern(true), segment_(segment), memory_(memory) {}
+  std::string Name() const override { return "recurrence"; }
+  void KeyBounds(int i, int, int* b, int* e) const override {
+    *b = std::max(0, MemoryEnd(i) - memory_);
+    *e = i + 1;
+  }
+  bool HasMemory() const override { return true; }
+  int MemoryEnd(int i) const override { return (i / segment_) * segment_; }
+  int segment() const { return segment_; }
+  int memory() const { return memory_; }
+
+ private:
+  int segment_, memory_;
 };
 
 class LambdaPattern final : public AttentionPattern {

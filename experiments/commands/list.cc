@@ -62,7 +62,9 @@ class ListCommand final : public Command {
       PrintLine(
           "Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global "
           "/");
-      PrintLine("pattern_limit, applied at evaluation or always with pattern_when):");
+      PrintLine(
+          "pattern_limit / pattern_memory, applied at evaluation, in training or always with "
+          "pattern_when):");
       PrintLine("  full            the model's causal or bidirectional mask (default)");
       PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
       PrintLine(
@@ -98,6 +100,13 @@ class ListCommand final : public Command {
           "                  renumbered inside the cache (Xiao et al. 2023, arXiv:2309.17453); "
           "same");
       PrintLine("                  encodings as lambda");
+      PrintLine(
+          "  recurrence      Transformer-XL: segments of pattern_window tokens, each query sees its");
+      PrintLine(
+          "                  segment and the pattern_memory keys before it, read without a gradient");
+      PrintLine(
+          "                  into their states (Dai et al. 2019, arXiv:1901.02860); pattern_when =");
+      PrintLine("                  \"always\" trains with it");
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);
     } else if (what == "sites") {

@@ -145,6 +145,7 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   pc.window = pattern_window > 0 ? pattern_window : train_tokens;
   pc.global = pattern_global;
   pc.limit = pattern_limit;
+  pc.memory = pattern_memory;
   pc.heads = model.n_heads;
   pc.segments = pattern_segments;
   pc.dilations = pattern_dilations;
@@ -309,15 +310,20 @@ std::vector<Field> Fields(RecipeConfig& c) {
        {"sample", "identity"}},
       {"model.pattern",
        "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
-       "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM)",
+       "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM), recurrence "
+       "(Transformer-XL's segments with a cached memory)",
        &c.pattern,
        0,
        0,
-       {"full", "sliding_window", "bca", "lambda", "dilated", "shifted_sparse", "sinks"}},
+       PatternNames()},
       {"model.pattern_window",
-       "sliding window w / bca block l / lambda n_local / sinks recent window "
-       "(0 = the longest training sequence)",
+       "sliding window w / bca block l / lambda n_local / sinks recent window / recurrence "
+       "segment length (0 = the longest training sequence)",
        &c.pattern_window, 0, 1 << 24},
+      {"model.pattern_memory",
+       "recurrence: memory length M, the keys before its segment a query sees (0 = the segment "
+       "length)",
+       &c.pattern_memory, 0, 1 << 24},
       {"model.pattern_global",
        "lambda: n_global first tokens always visible; sinks: n_sink first tokens kept",
        &c.pattern_global, 0, 1 << 24},

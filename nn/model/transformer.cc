@@ -326,22 +326,51 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   ResizeZero(d_q_, N, C);
   ResizeZero(d_k_, N, C);
   ResizeZero(d_v_, N, C);
+  // A pattern with memory keys (Transformer-XL's recurrence) sends what queries read from their
+  // memory to d_k_mem_ / d_v_mem_: the weights see it, the memory's states do not.
+  const bool memory = ActivePattern().HasMemory();
+  if (memory) {
+    ResizeZero(d_k_mem_, N, C);
+    ResizeZero(d_v_mem_, N, C);
+  }
   AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_, d_k_,
-                    d_v_);
+                    d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr);
   if (enc_->Uses(kSiteQKTransform)) {
     ApplyQKTransform(l, d_q_, B_, T_, T_, pos_, true, true);
     ApplyQKTransform(l, d_k_, B_, T_, T_, pos_, false, true);
+    if (memory) ApplyQKTransform(l, d_k_mem_, B_, T_, T_, pos_, false, true);
   }
   Resize(d_qkv_, N, 3 * C);
   d_qkv_.leftCols(C) = d_q_;
   d_qkv_.middleCols(C, C) = d_k_;
   d_qkv_.rightCols(C) = d_v_;
   d_x = d_mid_;  // residual path
+  if (!memory) {
+    if (cfg_.pre_ln) {
+      LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_);
+      LayerNormBackward(p.ln1, c.ln1, d_h_, d_x, g.ln1);
+    } else {
+      LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &linear_scratch_);
+    }
+    return;
+  }
+  // With memory: the parameters of the projection (and pre-LN's LN1, which normalised the memory
+  // too) get every use of the keys and values; the input states only their own segment's queries'.
+  Resize(d_qkv_all_, N, 3 * C);
+  d_qkv_all_ = d_qkv_;
+  d_qkv_all_.middleCols(C, C) += d_k_mem_;
+  d_qkv_all_.rightCols(C) += d_v_mem_;
+  LinearBackward(cfg_.pre_ln ? c.a_in : x_in, p.qkv, d_qkv_all_, static_cast<Mat<S>*>(nullptr),
+                 g.qkv, GradWrite::kAdd, &linear_scratch_);
   if (cfg_.pre_ln) {
-    LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_);
-    LayerNormBackward(p.ln1, c.ln1, d_h_, d_x, g.ln1);
+    LinearInputGrad(p.qkv, d_qkv_all_, d_h_, GradWrite::kOverwrite, &linear_scratch_);
+    LayerNormParamGrad(c.ln1, d_h_, g.ln1);
+    LinearInputGrad(p.qkv, d_qkv_, d_h_, GradWrite::kOverwrite, &linear_scratch_);
+    ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+      LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
+    });
   } else {
-    LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &linear_scratch_);
+    LinearInputGrad(p.qkv, d_qkv_, d_x, GradWrite::kAdd, &linear_scratch_);
   }
 }
 

@@ -151,6 +151,7 @@ class Transformer {
   Mat<S> hf_;  // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
+  Mat<S> d_k_mem_, d_v_mem_, d_qkv_all_;  // a pattern with memory keys: what the memory got
   LinearScratch<S> linear_scratch_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 

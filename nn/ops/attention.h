@@ -46,6 +46,7 @@ struct AttentionScratch {
   Mat<S> acc;  // [64, D] streaming accumulator
   Mat<S> kt;   // [D, T] the task's keys (forward) or values (backward), transposed: the products
                // q.k and d_o.v then run as plain (NN) products, which have the fastest kernels
+  Mat<S> mem;  // [64, T] the memory keys' part of p or d_a (backward, patterns with memory)
   Vec<S> m, l;
 };
 
@@ -277,11 +278,16 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
 //           site 4 maps d_a back through its term;  d_q += scale_i d_a k / sqrt(D);
 //           d_k += (scale d_a)^T q / sqrt(D).
 // Needs the materialised forward. d_q, d_k, d_v: [B*T, C], accumulated.
+// A pattern with memory keys (AttentionPattern::HasMemory) splits the key and value gradients:
+// what query i sends to its memory keys j < MemoryEnd(i) goes to d_k_mem and d_v_mem ([B*T, C],
+// accumulated; required then), the rest to d_k and d_v; d_k + d_k_mem is the gradient of the keys
+// as parameters see it, d_k alone what flows back into the keys' states.
 template <typename S>
 void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
                        const std::vector<double>& pos, const AttentionPattern& pattern_all,
                        PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
-                       const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v) {
+                       const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v,
+                       Mat<S>* d_k_mem = nullptr, Mat<S>* d_v_mem = nullptr) {
   using namespace attention_detail;
   LEXP_CHECK(cache.materialized, "attention backward needs the materialised forward");
   const int T = sh.T, D = sh.D;
@@ -290,6 +296,9 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   const bool has_term = enc.Uses(kSiteLogitTerm);
   const bool has_value_term = enc.Uses(kSiteValueTerm);
   const bool has_scale = enc.Uses(kSiteLogitScale);
+  const bool split = pattern_all.HasMemory();
+  LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr),
+             "attention backward: a pattern with memory keys needs the memory gradients");
   if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
@@ -298,25 +307,53 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
     ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));
-    ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> dO(d_out.data() + base, T, D, Eigen::OuterStride<>(C));
     Rows<S> dQ(d_q.data() + base, T, D, Eigen::OuterStride<>(C));
-    Rows<S> dK(d_k.data() + base, T, D, Eigen::OuterStride<>(C));
-    Rows<S> dV(d_v.data() + base, T, D, Eigen::OuterStride<>(C));
+    S* dK = d_k.data() + base;
+    S* dV = d_v.data() + base;
+    S* dK_mem = split ? d_k_mem->data() + base : nullptr;
+    S* dV_mem = split ? d_v_mem->data() + base : nullptr;
     AttentionScratch<S>& sc = cache.scratch.local();
     Resize(sc.a, kQueryBlock, T);
-    TransposeHead(V.data(), C, T, D, sc.kt);  // values, transposed
+    if (split) Resize(sc.mem, kQueryBlock, T);
+    TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
     for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
       int jb, je;
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
       const int m = je - jb;
+      // Memory keys of the block lie in [jb, mem_end): rows of d_a (and p) split at MemoryEnd(i).
+      const int mem_end = split ? std::clamp(pattern.MemoryEnd(i1 - 1), jb, je) : jb;
+      const int mm = mem_end - jb;
       auto P = cache.probs.block(task * T + i0, jb, n, m);
       auto dA = sc.a.topLeftCorner(n, m);
+      // Writes the memory part of `from` (each row's keys j < MemoryEnd(i)) into sc.mem, and
+      // zeroes it in `from` when `take` (then from + sc.mem is what `from` held).
+      auto split_memory = [&](auto& from, bool take) {
+        for (int r = 0; r < n; ++r) {
+          const int e = std::clamp(pattern.MemoryEnd(i0 + r), jb, mem_end) - jb;
+          sc.mem.row(r).head(e) = from.row(r).head(e);
+          sc.mem.row(r).segment(e, mm - e).setZero();
+          if (take) from.row(r).head(e).setZero();
+        }
+      };
       Gemm<S>(false, false, n, m, D, dO.data() + i0 * C, C, sc.kt.data() + jb, T, false,
               sc.a.data(), T);  // d_p = d_o v^T
-      Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV.data() + jb * C,
-              C);  // d_v += p^T d_o
+      if (mm > 0) {
+        // d_v_mem += p_mem^T d_o, d_v += (p - p_mem)^T d_o
+        split_memory(P, false);
+        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
+                dV_mem + jb * C, C);
+        for (int r = 0; r < n; ++r) sc.mem.row(r).head(mm) = P.row(r).head(mm) - sc.mem.row(r).head(mm);
+        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true, dV + jb * C,
+                C);
+        if (mm < m)
+          Gemm<S>(true, false, m - mm, D, n, P.data() + mm, T, dO.data() + i0 * C, C, true,
+                  dV + mem_end * C, C);
+      } else {
+        Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV + jb * C,
+                C);  // d_v += p^T d_o
+      }
       if (has_value_term) {
         enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
                               T, static_cast<int>(task));
@@ -325,19 +362,36 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         const S dot = dA.row(r).dot(P.row(r));
         dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
       }
+      // d_a's memory part, kept apart from here on (site 4's backward is linear in d_a).
+      if (mm > 0) split_memory(dA, true);
       if (has_term) {
-        enc.LogitTermBackward(
-            ctx, i0, i1, jb, je, HeadQK<S>{q.data() + base, k.data() + base, C}, sc.a.data(), T,
-            HeadQKGrad<S>{d_q.data() + base, d_k.data() + base, C}, static_cast<int>(task));
+        const HeadQK<S> qk{q.data() + base, k.data() + base, C};
+        enc.LogitTermBackward(ctx, i0, i1, jb, je, qk, sc.a.data(), T,
+                              HeadQKGrad<S>{d_q.data() + base, dK, C}, static_cast<int>(task));
+        if (mm > 0)
+          enc.LogitTermBackward(ctx, i0, i1, jb, mem_end, qk, sc.mem.data(), T,
+                                HeadQKGrad<S>{d_q.data() + base, dK_mem, C},
+                                static_cast<int>(task));
       }
       if (has_scale) {
-        for (int r = 0; r < n; ++r) dA.row(r) *= enc.LogitScale(ctx, i0 + r);
+        for (int r = 0; r < n; ++r) {
+          const S scale = enc.LogitScale(ctx, i0 + r);
+          dA.row(r) *= scale;
+          if (mm > 0) sc.mem.row(r).head(mm) *= scale;
+        }
       }
       dA *= inv_sqrt_d;
       Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ.data() + i0 * C,
               C);  // d_q += d_a k
-      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK.data() + jb * C,
+      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * C,
               C);  // d_k += d_a^T q
+      if (mm > 0) {
+        sc.mem.topLeftCorner(n, mm) *= inv_sqrt_d;
+        Gemm<S>(false, false, n, D, mm, sc.mem.data(), T, K.data() + jb * C, C, true,
+                dQ.data() + i0 * C, C);  // d_q += d_a_mem k_mem
+        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, Q.data() + i0 * C, C, true,
+                dK_mem + jb * C, C);  // d_k_mem += d_a_mem^T q
+      }
     }
   });
   if (has_term || has_value_term) enc.EndBackward();

@@ -58,6 +58,20 @@ struct LinearScratch {
   std::vector<S> partial;  // [groups - 1, in, out] the weight-gradient partials of groups 1...
 };
 
+// d_x += d_y W^T (or =, without add) on rows [r0, r1); w_t: W^T [out, in] (the plain product), or
+// null (the transposed one).
+template <typename S>
+void LinearInputGradRows(const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>& d_x, bool add,
+                         const S* w_t, long r0, long r1) {
+  const long in = p.w.rows(), out = p.w.cols();
+  const S* dy = d_y.data() + r0 * out;
+  S* dx = d_x.data() + r0 * in;
+  if (w_t != nullptr)
+    Gemm<S>(false, false, r1 - r0, in, out, dy, out, w_t, in, add, dx, in);
+  else
+    Gemm<S>(false, true, r1 - r0, in, out, dy, out, p.w.data(), out, add, dx, in);
+}
+
 // No work after a chunk of d_x (LinearBackward's default).
 struct NoRowWork {
   void operator()(long, long) const {}
@@ -89,12 +103,7 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
 
   // d_x for rows [r0, r1).
   const auto input_grad = [&](long r0, long r1) {
-    const S* dy = d_y.data() + r0 * out;
-    S* dx = d_x->data() + r0 * in;
-    if (transposed_w)
-      Gemm<S>(false, false, r1 - r0, in, out, dy, out, scratch->w_t.data(), in, add, dx, in);
-    else
-      Gemm<S>(false, true, r1 - r0, in, out, dy, out, p.w.data(), out, add, dx, in);
+    LinearInputGradRows(p, d_y, *d_x, add, transposed_w ? scratch->w_t.data() : nullptr, r0, r1);
     after_dx(r0, r1);
   };
   // Group g's product for columns [c0, c1): into d_W itself for group 0, else into its partial.
@@ -121,6 +130,20 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     // Summed row after row: contiguous, vectorised reads of the row-major d_y.
     auto db = d_p.b.segment(c0, c1 - c0);
     for (long r = 0; r < rows; ++r) db += d_y.row(r).segment(c0, c1 - c0);
+  });
+}
+
+// The input gradient alone, d_x += d_y W^T (kAdd) or d_x = d_y W^T (kOverwrite), in the row
+// chunks and products of LinearBackward's: the same bits as its d_x.
+template <typename S>
+void LinearInputGrad(const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>& d_x, GradWrite write,
+                     LinearScratch<S>* scratch) {
+  const bool add = write == GradWrite::kAdd;
+  if (!add) Resize(d_x, d_y.rows(), p.w.rows());
+  scratch->w_t.resize(p.w.size());
+  MatMap<S>(scratch->w_t.data(), p.w.cols(), p.w.rows()) = p.w.transpose();
+  ParallelChunks(d_y.rows(), kRowGrain, [&](long r0, long r1) {
+    LinearInputGradRows(p, d_y, d_x, add, scratch->w_t.data(), r0, r1);
   });
 }
 

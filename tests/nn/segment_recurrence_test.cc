@@ -1,0 +1,283 @@
+// Transformer-XL's segment recurrence (Dai et al. 2019, arXiv:1901.02860) as lexp runs it: one
+// pass over the whole sequence with the recurrence pattern, whose memory keys are read without a
+// gradient into their states. The reference here is Transformer-XL as its paper describes it,
+// segment after segment: each segment's layers attend over [cached memory; segment], the memory is
+// the previous segments' layer inputs held as constants (their states at the unperturbed
+// parameters), and the loss is summed over the segments. Built from lexp's ops in double, it must
+// give the one pass's loss, and its finite differences (memory held fixed) the one pass's gradients.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/model/transformer.h"
+#include "nn/ops/cross_entropy.h"
+#include "pe/patterns.h"
+#include "pe/registry.h"
+#include "tests/testing/gradcheck.h"
+
+namespace lexp {
+namespace {
+
+using testing::CheckGradients;
+using testing::CopyGrads;
+
+struct Segments {
+  bool pre_ln = true;
+  int B = 2, T = 10, S = 3, M = 4;  // memory longer than a segment: it spans two of them
+};
+
+// The model's parameters by name, as their structs (copied at every call: the finite differences
+// perturb the model's own storage).
+struct Weights {
+  MatD tok_emb;
+  std::vector<BlockParams<double>> blocks;
+  LayerNormParams<double> ln_f;
+  LinearParams<double> head;
+};
+
+Weights Read(Transformer<double>& model) {
+  const ModelConfig& cfg = model.config();
+  std::map<std::string, ParamRef<double>> by_name;
+  for (const auto& p : model.Parameters()) by_name.emplace(p.name, p);
+  auto mat = [&](const std::string& n, long r, long c) {
+    return MatD(ConstMatMap<double>(by_name.at(n).value, r, c));
+  };
+  auto row = [&](const std::string& n, long c) { return RowVec<double>(mat(n, 1, c)); };
+  const long C = cfg.d_model, F = cfg.FF(), V = cfg.vocab;
+  Weights w;
+  w.tok_emb = mat("tok_emb", V, C);
+  for (int l = 0; l < cfg.n_layers; ++l) {
+    const std::string p = "layer" + std::to_string(l) + ".";
+    BlockParams<double> b;
+    b.ln1 = {row(p + "ln1.g", C), row(p + "ln1.b", C)};
+    b.ln2 = {row(p + "ln2.g", C), row(p + "ln2.b", C)};
+    b.qkv = {mat(p + "attn.qkv.w", C, 3 * C), row(p + "attn.qkv.b", 3 * C)};
+    b.proj = {mat(p + "attn.proj.w", C, C), row(p + "attn.proj.b", C)};
+    b.fc1 = {mat(p + "mlp.fc1.w", C, F), row(p + "mlp.fc1.b", F)};
+    b.fc2 = {mat(p + "mlp.fc2.w", F, C), row(p + "mlp.fc2.b", C)};
+    w.blocks.push_back(b);
+  }
+  w.ln_f = {row("ln_f.g", C), row("ln_f.b", C)};
+  w.head = {mat("head.w", C, V), row("head.b", V)};
+  return w;
+}
+
+// One block over x [B*R, C] (R rows per sequence: memory then segment, positions pos [R]), causal:
+// the textbook pre-LN or post-LN block.
+MatD Block(const BlockParams<double>& p, PositionEncoding<double>& enc, int layer, bool pre_ln,
+           int B, int R, int H, const std::vector<double>& pos, const MatD& x) {
+  const long C = x.cols();
+  const int D = static_cast<int>(C) / H;
+  const AttentionPattern causal(true);
+  LayerNormCache<double> ln;
+  MatD a = x, qkv, att, y, mid, h, g, z;
+  if (pre_ln) LayerNormForward(x, p.ln1, a, ln);
+  LinearForward(a, p.qkv, qkv);
+  MatD q = qkv.leftCols(C), k = qkv.middleCols(C, C), v = qkv.rightCols(C);
+  for (int b = 0; b < B; ++b)
+    for (int hd = 0; hd < H; ++hd) {
+      AttentionContext ctx{layer, hd, H, D, R, pos.data(), &causal, true};
+      const long at = static_cast<long>(b) * R * C + hd * D;
+      enc.TransformQK(ctx, true, q.data() + at, C);
+      enc.TransformQK(ctx, false, k.data() + at, C);
+    }
+  AttentionCache<double> cache;
+  AttentionForward(q, k, v, AttentionShape{B, R, H, D}, pos, causal, enc, layer, false, cache, att);
+  LinearForward(att, p.proj, y);
+  if (pre_ln) {
+    mid = x + y;
+    LayerNormForward(mid, p.ln2, h, ln);
+  } else {
+    z = x + y;
+    LayerNormForward(z, p.ln1, mid, ln);
+    h = mid;
+  }
+  LinearForward(h, p.fc1, z);
+  GeluForward(z, g);
+  LinearForward(g, p.fc2, y);
+  if (pre_ln) return mid + y;
+  z = mid + y;
+  LayerNormForward(z, p.ln2, y, ln);
+  return y;
+}
+
+// Transformer-XL's loss, segment after segment: memory[l] holds the layer inputs of every position
+// (from a pass at the unperturbed parameters); a segment's layer l reads the M rows before it.
+double SegmentBySegmentLoss(Transformer<double>& model, PositionEncoding<double>& enc,
+                            const Segments& st, const std::vector<MatD>& memory,
+                            const std::vector<int>& tokens, const std::vector<int>& targets,
+                            const std::vector<uint8_t>& mask) {
+  const Weights w = Read(model);
+  const ModelConfig& cfg = model.config();
+  const long C = cfg.d_model;
+  double loss = 0;
+  long count = 0;
+  for (int s0 = 0; s0 < st.T; s0 += st.S) {
+    const int n = std::min(st.S, st.T - s0), m0 = std::max(0, s0 - st.M), m = s0 - m0,
+              R = m + n;
+    std::vector<double> pos(R);
+    for (int r = 0; r < R; ++r) pos[r] = m0 + r;
+    enc.Prepare(pos, R - 1);
+    MatD x(st.B * n, C);  // the segment's embedded tokens
+    for (int b = 0; b < st.B; ++b)
+      for (int r = 0; r < n; ++r) x.row(b * n + r) = w.tok_emb.row(tokens[b * st.T + s0 + r]);
+    for (int l = 0; l < cfg.n_layers; ++l) {
+      MatD in(st.B * R, C);
+      for (int b = 0; b < st.B; ++b) {
+        in.middleRows(b * R, m) = memory[l].middleRows(b * st.T + m0, m);  // constants
+        in.middleRows(b * R + m, n) = x.middleRows(b * n, n);
+      }
+      const MatD out = Block(w.blocks[l], enc, l, cfg.pre_ln, st.B, R, cfg.n_heads, pos, in);
+      for (int b = 0; b < st.B; ++b) x.middleRows(b * n, n) = out.middleRows(b * R + m, n);
+    }
+    LayerNormCache<double> ln;
+    MatD hf, logits;
+    LayerNormForward(x, w.ln_f, hf, ln);
+    LinearForward(hf, w.head, logits);
+    std::vector<int> seg_targets;
+    std::vector<uint8_t> seg_mask;
+    for (int b = 0; b < st.B; ++b)
+      for (int r = 0; r < n; ++r) {
+        seg_targets.push_back(targets[b * st.T + s0 + r]);
+        seg_mask.push_back(mask[b * st.T + s0 + r]);
+      }
+    const auto ce =
+        CrossEntropyForwardBackward<double>(logits, seg_targets, seg_mask, nullptr, nullptr, nullptr);
+    loss += ce.loss_sum;
+    count += ce.count;
+  }
+  return loss / count;
+}
+
+struct Case {
+  std::string encoding;
+  bool pre_ln;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.encoding << (c.pre_ln ? " pre-LN" : " post-LN");
+}
+
+class SegmentRecurrence : public ::testing::TestWithParam<Case> {};
+
+// Loss and gradients of the one pass against Transformer-XL segment by segment; and, so that the
+// check can fail, the one pass's own finite differences (memory not held fixed) differ from them.
+TEST_P(SegmentRecurrence, OnePassIsTransformerXLSegmentBySegmentWithItsStopGradient) {
+  const Case& tc = GetParam();
+  Segments st;
+  st.pre_ln = tc.pre_ln;
+  ModelConfig cfg;
+  cfg.vocab = 7;
+  cfg.d_model = 8;
+  cfg.n_heads = 2;
+  cfg.n_layers = 2;
+  cfg.d_ff = 12;
+  cfg.pre_ln = tc.pre_ln;
+  EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, true, st.T, st.T, cfg.vocab};
+  auto enc = CreateEncoding<double>(tc.encoding, {}, es);
+  Transformer<double> model(cfg, enc.get());
+  const RecurrencePattern recurrence(st.S, st.M);
+  model.set_pattern(&recurrence);
+  Rng rng(17);
+  model.Init(rng);
+  for (auto& p : model.Parameters())  // biases and gains off their initial 0 and 1
+    if (p.name.find(".b") != std::string::npos || p.name.find(".g") != std::string::npos)
+      for (long i = 0; i < p.size; ++i) p.value[i] += 0.2 * rng.Normal();
+  std::vector<int> tokens(st.B * st.T), targets(st.B * st.T);
+  std::vector<uint8_t> mask(st.B * st.T);
+  for (int i = 0; i < st.B * st.T; ++i) {
+    tokens[i] = static_cast<int>(rng.UniformInt(0, 6));
+    targets[i] = static_cast<int>(rng.UniformInt(0, 6));
+    mask[i] = i % 4 != 1;
+  }
+  std::vector<double> pos(st.T);
+  for (int t = 0; t < st.T; ++t) pos[t] = t;
+  MatD logits, d_logits;
+  model.ZeroGrad();
+  model.Forward(tokens, st.B, st.T, pos, true, false, logits);
+  const double one_pass =
+      CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr)
+          .MeanLoss();
+  model.Backward(tokens, d_logits);
+  std::vector<MatD> memory;
+  for (int l = 0; l < cfg.n_layers; ++l) memory.push_back(model.Residual(l));
+  auto params = model.Parameters();
+  const auto analytic = CopyGrads(params);
+
+  auto txl = [&] {
+    return SegmentBySegmentLoss(model, *enc, st, memory, tokens, targets, mask);
+  };
+  EXPECT_NEAR(txl(), one_pass, 1e-12) << "the one-pass forward is Transformer-XL's";
+  const auto res = CheckGradients(txl, params, analytic, 6);
+  EXPECT_GT(res.checked, 50);
+
+  // Without the stop-gradient the gradients of the first layer would include what later
+  // segments' queries send into the memory: the one pass's loss, memory not held, differs.
+  auto full = [&] {
+    MatD z;
+    model.Forward(tokens, st.B, st.T, pos, false, false, z);
+    return CrossEntropyForwardBackward<double>(z, targets, mask, nullptr, nullptr, nullptr)
+        .MeanLoss();
+  };
+  double largest = 0;
+  for (const auto& p : params) {
+    if (p.name.rfind("layer0.attn.qkv.w", 0) != 0) continue;
+    for (long i = 0; i < p.size; ++i) {
+      const double keep = p.value[i], h = 1e-6;
+      p.value[i] = keep + h;
+      const double up = full();
+      p.value[i] = keep - h;
+      const double down = full();
+      p.value[i] = keep;
+      largest = std::max(largest, std::abs((up - down) / (2 * h) - p.grad[i]));
+    }
+  }
+  EXPECT_GT(largest, 1e-4) << "the memory's gradient must have been cut";
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, SegmentRecurrence,
+                         ::testing::Values(Case{"rope", true}, Case{"alibi", true},
+                                           Case{"t5", true}, Case{"transformer_xl", true},
+                                           Case{"nope", true}, Case{"rope", false},
+                                           Case{"transformer_xl", false}),
+                         [](const auto& param_info) {
+                           return param_info.param.encoding +
+                                  (param_info.param.pre_ln ? "_preln" : "_postln");
+                         });
+
+TEST(Patterns, RecurrenceSeesItsSegmentAndTheMemoryBeforeIt) {
+  const RecurrencePattern r(4, 6);
+  for (int i = 0; i < 20; ++i) {
+    int b, e;
+    r.KeyBounds(i, 20, &b, &e);
+    EXPECT_EQ(r.MemoryEnd(i), (i / 4) * 4) << i;
+    EXPECT_EQ(b, std::max(0, (i / 4) * 4 - 6)) << i;
+    EXPECT_EQ(e, i + 1) << i;
+  }
+  // bca(l) is recurrence(l/2, l/2) without the stop-gradient.
+  const BlockwiseCausalPattern bca(8);
+  const RecurrencePattern half(4, 4);
+  for (int i = 0; i < 30; ++i) {
+    int b1, e1, b2, e2;
+    bca.KeyBounds(i, 30, &b1, &e1);
+    half.KeyBounds(i, 30, &b2, &e2);
+    EXPECT_EQ(b1, b2) << i;
+    EXPECT_EQ(e1, e2) << i;
+  }
+  EXPECT_FALSE(bca.HasMemory());
+  PatternConfig pc;
+  pc.name = "recurrence";
+  pc.window = 5;
+  const auto made = CreatePattern(pc);
+  ASSERT_NE(made, nullptr);
+  EXPECT_EQ(made->MemoryEnd(12), 10);
+  int b, e;
+  made->KeyBounds(12, 20, &b, &e);
+  EXPECT_EQ(b, 5) << "memory = the segment length by default";
+}
+
+}  // namespace
+}  // namespace lexp
