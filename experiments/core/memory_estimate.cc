@@ -90,7 +90,10 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   // Values kept per token row in a forward pass: per layer its cache (LayerNorm inputs and outputs,
   // q|k|v before and after site 3, attention output, residual, MLP in, GELU output and slope,
   // scratch), the residual streams, the final norm and the logits.
-  const double per_row = L * (13 * C + 2 * F) + (L + 1) * C + 2 * C + V;
+  // A memory layer (model.knn_layer) keeps per row and head its retrieved rows and weights, and
+  // its output and local branch [C] twice.
+  const double knn = c.model.knn.Active() ? 2 * H * c.model.knn.top_k + 4 * C : 0;
+  const double per_row = L * (13 * C + 2 * F) + (L + 1) * C + 2 * C + V + knn;
   auto tokens = [&](int n) { return static_cast<double>(layout.SequenceLengthFor(n)); };
 
   std::vector<MemoryNeed> phases;

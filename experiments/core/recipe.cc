@@ -157,6 +157,7 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   ModelConfig mc = model;
   mc.vocab = vocab;
   mc.pre_ln = norm == "pre";
+  mc.knn.softmax_merge = knn_merge == "softmax";
   mc.causal = layout == "decoder";
   return mc;
 }
@@ -288,6 +289,19 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.n_heads", "attention heads H (C must be a multiple)", &c.model.n_heads, 1, 1024},
       {"model.n_layers", "transformer blocks L", &c.model.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.model.d_ff, 0, 1 << 20},
+      {"model.knn_layer",
+       "the layer (0-based) whose attention also reads a retrieved memory of the keys its pattern "
+       "no longer shows (Memorizing Transformer, Wu et al. 2022; -1 = none)",
+       &c.model.knn.layer, -1, 1023},
+      {"model.knn_top_k", "memory keys retrieved per query and head (exact top-k by q.k)",
+       &c.model.knn.top_k, 1, 4096},
+      {"model.knn_memory",
+       "rows before the pattern's first key held in the memory (0 = every earlier row)",
+       &c.model.knn.memory, 0, 1 << 24},
+      {"model.knn_merge",
+       "gate: a learned per-head gate between memory and local attention (Memorizing "
+       "Transformer); softmax: one softmax over both (Focused Transformer, Tworkowski et al. 2023)",
+       &c.knn_merge, 0, 0, {"gate", "softmax"}},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
       {"model.positions",
        "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "

@@ -41,6 +41,7 @@ struct RecipeConfig {
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";
+  std::string knn_merge = "gate";  // the memory layer's merge: gate | softmax (model.knn in Model)
   // The engine's shape (d_model, n_heads, n_layers, d_ff); Model() sets its vocabulary from the
   // task and pre_ln, causal from `norm` and `layout`.
   ModelConfig model{.vocab = 0,
@@ -49,7 +50,8 @@ struct RecipeConfig {
                     .n_layers = 3,
                     .d_ff = 0,
                     .pre_ln = true,
-                    .causal = true};
+                    .causal = true,
+                    .knn = {}};
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
   std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)

@@ -222,6 +222,16 @@ void ValidateOneTask(const RecipeConfig& c) {
                    KeyLocation(src, "probe.stored_samples") + " = " +
                        std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
                        std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
+  if (c.model.knn.Active()) {
+    LEXP_INPUT_CHECK(c.model.knn.layer < c.model.n_layers,
+                     KeyLocation(src, "model.knn_layer") + " = " +
+                         std::to_string(c.model.knn.layer) + " is not a layer; allowed: -1 (none) "
+                         "or 0.." + std::to_string(c.model.n_layers - 1));
+    LEXP_INPUT_CHECK(c.pattern != "full",
+                     KeyLocation(src, "model.knn_layer") +
+                         " reads the keys that model.pattern no longer shows; with pattern = "
+                         "\"full\" there are none (use sliding_window or recurrence)");
+  }
   if (c.pattern != "full") {
     LEXP_INPUT_CHECK(c.layout == "decoder",
                      KeyLocation(src, "model.pattern") + " = \"" + c.pattern +

@@ -2,6 +2,7 @@
 #include "nn/model/transformer.h"
 
 #include <cmath>
+#include <limits>
 
 #include "nn/check.h"
 
@@ -79,6 +80,13 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
   ZeroGrad();
   cache_.resize(cfg.n_layers);
   xs_.resize(cfg.n_layers + 1);
+  if (cfg.knn.Active()) {
+    LEXP_CHECK(cfg.knn.layer < cfg.n_layers && cfg.knn.top_k >= 1 && cfg.knn.memory >= 0,
+               "model: the memory layer must be one of the layers, with top_k >= 1");
+    LEXP_CHECK(cfg.causal, "model: a retrieved memory holds earlier context (causal layout)");
+    knn_gate_.setZero(cfg.n_heads);  // g_h = sigmoid(0) = 1/2: both branches at first
+    knn_gate_grad_.setZero(cfg.n_heads);
+  }
 }
 
 template <typename S>
@@ -115,6 +123,7 @@ void Transformer<S>::ZeroGrad() {
   }
   ZeroLike(g_.ln_f, p_.ln_f);
   ZeroLike(g_.head, p_.head);
+  knn_gate_grad_.setZero(knn_gate_.size());
   for (auto& r : enc_->Parameters()) std::fill(r.grad, r.grad + r.size, S(0));
 }
 
@@ -135,6 +144,9 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   }
   AddRefs(out, std::string("ln_f"), p_.ln_f, g_.ln_f);
   AddRefs(out, std::string("head"), p_.head, g_.head);
+  if (cfg_.knn.Active() && !cfg_.knn.softmax_merge)
+    out.push_back({"layer" + std::to_string(cfg_.knn.layer) + ".attn.knn_gate", knn_gate_,
+                   knn_gate_grad_, "head"});
   for (auto& r : enc_->Parameters()) out.push_back(r);
   return out;
 }
@@ -262,9 +274,75 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
     ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
   }
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  const bool knn = l == cfg_.knn.layer;
+  c.attn.keep_lse = knn && cfg_.knn.softmax_merge;
   AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, keep, c.attn, c.att);
+  if (knn) KnnMerge(c, training);
   BlockAfterAttention(l, x_in, c, x_out, training || (capture && capture_sites_));
 }
+
+template <typename S>
+void Transformer<S>::KnnMerge(BlockCache<S>& c, bool keep) {
+  const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
+  KnnMemoryForward(c.qkv, B_, T, H, ActivePattern(), cfg_.knn, knn_);
+  if (keep) knn_local_ = c.att;
+  ParallelChunks(c.att.rows(), kRowGrain, [&](long r0, long r1) {
+    for (long r = r0; r < r1; ++r)
+      for (int h = 0; h < H; ++h) {
+        const long idx = ((r / T) * H + h) * T + r % T;
+        const S lse_mem = knn_.lse[idx];
+        if (lse_mem == -std::numeric_limits<S>::infinity()) continue;  // no memory yet
+        auto out = c.att.row(r).segment(h * D, D);
+        const auto mem = knn_.out.row(r).segment(h * D, D);
+        // gate: o = g o_mem + (1 - g) o_loc; softmax: o = w o_loc + (1 - w) o_mem.
+        const S w = cfg_.knn.softmax_merge
+                        ? S(1) / (S(1) + std::exp(lse_mem - c.attn.lse[idx]))
+                        : S(1) - S(1) / (S(1) + std::exp(-knn_gate_[h]));
+        out = w * out + (S(1) - w) * mem;
+      }
+  });
+}
+
+// Forward: o = w o_loc + (1 - w) o_mem, with w = 1 - sigmoid(b_h) (gate) or
+//          w = sigmoid(lse_loc - lse_mem) (softmax).
+// Backward: d_o_loc = w d_o;  d_o_mem = (1 - w) d_o;  gate: d_b_h += w (1 - w) (o_mem - o_loc).d_o;
+//           softmax: d_lse_loc = w (1 - w) (o_loc - o_mem).d_o = -d_lse_mem.
+template <typename S>
+void Transformer<S>::KnnMergeBackward(BlockCache<S>& c) {
+  const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
+  const long N = d_att_.rows();
+  const bool soft = cfg_.knn.softmax_merge;
+  ResizeZero(d_knn_mem_, N, d_att_.cols());
+  if (soft) {
+    d_knn_lse_.setZero(knn_.lse.size());
+    c.attn.d_lse.setZero(knn_.lse.size());
+  }
+  // One task per head, its rows in order: the gate's sum is the same whatever the threads.
+  ParallelFor(H, [&](long h) {
+    S d_gate = 0;
+    for (long r = 0; r < N; ++r) {
+      const long idx = ((r / T) * H + h) * T + r % T;
+      const S lse_mem = knn_.lse[idx];
+      if (lse_mem == -std::numeric_limits<S>::infinity()) continue;
+      auto d = d_att_.row(r).segment(h * D, D);
+      const auto loc = knn_local_.row(r).segment(h * D, D);
+      const auto mem = knn_.out.row(r).segment(h * D, D);
+      const S w = soft ? S(1) / (S(1) + std::exp(lse_mem - c.attn.lse[idx]))
+                       : S(1) - S(1) / (S(1) + std::exp(-knn_gate_[h]));
+      const S diff = (loc - mem).dot(d);
+      if (soft) {
+        c.attn.d_lse[idx] = w * (S(1) - w) * diff;
+        d_knn_lse_[idx] = -w * (S(1) - w) * diff;
+      } else {
+        d_gate -= w * (S(1) - w) * diff;
+      }
+      d_knn_mem_.row(r).segment(h * D, D) = (S(1) - w) * d;
+      d *= w;
+    }
+    if (!soft) knn_gate_grad_[h] += d_gate;
+  });
+}
+
 
 template <typename S>
 void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
@@ -323,6 +401,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   }
   // d_mid_ = gradient w.r.t. (x_in + attention branch).
   LinearBackward(c.att, p.proj, d_mid_, &d_att_, g.proj, GradWrite::kOverwrite, &linear_scratch_);
+  const bool knn = l == cfg_.knn.layer;
+  if (knn) KnnMergeBackward(c);  // d_att_ becomes the local attention's gradient
   ResizeZero(d_q_, N, C);
   ResizeZero(d_k_, N, C);
   ResizeZero(d_v_, N, C);
@@ -340,6 +420,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     ApplyQKTransform(l, d_k_, B_, T_, T_, pos_, false, true);
     if (memory) ApplyQKTransform(l, d_k_mem_, B_, T_, T_, pos_, false, true);
   }
+  // The memory's retrieval read q before the encoding's transform.
+  if (knn) KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_);
   Resize(d_qkv_, N, 3 * C);
   d_qkv_.leftCols(C) = d_q_;
   d_qkv_.middleCols(C, C) = d_k_;
@@ -394,7 +476,9 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_cap_ = capacity;
   dec_T_ = 0;
   dec_pos_all_ = pos;
-  dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength();
+  // A retrieved memory is searched again at every step: the whole prefix is recomputed.
+  dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength() ||
+                   cfg_.knn.Active();
   if (dec_recompute_) {
     dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);
     return;

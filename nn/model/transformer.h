@@ -12,6 +12,7 @@
 #include "nn/ops/attention.h"
 #include "nn/ops/embedding.h"
 #include "nn/ops/gelu.h"
+#include "nn/ops/knn_memory.h"
 #include "nn/ops/layernorm.h"
 #include "nn/ops/linear.h"
 #include "nn/ops/mlp.h"
@@ -28,6 +29,7 @@ struct ModelConfig {
   int d_ff = 0;  // 0 means 4 * d_model
   bool pre_ln = true;
   bool causal = true;
+  KnnMemoryConfig knn;  // one layer with a retrieved memory (nn/ops/knn_memory.h), or none
   int FF() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   int HeadDim() const { return d_model / n_heads; }
 };
@@ -134,6 +136,10 @@ class Transformer {
   void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,
                         bool is_query, bool backward, int first_row = 0);
   void DecodeBlock(int l, Mat<S>& x, int t0, int n);
+  // The memory layer's merge of its local attention (in c.att) with the retrieved memory, and
+  // its backward (d_att_ in, the local branch's gradient out; the memory's added to d_q_).
+  void KnnMerge(BlockCache<S>& c, bool keep);
+  void KnnMergeBackward(BlockCache<S>& c);
 
   ModelConfig cfg_;
   PositionEncoding<S>* enc_;
@@ -152,6 +158,13 @@ class Transformer {
   LayerNormCache<S> lnf_cache_;
   Mat<S> d_x_, d_h_, d_mid_, d_big_, d_att_, d_q_, d_k_, d_v_, d_qkv_;
   Mat<S> d_k_mem_, d_v_mem_, d_qkv_all_;  // a pattern with memory keys: what the memory got
+  // The layer with a retrieved memory (cfg_.knn): its gate logits b_h [H] and their gradient (the
+  // gate merge), the retrieval, the local attention's output kept for the backward, and the
+  // gradients of the two branches.
+  RowVec<S> knn_gate_, knn_gate_grad_;
+  KnnMemoryCache<S> knn_;
+  Mat<S> knn_local_, d_knn_mem_;
+  Vec<S> d_knn_lse_;
   LinearScratch<S> linear_scratch_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 

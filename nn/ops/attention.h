@@ -56,6 +56,11 @@ struct AttentionCache {
   bool capture_logits = false;
   Mat<S> probs;   // [B*H*T, T] softmax probabilities (materialised path), 0 where masked
   Mat<S> logits;  // [B*H*T, T] pre-softmax logits (capture only), -inf where masked
+  // A merge with another attention over other keys (nn/ops/knn_memory.h) needs each query's
+  // log-sum-exp of its logits, and gives back the loss's gradient with respect to it.
+  bool keep_lse = false;
+  Vec<S> lse;    // [B*H*T] log sum_j exp(a_ij) over the visible keys (keep_lse)
+  Vec<S> d_lse;  // [B*H*T] read by the backward when not empty: d_a_ij += p_ij d_lse_i
   tbb::enumerable_thread_specific<AttentionScratch<S>> scratch;
 };
 
@@ -164,6 +169,10 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     Resize(cache.probs, sh.Tasks() * T, T);
     if (cache.capture_logits) Resize(cache.logits, sh.Tasks() * T, T);
   }
+  if (cache.keep_lse) {
+    LEXP_CHECK(sh.first_query == 0 && stride == T, "attention: no log-sum-exp while decoding");
+    Resize(cache.lse, sh.Tasks() * T);
+  }
   const S neg_inf = -std::numeric_limits<S>::infinity();
   const bool has_value_term = enc.Uses(kSiteValueTerm);
   ParallelFor(sh.Tasks(), [&](long task) {
@@ -214,6 +223,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           if (mx == neg_inf) {
             LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
             block_row.setConstant(std::numeric_limits<S>::quiet_NaN());
+            if (cache.keep_lse) cache.lse[task * T + i0 + r] = std::numeric_limits<S>::quiet_NaN();
             continue;
           }
           row = (row.array() - mx).exp();
@@ -224,7 +234,9 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           } else {
             SetMasked(pattern, i0 + r, T, jb, je, block_row.data(), S(0));
           }
-          row /= row.sum();
+          const S sum = row.sum();
+          row /= sum;
+          if (cache.keep_lse) cache.lse[task * T + i0 + r] = mx + std::log(sum);
         }
         Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,
                 O.data() + i0 * C, C);
@@ -263,9 +275,11 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           if (sc.l[r] == S(0)) {  // every visible logit -inf: overflow, reported as NaN
             LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
             O.row(i0 + r).setConstant(std::numeric_limits<S>::quiet_NaN());
+            if (cache.keep_lse) cache.lse[task * T + i0 + r] = std::numeric_limits<S>::quiet_NaN();
             continue;
           }
           O.row(i0 + r) = sc.acc.row(r) / sc.l[r];
+          if (cache.keep_lse) cache.lse[task * T + i0 + r] = sc.m[r] + std::log(sc.l[r]);
         }
       }
     }
@@ -297,6 +311,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   const bool has_value_term = enc.Uses(kSiteValueTerm);
   const bool has_scale = enc.Uses(kSiteLogitScale);
   const bool split = pattern_all.HasMemory();
+  const bool has_d_lse = cache.d_lse.size() > 0;
   LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr),
              "attention backward: a pattern with memory keys needs the memory gradients");
   if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
@@ -359,7 +374,8 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
                               T, static_cast<int>(task));
       }
       for (int r = 0; r < n; ++r) {
-        const S dot = dA.row(r).dot(P.row(r));
+        S dot = dA.row(r).dot(P.row(r));
+        if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
         dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
       }
       // d_a's memory part, kept apart from here on (site 4's backward is linear in d_a).

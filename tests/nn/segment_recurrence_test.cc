@@ -17,92 +17,21 @@
 #include "pe/patterns.h"
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
+#include "tests/testing/reference_transformer.h"
 
 namespace lexp {
 namespace {
 
 using testing::CheckGradients;
 using testing::CopyGrads;
+using testing::ReadWeights;
+using testing::ReferenceBlock;
+using testing::ReferenceHeadLoss;
 
 struct Segments {
   bool pre_ln = true;
   int B = 2, T = 10, S = 3, M = 4;  // memory longer than a segment: it spans two of them
 };
-
-// The model's parameters by name, as their structs (copied at every call: the finite differences
-// perturb the model's own storage).
-struct Weights {
-  MatD tok_emb;
-  std::vector<BlockParams<double>> blocks;
-  LayerNormParams<double> ln_f;
-  LinearParams<double> head;
-};
-
-Weights Read(Transformer<double>& model) {
-  const ModelConfig& cfg = model.config();
-  std::map<std::string, ParamRef<double>> by_name;
-  for (const auto& p : model.Parameters()) by_name.emplace(p.name, p);
-  auto mat = [&](const std::string& n, long r, long c) {
-    return MatD(ConstMatMap<double>(by_name.at(n).value, r, c));
-  };
-  auto row = [&](const std::string& n, long c) { return RowVec<double>(mat(n, 1, c)); };
-  const long C = cfg.d_model, F = cfg.FF(), V = cfg.vocab;
-  Weights w;
-  w.tok_emb = mat("tok_emb", V, C);
-  for (int l = 0; l < cfg.n_layers; ++l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
-    BlockParams<double> b;
-    b.ln1 = {row(p + "ln1.g", C), row(p + "ln1.b", C)};
-    b.ln2 = {row(p + "ln2.g", C), row(p + "ln2.b", C)};
-    b.qkv = {mat(p + "attn.qkv.w", C, 3 * C), row(p + "attn.qkv.b", 3 * C)};
-    b.proj = {mat(p + "attn.proj.w", C, C), row(p + "attn.proj.b", C)};
-    b.fc1 = {mat(p + "mlp.fc1.w", C, F), row(p + "mlp.fc1.b", F)};
-    b.fc2 = {mat(p + "mlp.fc2.w", F, C), row(p + "mlp.fc2.b", C)};
-    w.blocks.push_back(b);
-  }
-  w.ln_f = {row("ln_f.g", C), row("ln_f.b", C)};
-  w.head = {mat("head.w", C, V), row("head.b", V)};
-  return w;
-}
-
-// One block over x [B*R, C] (R rows per sequence: memory then segment, positions pos [R]), causal:
-// the textbook pre-LN or post-LN block.
-MatD Block(const BlockParams<double>& p, PositionEncoding<double>& enc, int layer, bool pre_ln,
-           int B, int R, int H, const std::vector<double>& pos, const MatD& x) {
-  const long C = x.cols();
-  const int D = static_cast<int>(C) / H;
-  const AttentionPattern causal(true);
-  LayerNormCache<double> ln;
-  MatD a = x, qkv, att, y, mid, h, g, z;
-  if (pre_ln) LayerNormForward(x, p.ln1, a, ln);
-  LinearForward(a, p.qkv, qkv);
-  MatD q = qkv.leftCols(C), k = qkv.middleCols(C, C), v = qkv.rightCols(C);
-  for (int b = 0; b < B; ++b)
-    for (int hd = 0; hd < H; ++hd) {
-      AttentionContext ctx{layer, hd, H, D, R, pos.data(), &causal, true};
-      const long at = static_cast<long>(b) * R * C + hd * D;
-      enc.TransformQK(ctx, true, q.data() + at, C);
-      enc.TransformQK(ctx, false, k.data() + at, C);
-    }
-  AttentionCache<double> cache;
-  AttentionForward(q, k, v, AttentionShape{B, R, H, D}, pos, causal, enc, layer, false, cache, att);
-  LinearForward(att, p.proj, y);
-  if (pre_ln) {
-    mid = x + y;
-    LayerNormForward(mid, p.ln2, h, ln);
-  } else {
-    z = x + y;
-    LayerNormForward(z, p.ln1, mid, ln);
-    h = mid;
-  }
-  LinearForward(h, p.fc1, z);
-  GeluForward(z, g);
-  LinearForward(g, p.fc2, y);
-  if (pre_ln) return mid + y;
-  z = mid + y;
-  LayerNormForward(z, p.ln2, y, ln);
-  return y;
-}
 
 // Transformer-XL's loss, segment after segment: memory[l] holds the layer inputs of every position
 // (from a pass at the unperturbed parameters); a segment's layer l reads the M rows before it.
@@ -110,9 +39,10 @@ double SegmentBySegmentLoss(Transformer<double>& model, PositionEncoding<double>
                             const Segments& st, const std::vector<MatD>& memory,
                             const std::vector<int>& tokens, const std::vector<int>& targets,
                             const std::vector<uint8_t>& mask) {
-  const Weights w = Read(model);
+  const auto w = ReadWeights(model);
   const ModelConfig& cfg = model.config();
   const long C = cfg.d_model;
+  const AttentionPattern causal(true);
   double loss = 0;
   long count = 0;
   for (int s0 = 0; s0 < st.T; s0 += st.S) {
@@ -130,13 +60,10 @@ double SegmentBySegmentLoss(Transformer<double>& model, PositionEncoding<double>
         in.middleRows(b * R, m) = memory[l].middleRows(b * st.T + m0, m);  // constants
         in.middleRows(b * R + m, n) = x.middleRows(b * n, n);
       }
-      const MatD out = Block(w.blocks[l], enc, l, cfg.pre_ln, st.B, R, cfg.n_heads, pos, in);
+      const MatD out =
+          ReferenceBlock(w.blocks[l], enc, l, cfg.pre_ln, st.B, R, cfg.n_heads, pos, causal, in);
       for (int b = 0; b < st.B; ++b) x.middleRows(b * n, n) = out.middleRows(b * R + m, n);
     }
-    LayerNormCache<double> ln;
-    MatD hf, logits;
-    LayerNormForward(x, w.ln_f, hf, ln);
-    LinearForward(hf, w.head, logits);
     std::vector<int> seg_targets;
     std::vector<uint8_t> seg_mask;
     for (int b = 0; b < st.B; ++b)
@@ -144,10 +71,9 @@ double SegmentBySegmentLoss(Transformer<double>& model, PositionEncoding<double>
         seg_targets.push_back(targets[b * st.T + s0 + r]);
         seg_mask.push_back(mask[b * st.T + s0 + r]);
       }
-    const auto ce =
-        CrossEntropyForwardBackward<double>(logits, seg_targets, seg_mask, nullptr, nullptr, nullptr);
-    loss += ce.loss_sum;
-    count += ce.count;
+    const auto [sum, n_scored] = ReferenceHeadLoss(w, x, seg_targets, seg_mask);
+    loss += sum;
+    count += n_scored;
   }
   return loss / count;
 }

@@ -1,0 +1,165 @@
+// Attention over a retrieved memory, one layer's: the Memorizing Transformer (Wu et al. 2022,
+// arXiv:2203.08913) and the Focused Transformer (Tworkowski et al. 2023, arXiv:2307.03170).
+//
+// The memory of query i holds the keys and values of its layer that its local attention no longer
+// sees: the `memory` rows j before the first key of its pattern's bounds (KeyBounds begin b_i:
+// j in [b_i - memory, b_i), or [0, b_i) for memory = 0), as a kNN memory of earlier context would.
+// Retrieval is exact: the top_k keys by q_i . k_j (ties by the lower index), scored without the
+// encoding (both papers store keys without positions). Query i then attends over them,
+//   a_ij = q_i . k_j / sqrt(D),  p = softmax over the retrieved j,  o_mem_i = sum_j p_ij v_j,
+// and its log-sum-exp lse_i = log sum_j exp(a_ij) is kept for the Focused Transformer's merge.
+// The memory is read-only, as a stored memory is: no gradient reaches its keys and values, only
+// the querying q_i (and the merge). Queries without memory have lse = -inf and o_mem = 0.
+//
+// Merges with the local attention's output o_loc (and its log-sum-exp, AttentionCache::lse):
+//   gate (Memorizing Transformer): o = g_h o_mem + (1 - g_h) o_loc, g_h = sigmoid(b_h) learned per
+//     head (queries without memory: o = o_loc);
+//   softmax (Focused Transformer): one softmax over local and retrieved keys together,
+//     o = w o_loc + (1 - w) o_mem with w = sigmoid(lse_loc - lse_mem).
+#pragma once
+
+#include <tbb/enumerable_thread_specific.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/parallel.h"
+#include "nn/position_hooks.h"
+#include "nn/tensor.h"
+
+namespace lexp {
+
+struct KnnMemoryConfig {
+  int layer = -1;      // the layer with a memory (-1: none)
+  int top_k = 32;      // keys retrieved per query and head
+  int memory = 0;      // rows before the local bounds held in memory (0: every earlier row)
+  bool softmax_merge = false;  // false: the gate; true: one softmax with the local keys
+  bool Active() const { return layer >= 0; }
+};
+
+template <typename S>
+struct KnnMemoryCache {
+  int k = 0;              // top_k
+  std::vector<int> idx;   // [B*H*T, k] retrieved key rows (within the sequence), -1 past the end
+  Mat<S> p;               // [B*H*T, k] their softmax weights (0 past the end)
+  Vec<S> lse;             // [B*H*T] log-sum-exp of the retrieved logits, -inf without memory
+  Mat<S> out;             // [B*T, C] o_mem, heads in columns as q
+  struct Scratch {
+    std::vector<S> score;
+    std::vector<int> order;
+  };
+  tbb::enumerable_thread_specific<Scratch> scratch;
+};
+
+// The rows [b, e) that query i of a sequence of T reads from memory under `pattern`.
+inline void KnnMemoryRows(const AttentionPattern& pattern, const KnnMemoryConfig& c, int i, int T,
+                          int* b, int* e) {
+  int kb, ke;
+  pattern.KeyBounds(i, T, &kb, &ke);
+  *e = kb;
+  *b = c.memory > 0 ? std::max(0, kb - c.memory) : 0;
+}
+
+// qkv: [B*T, 3C] the layer's projections q | k | v (q and k before the encoding's transform).
+template <typename S>
+void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPattern& pattern_all,
+                      const KnnMemoryConfig& cfg, KnnMemoryCache<S>& cache) {
+  const long C = qkv.cols() / 3;
+  const auto q = qkv.leftCols(C), k = qkv.middleCols(C, C), v = qkv.rightCols(C);
+  const int D = static_cast<int>(C / H), K = cfg.top_k;
+  const long rows = static_cast<long>(B) * H * T;
+  const S inv_sqrt_d = S(1) / std::sqrt(S(D));
+  const S neg_inf = -std::numeric_limits<S>::infinity();
+  cache.k = K;
+  cache.idx.assign(rows * K, -1);
+  Resize(cache.p, rows, K);
+  cache.p.setZero();
+  Resize(cache.lse, rows);
+  cache.out.setZero(static_cast<long>(B) * T, C);
+  ParallelFor(static_cast<long>(B) * H, [&](long task) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    const AttentionPattern& pattern = pattern_all.ForHead(h, H);
+    auto& sc = cache.scratch.local();
+    const long base = static_cast<long>(b) * T;
+    for (int i = 0; i < T; ++i) {
+      const long row = task * T + i;
+      int mb, me;
+      KnnMemoryRows(pattern, cfg, i, T, &mb, &me);
+      if (me <= mb) {
+        cache.lse[row] = neg_inf;
+        continue;
+      }
+      const int n = me - mb, kept = std::min(K, n);
+      const auto qi = q.row(base + i).segment(h * D, D);
+      sc.score.resize(n);
+      sc.order.resize(n);
+      for (int j = 0; j < n; ++j) {
+        sc.score[j] = qi.dot(k.row(base + mb + j).segment(h * D, D)) * inv_sqrt_d;
+        sc.order[j] = j;
+      }
+      // Exact top-k: highest logit first, the lower row on ties (independent of threads).
+      std::partial_sort(sc.order.begin(), sc.order.begin() + kept, sc.order.end(),
+                        [&](int x, int y) {
+                          return sc.score[x] > sc.score[y] ||
+                                 (sc.score[x] == sc.score[y] && x < y);
+                        });
+      const S mx = sc.score[sc.order[0]];
+      S sum = 0;
+      for (int t = 0; t < kept; ++t) {
+        const S e = std::exp(sc.score[sc.order[t]] - mx);
+        cache.p(row, t) = e;
+        sum += e;
+      }
+      cache.lse[row] = mx + std::log(sum);
+      auto o = cache.out.row(base + i).segment(h * D, D);
+      for (int t = 0; t < kept; ++t) {
+        const int j = mb + sc.order[t];
+        cache.idx[row * K + t] = j;
+        cache.p(row, t) /= sum;
+        o += cache.p(row, t) * v.row(base + j).segment(h * D, D);
+      }
+    }
+  });
+}
+
+// Forward: a_ij = q_i.k_j/sqrt(D) over the retrieved j; p = softmax(a); o = sum_j p_ij v_j;
+//          lse_i = log sum_j exp(a_ij).
+// Backward (k, v read-only): d_p_ij = d_o_i . v_j;  d_a_ij = p_ij (d_p_ij - sum_j p_ij d_p_ij +
+//          d_lse_i);  d_q_i += sum_j d_a_ij k_j / sqrt(D).
+// qkv: the forward's; d_out: [B*T, C]; d_lse: [B*H*T] or empty; d_q: [B*T, C], accumulated.
+template <typename S>
+void KnnMemoryBackward(const Mat<S>& qkv, int B, int T, int H, KnnMemoryCache<S>& cache,
+                       const Mat<S>& d_out, const Vec<S>& d_lse, Mat<S>& d_q) {
+  const long C = qkv.cols() / 3;
+  const auto k = qkv.middleCols(C, C), v = qkv.rightCols(C);
+  const int D = static_cast<int>(C / H), K = cache.k;
+  const S inv_sqrt_d = S(1) / std::sqrt(S(D));
+  ParallelFor(static_cast<long>(B) * H, [&](long task) {
+    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    const long base = static_cast<long>(b) * T;
+    for (int i = 0; i < T; ++i) {
+      const long row = task * T + i;
+      if (cache.idx[row * K] < 0) continue;
+      const auto d_o = d_out.row(base + i).segment(h * D, D);
+      std::vector<S>& d_p = cache.scratch.local().score;
+      d_p.resize(K);
+      S dot = 0;
+      for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
+        d_p[t] = d_o.dot(v.row(base + cache.idx[row * K + t]).segment(h * D, D));
+        dot += cache.p(row, t) * d_p[t];
+      }
+      const S extra = d_lse.size() > 0 ? d_lse[row] : S(0);
+      auto dq = d_q.row(base + i).segment(h * D, D);
+      for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
+        const S d_a = cache.p(row, t) * (d_p[t] - dot + extra) * inv_sqrt_d;
+        dq += d_a * k.row(base + cache.idx[row * K + t]).segment(h * D, D);
+      }
+    }
+  });
+}
+
+}  // namespace lexp
