@@ -99,6 +99,11 @@ class AttentionPattern {
   // segment); the parameters that projected them into keys and values still get theirs.
   virtual bool HasMemory() const { return false; }
   virtual int MemoryEnd(int /*i*/) const { return 0; }
+  // Landmark attention (nn/ops/landmark.h): a block length L > 0 makes the attention a grouped
+  // softmax over blocks of L rows each followed by a landmark row; top_k > 0 keeps each query's
+  // top_k blocks only (evaluation).
+  virtual int LandmarkBlock() const { return 0; }
+  virtual int LandmarkTopK() const { return 0; }
   // Largest |EffectiveDistance| over every visible (query, key) pair, given the span of the
   // positions (PositionSpan); patterns that show keys at a fixed distance (LM-Infinite's cap) can
   // exceed the span.

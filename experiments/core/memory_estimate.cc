@@ -94,7 +94,12 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   // its output and local branch [C] twice.
   const double knn = c.model.knn.Active() ? 2 * H * c.model.knn.top_k + 4 * C : 0;
   const double per_row = L * (13 * C + 2 * F) + (L + 1) * C + 2 * C + V + knn;
-  auto tokens = [&](int n) { return static_cast<double>(layout.SequenceLengthFor(n)); };
+  // Landmark attention adds a row after every landmark_block tokens.
+  const int landmark = c.model.landmark_block;
+  auto tokens = [&](int n) {
+    const double t = layout.SequenceLengthFor(n);
+    return landmark > 0 ? t + std::floor(t / landmark) : t;
+  };
 
   std::vector<MemoryNeed> phases;
   // Kept from training to the end of the run: parameters and gradients (float), AdamW's moments

@@ -158,6 +158,7 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   mc.vocab = vocab;
   mc.pre_ln = norm == "pre";
   mc.knn.softmax_merge = knn_merge == "softmax";
+  mc.landmark_remap = landmark_remap != 0;
   mc.causal = layout == "decoder";
   return mc;
 }
@@ -289,6 +290,18 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.n_heads", "attention heads H (C must be a multiple)", &c.model.n_heads, 1, 1024},
       {"model.n_layers", "transformer blocks L", &c.model.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.model.d_ff, 0, 1 << 20},
+      {"model.landmark_block",
+       "landmark attention (Mohtashami & Jaggi 2023): a landmark token after every this many "
+       "tokens and a grouped softmax in every layer (0 = none)",
+       &c.model.landmark_block, 0, 1 << 20},
+      {"model.landmark_top_k",
+       "landmark attention at evaluation: each query keeps its top-k blocks by landmark logit "
+       "(0 = every block)",
+       &c.model.landmark_top_k, 0, 1 << 20},
+      {"model.landmark_remap",
+       "landmark attention with landmark_top_k > 0: 1 shows retrieved blocks just before the "
+       "query's block, as the paper places them; 0 at their true distances",
+       &c.landmark_remap, 0, 1},
       {"model.knn_layer",
        "the layer (0-based) whose attention also reads a retrieved memory of the keys its pattern "
        "no longer shows (Memorizing Transformer, Wu et al. 2022; -1 = none)",

@@ -41,7 +41,8 @@ struct RecipeConfig {
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";
-  std::string knn_merge = "gate";  // the memory layer's merge: gate | softmax (model.knn in Model)
+  std::string knn_merge = "gate";
+  int landmark_remap = 1;  // model.landmark_remap (0/1), into model.landmark_remap by Model()  // the memory layer's merge: gate | softmax (model.knn in Model)
   // The engine's shape (d_model, n_heads, n_layers, d_ff); Model() sets its vocabulary from the
   // task and pre_ln, causal from `norm` and `layout`.
   ModelConfig model{.vocab = 0,
@@ -51,7 +52,10 @@ struct RecipeConfig {
                     .d_ff = 0,
                     .pre_ln = true,
                     .causal = true,
-                    .knn = {}};
+                    .knn = {},
+                    .landmark_block = 0,
+                    .landmark_top_k = 0,
+                    .landmark_remap = true};
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
   std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)

@@ -222,6 +222,33 @@ void ValidateOneTask(const RecipeConfig& c) {
                    KeyLocation(src, "probe.stored_samples") + " = " +
                        std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
                        std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
+  if (c.model.landmark_block > 0) {
+    const std::string where = KeyLocation(src, "model.landmark_block");
+    LEXP_INPUT_CHECK(c.layout == "decoder",
+                     where + ": landmark attention is causal; model.layout must be \"decoder\"");
+    LEXP_INPUT_CHECK(c.pattern == "full", where + " is an attention of its own; model.pattern must "
+                                                  "be \"full\", not \"" + c.pattern + "\"");
+    LEXP_INPUT_CHECK(!c.model.knn.Active(), where + " and model.knn_layer exclude each other");
+    LEXP_INPUT_CHECK(c.positions == "identity",
+                     where + " numbers the inner sequence (tokens and landmarks) itself; "
+                             "model.positions must be \"identity\"");
+    LEXP_INPUT_CHECK(c.probe_capture.empty(),
+                     where + ": probe.capture is not available with landmarks (the probes keep "
+                             "their attention maps and streams, over the real tokens)");
+    if (c.model.landmark_top_k > 0 && c.landmark_remap != 0)
+      for (const auto& e : c.encodings)
+        LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
+                         KeyLocation(src, "model.landmark_remap") +
+                             ": retrieved blocks are shown at another distance, which encoding '" +
+                             e + "' cannot do: " + FindEncoding(e).cannot_remap +
+                             " (set model.landmark_remap = 0)");
+    for (const auto& e : c.encodings)
+      LEXP_INPUT_CHECK(FindEncoding(e).sites.find("input embedding") == std::string::npos,
+                       where + ": encoding '" + e +
+                           "' adds positions to the token embeddings, which landmark rows do not "
+                           "have; use an encoding that acts inside attention (rope, alibi, t5, "
+                           "nope, ...)");
+  }
   if (c.model.knn.Active()) {
     LEXP_INPUT_CHECK(c.model.knn.layer < c.model.n_layers,
                      KeyLocation(src, "model.knn_layer") + " = " +

@@ -80,6 +80,17 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
   ZeroGrad();
   cache_.resize(cfg.n_layers);
   xs_.resize(cfg.n_layers + 1);
+  if (cfg.landmark_block > 0) {
+    LEXP_CHECK(cfg.causal && cfg.landmark_top_k >= 0, "model: landmark attention is causal");
+    LEXP_CHECK(!enc->Uses(kSiteEmbedding),
+               "model: landmark attention takes encodings that act inside attention (the "
+               "landmark rows have no position of a token to embed)");
+    landmark_train_ = std::make_unique<LandmarkPattern>(cfg.landmark_block, 0, false);
+    landmark_eval_ = std::make_unique<LandmarkPattern>(cfg.landmark_block, cfg.landmark_top_k,
+                                                       cfg.landmark_remap);
+    landmark_emb_.setZero(cfg.d_model);
+    landmark_emb_grad_.setZero(cfg.d_model);
+  }
   if (cfg.knn.Active()) {
     LEXP_CHECK(cfg.knn.layer < cfg.n_layers && cfg.knn.top_k >= 1 && cfg.knn.memory >= 0,
                "model: the memory layer must be one of the layers, with top_k >= 1");
@@ -105,6 +116,9 @@ void Transformer<S>::Init(Rng& rng) {
   }
   InitNorm(p_.ln_f, C);
   InitLinear(p_.head, C, V, rng, 1.0);
+  // A landmark is one more token: its embedding is drawn as the others are.
+  for (long i = 0; i < landmark_emb_.size(); ++i)
+    landmark_emb_[i] = static_cast<S>(rng.Normal());
   Rng pe_rng = rng.Split("pe");
   enc_->Init(pe_rng);
 }
@@ -124,6 +138,7 @@ void Transformer<S>::ZeroGrad() {
   ZeroLike(g_.ln_f, p_.ln_f);
   ZeroLike(g_.head, p_.head);
   knn_gate_grad_.setZero(knn_gate_.size());
+  landmark_emb_grad_.setZero(landmark_emb_.size());
   for (auto& r : enc_->Parameters()) std::fill(r.grad, r.grad + r.size, S(0));
 }
 
@@ -144,6 +159,8 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   }
   AddRefs(out, std::string("ln_f"), p_.ln_f, g_.ln_f);
   AddRefs(out, std::string("head"), p_.head, g_.head);
+  if (cfg_.landmark_block > 0)
+    out.push_back({"landmark_emb", landmark_emb_, landmark_emb_grad_, "channel"});
   if (cfg_.knn.Active() && !cfg_.knn.softmax_merge)
     out.push_back({"layer" + std::to_string(cfg_.knn.layer) + ".attn.knn_gate", knn_gate_,
                    knn_gate_grad_, "head"});
@@ -351,19 +368,84 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   LEXP_CHECK(static_cast<long>(tokens.size()) == static_cast<long>(B) * T,
              "model: tokens size is not B*T");
   LEXP_CHECK(static_cast<int>(pos.size()) == T, "model: position ids size is not T");
+  const bool landmarks = cfg_.landmark_block > 0;
   B_ = B;
-  T_ = T;
-  pos_ = pos;
+  T_real_ = T;
+  T_ = landmarks ? LandmarkLength(T) : T;
   for (auto& c : cache_) c.attn.capture_logits = capture;
+  if (landmarks) {
+    // The inner sequence: a landmark row after every landmark_block tokens. Token t keeps its
+    // position and moves past the t / landmark_block landmarks before it; a landmark follows its
+    // block's last token (identity positions: the inner rows 0..T_-1).
+    const int Lb = cfg_.landmark_block;
+    pos_.resize(T_);
+    for (int t = 0; t < T; ++t) {
+      pos_[LandmarkRowOf(t)] = pos[t] + t / Lb;
+      if ((t + 1) % Lb == 0) pos_[LandmarkRowOf(t) + 1] = pos[t] + t / Lb + 1;
+    }
+    landmark_active_ = training ? landmark_train_.get() : landmark_eval_.get();
+    EmbeddingForward(tokens, p_.tok_emb, land_x_);
+    Resize(xs_[0], static_cast<long>(B) * T_, cfg_.d_model);
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t)
+        xs_[0].row(static_cast<long>(b) * T_ + LandmarkRowOf(t)) =
+            land_x_.row(static_cast<long>(b) * T + t);
+      for (int g = 0; g < T / cfg_.landmark_block; ++g)
+        xs_[0].row(static_cast<long>(b) * T_ + (g + 1) * (cfg_.landmark_block + 1) - 1) =
+            landmark_emb_;
+    }
+  } else {
+    pos_ = pos;
+    EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
+  }
   enc_->Prepare(pos_, ActivePattern().MaxDistance(PositionSpan(pos_)));
-  EmbeddingForward(tokens, p_.tok_emb, xs_[0]);
   if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, tokens, B, xs_[0]);
   // Backward and the residual read-out need every stream; a plain evaluation alternates two.
   const bool all_streams = training || capture || keep_residuals_;
   auto stream = [&](int l) -> Mat<S>& { return all_streams ? xs_[l] : xs_[l % 2]; };
   for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, stream(l), stream(l + 1), training);
-  LayerNormForward(stream(cfg_.n_layers), p_.ln_f, hf_, lnf_cache_);
+  if (landmarks) {
+    RealRows(stream(cfg_.n_layers), B, T, land_x_);  // the landmarks' outputs are never read
+    LayerNormForward(land_x_, p_.ln_f, hf_, lnf_cache_);
+    if (!training && all_streams) KeepRealTokensOnly(B, T, capture);
+  } else {
+    LayerNormForward(stream(cfg_.n_layers), p_.ln_f, hf_, lnf_cache_);
+  }
   LinearForward(hf_, p_.head, logits);
+  landmark_active_ = nullptr;
+}
+
+template <typename S>
+void Transformer<S>::RealRows(const Mat<S>& inner, int B, int T, Mat<S>& out) const {
+  Resize(out, static_cast<long>(B) * T, inner.cols());
+  const long Ti = LandmarkLength(T);
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t)
+      out.row(static_cast<long>(b) * T + t) = inner.row(b * Ti + LandmarkRowOf(t));
+}
+
+// The maps of the real queries over the real keys (a landmark's weight is 0, so a row still sums
+// to 1) and the streams of the real tokens, so that every reader of a pass sees its T tokens.
+template <typename S>
+void Transformer<S>::KeepRealTokensOnly(int B, int T, bool capture) {
+  const long Ti = LandmarkLength(T), H = cfg_.n_heads;
+  Mat<S> tmp;
+  for (auto& x : xs_) {
+    if (x.rows() != B * Ti) continue;
+    RealRows(x, B, T, tmp);
+    x.swap(tmp);
+  }
+  if (!capture) return;
+  for (auto& c : cache_)
+    for (Mat<S>* m : {&c.attn.probs, &c.attn.logits}) {
+      if (m->rows() != B * H * Ti) continue;
+      Resize(tmp, B * H * T, T);
+      for (long task = 0; task < B * H; ++task)
+        for (int t = 0; t < T; ++t)
+          for (int u = 0; u < T; ++u)
+            tmp(task * T + t, u) = (*m)(task * Ti + LandmarkRowOf(t), LandmarkRowOf(u));
+      m->swap(tmp);
+    }
 }
 
 template <typename S>
@@ -459,11 +541,34 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
 template <typename S>
 void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_logits) {
   const long N = static_cast<long>(B_) * T_, C = cfg_.d_model;
+  const bool landmarks = cfg_.landmark_block > 0;
   LinearBackward(hf_, p_.head, d_logits, &d_h_, g_.head, GradWrite::kOverwrite, &linear_scratch_);
-  ResizeZero(d_x_, N, C);
-  LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
+  if (landmarks) {
+    // The real tokens' gradient into their inner rows; the landmarks' outputs had none.
+    const int T = T_real_;
+    ResizeZero(land_dx_, static_cast<long>(B_) * T, C);
+    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, land_dx_, g_.ln_f);
+    ResizeZero(d_x_, N, C);
+    for (int b = 0; b < B_; ++b)
+      for (int t = 0; t < T; ++t)
+        d_x_.row(static_cast<long>(b) * T_ + LandmarkRowOf(t)) =
+            land_dx_.row(static_cast<long>(b) * T + t);
+  } else {
+    ResizeZero(d_x_, N, C);
+    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
+  }
+  landmark_active_ = landmarks ? landmark_train_.get() : nullptr;
   for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);
+  landmark_active_ = nullptr;
   if (enc_->Uses(kSiteEmbedding)) enc_->EmbeddingBackward(pos_, tokens, B_, d_x_);
+  if (landmarks) {
+    for (int b = 0; b < B_; ++b)
+      for (int g = 0; g < T_real_ / cfg_.landmark_block; ++g)
+        landmark_emb_grad_ +=
+            d_x_.row(static_cast<long>(b) * T_ + (g + 1) * (cfg_.landmark_block + 1) - 1);
+    RealRows(d_x_, B_, T_real_, land_dx_);
+    d_x_.swap(land_dx_);  // InputGradient(): the real tokens' rows
+  }
   EmbeddingBackward(tokens, d_x_, g_.tok_emb);
 }
 
@@ -478,7 +583,7 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_pos_all_ = pos;
   // A retrieved memory is searched again at every step: the whole prefix is recomputed.
   dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength() ||
-                   cfg_.knn.Active();
+                   cfg_.knn.Active() || cfg_.landmark_block > 0;
   if (dec_recompute_) {
     dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);
     return;

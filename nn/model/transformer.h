@@ -6,6 +6,7 @@
 // Templated on the scalar: float is the fast path, double is the reference for gradient checks.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "nn/ops/embedding.h"
 #include "nn/ops/gelu.h"
 #include "nn/ops/knn_memory.h"
+#include "nn/ops/landmark.h"
 #include "nn/ops/layernorm.h"
 #include "nn/ops/linear.h"
 #include "nn/ops/mlp.h"
@@ -30,6 +32,11 @@ struct ModelConfig {
   bool pre_ln = true;
   bool causal = true;
   KnnMemoryConfig knn;  // one layer with a retrieved memory (nn/ops/knn_memory.h), or none
+  // Landmark attention (nn/ops/landmark.h): a landmark row after every landmark_block tokens
+  // (0: none), and each query's top landmark_top_k blocks at evaluation (0: every block).
+  int landmark_block = 0;
+  int landmark_top_k = 0;
+  bool landmark_remap = true;  // retrieved blocks seen just before the query's (top_k > 0)
   int FF() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   int HeadDim() const { return d_model / n_heads; }
 };
@@ -125,8 +132,16 @@ class Transformer {
 
  private:
   const AttentionPattern& ActivePattern() const {
+    if (landmark_active_ != nullptr) return *landmark_active_;
     return pattern_override_ ? *pattern_override_ : pattern_;
   }
+  // Landmark attention: the inner row of real token t, the inner sequence's length for T tokens,
+  // and the copy of the rows of real tokens out of an inner matrix ([B*T_, cols] -> [B*T, cols]).
+  long LandmarkRowOf(int t) const { return t + t / cfg_.landmark_block; }
+  int LandmarkLength(int T) const { return T + T / cfg_.landmark_block; }
+  void RealRows(const Mat<S>& inner, int B, int T, Mat<S>& out) const;
+  // After a forward pass that keeps maps or streams: those of the real tokens only.
+  void KeepRealTokensOnly(int B, int T, bool capture);
   void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
   void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split);
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
@@ -162,6 +177,14 @@ class Transformer {
   // gate merge), the retrieval, the local attention's output kept for the backward, and the
   // gradients of the two branches.
   RowVec<S> knn_gate_, knn_gate_grad_;
+  // Landmark attention: the landmark token's embedding [C] and its gradient, the patterns of
+  // training (every block) and evaluation (top-k blocks), the one in use during a pass, and the
+  // number of real tokens of the pass.
+  RowVec<S> landmark_emb_, landmark_emb_grad_;
+  std::unique_ptr<LandmarkPattern> landmark_train_, landmark_eval_;
+  const AttentionPattern* landmark_active_ = nullptr;
+  int T_real_ = 0;
+  Mat<S> land_x_, land_dx_;
   KnnMemoryCache<S> knn_;
   Mat<S> knn_local_, d_knn_mem_;
   Vec<S> d_knn_lse_;

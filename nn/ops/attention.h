@@ -19,6 +19,7 @@
 
 #include "nn/check.h"
 #include "nn/ops/gemm.h"
+#include "nn/ops/landmark.h"
 #include "nn/parallel.h"
 #include "nn/position_hooks.h"
 #include "nn/tensor.h"
@@ -47,6 +48,9 @@ struct AttentionScratch {
   Mat<S> kt;   // [D, T] the task's keys (forward) or values (backward), transposed: the products
                // q.k and d_o.v then run as plain (NN) products, which have the fastest kernels
   Mat<S> mem;  // [64, T] the memory keys' part of p or d_a (backward, patterns with memory)
+  std::vector<S> row;      // one row of logits (landmark attention)
+  std::vector<S> group;    // its group-normalised probabilities (streaming landmark attention)
+  std::vector<int> order;  // landmark attention's block order
   Vec<S> m, l;
 };
 
@@ -55,6 +59,7 @@ struct AttentionCache {
   bool materialized = false;
   bool capture_logits = false;
   Mat<S> probs;   // [B*H*T, T] softmax probabilities (materialised path), 0 where masked
+  Mat<S> group;   // [B*H*T, T] landmark attention: the group-normalised probabilities
   Mat<S> logits;  // [B*H*T, T] pre-softmax logits (capture only), -inf where masked
   // A merge with another attention over other keys (nn/ops/knn_memory.h) needs each query's
   // log-sum-exp of its logits, and gives back the loss's gradient with respect to it.
@@ -165,9 +170,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
              "attention: incremental decoding streams (no materialised maps)");
   Resize(out, static_cast<long>(sh.B) * stride, C);
   cache.materialized = materialize;
+  const int landmark = pattern_all.LandmarkBlock();
+  LEXP_CHECK(landmark == 0 || (!cache.keep_lse && sh.first_query == 0 && stride == T),
+             "attention: landmark attention has no log-sum-exp and no incremental decoding");
   if (materialize) {
     Resize(cache.probs, sh.Tasks() * T, T);
     if (cache.capture_logits) Resize(cache.logits, sh.Tasks() * T, T);
+    if (landmark > 0) Resize(cache.group, sh.Tasks() * T, T);
   }
   if (cache.keep_lse) {
     LEXP_CHECK(sh.first_query == 0 && stride == T, "attention: no log-sum-exp while decoding");
@@ -207,6 +216,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
           Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
         }
         for (int r = 0; r < n; ++r) {
+          if (landmark > 0) {  // the grouped softmax over keys [0, je)
+            sc.row.assign(P.row(r).data(), P.row(r).data() + je);
+            LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je,
+                               P.row(r).data(), cache.group.row(task * T + i0 + r).data(),
+                               sc.order);
+            continue;
+          }
           auto block_row = P.row(r).segment(jb, je - jb);
           // A contiguous pattern's row is normalised over its visible keys [vb, ve) only (a causal
           // block: half the exponentials); other patterns over the block's keys, masked after.
@@ -242,6 +258,20 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
                 O.data() + i0 * C, C);
         if (has_value_term)
           enc.AddValueTerm(ctx, i0, i1, jb, je, P.data() + jb, T, O.data() + i0 * C, C);
+      } else if (landmark > 0) {
+        // The grouped softmax needs a query's whole row: logits over [0, je), weights in place.
+        Resize(sc.a, kQueryBlock, T);
+        ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, jb, je, sc.a.data(), T);
+        sc.group.resize(T);
+        for (int r = 0; r < n; ++r) {
+          S* row = sc.a.data() + static_cast<long>(r) * T;
+          sc.row.assign(row, row + je);
+          LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je, row,
+                             sc.group.data(), sc.order);
+        }
+        Gemm<S>(false, false, n, D, je, sc.a.data(), T, V.data(), C, false, O.data() + i0 * C, C);
+        if (has_value_term)
+          enc.AddValueTerm(ctx, i0, i1, 0, je, sc.a.data(), T, O.data() + i0 * C, C);
       } else {
         Resize(sc.a, kQueryBlock, kKeyBlock);
         Resize(sc.acc, kQueryBlock, D);
@@ -312,6 +342,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   const bool has_scale = enc.Uses(kSiteLogitScale);
   const bool split = pattern_all.HasMemory();
   const bool has_d_lse = cache.d_lse.size() > 0;
+  const int landmark = pattern_all.LandmarkBlock();
   LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr),
              "attention backward: a pattern with memory keys needs the memory gradients");
   if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
@@ -374,6 +405,11 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
                               T, static_cast<int>(task));
       }
       for (int r = 0; r < n; ++r) {
+        if (landmark > 0) {
+          LandmarkSoftmaxBackwardRow(i0 + r, landmark, cache.group.row(task * T + i0 + r).data(),
+                                     je, sc.a.data() + static_cast<long>(r) * T);
+          continue;
+        }
         S dot = dA.row(r).dot(P.row(r));
         if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
         dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
