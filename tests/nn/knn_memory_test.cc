@@ -17,6 +17,7 @@
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
 #include "tests/testing/reference_transformer.h"
+#include "tests/testing/tiny_model.h"
 
 namespace lexp {
 namespace {
@@ -26,6 +27,7 @@ using testing::CopyGrads;
 using testing::ReadWeights;
 using testing::ReferenceBlock;
 using testing::ReferenceHeadLoss;
+using testing::TinyModelConfig;
 
 TEST(KnnMemory, RetrievesTheTopKByInnerProductAndAttendsOverThem) {
   const int B = 2, T = 12, H = 2, D = 3;
@@ -74,21 +76,11 @@ TEST(KnnMemory, RetrievesTheTopKByInnerProductAndAttendsOverThem) {
   }
 }
 
-ModelConfig Tiny(int layers) {
-  ModelConfig cfg;
-  cfg.vocab = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = layers;
-  cfg.d_ff = 12;
-  return cfg;
-}
-
 // A window of 2 keys plus a memory that retrieves every older key into the same softmax is causal
 // attention over every key (NoPE: the memory's keys are scored as the local ones).
 TEST(KnnMemory, OneSoftmaxOverEveryRetrievedKeyIsFullCausalAttention) {
   const int B = 2, T = 9;
-  ModelConfig plain = Tiny(2), with_memory = plain;
+  ModelConfig plain = TinyModelConfig(), with_memory = plain;
   with_memory.knn = KnnMemoryConfig{1, T, 0, true};
   EncodingShape es{8, 2, 2, true, T, T, 7};
   auto enc = CreateEncoding<double>("nope", {}, es);
@@ -132,7 +124,7 @@ class KnnMemoryGradients : public ::testing::TestWithParam<Case> {};
 TEST_P(KnnMemoryGradients, AreThoseOfTheModelWithItsMemoryHeldFixed) {
   const Case& tc = GetParam();
   const int B = 2, T = 10, H = 2;
-  ModelConfig cfg = Tiny(2);
+  ModelConfig cfg = TinyModelConfig();
   cfg.knn = KnnMemoryConfig{1, 2, 5, tc.softmax_merge};
   EncodingShape es{8, 2, 2, true, T, T, 7};
   auto enc = CreateEncoding<double>(tc.encoding, {}, es);
@@ -141,26 +133,9 @@ TEST_P(KnnMemoryGradients, AreThoseOfTheModelWithItsMemoryHeldFixed) {
   model.set_pattern(&window);
   Rng rng(9);
   model.Init(rng);
-  for (auto& p : model.Parameters())  // gains, biases and the gate off their initial values
-    if (p.name.find(".b") != std::string::npos || p.name.find(".g") != std::string::npos ||
-        p.name.find("knn_gate") != std::string::npos)
-      for (long i = 0; i < p.size; ++i) p.value[i] += 0.3 * rng.Normal();
-  std::vector<int> tokens(B * T), targets(B * T);
-  std::vector<uint8_t> mask(B * T);
-  for (int i = 0; i < B * T; ++i) {
-    tokens[i] = static_cast<int>(rng.UniformInt(0, 6));
-    targets[i] = static_cast<int>(rng.UniformInt(0, 6));
-    mask[i] = i % 3 != 0;
-  }
-  std::vector<double> pos(T);
-  std::iota(pos.begin(), pos.end(), 0.0);
-  MatD logits, d_logits;
-  model.ZeroGrad();
-  model.Forward(tokens, B, T, pos, true, false, logits);
-  const double one_pass =
-      CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr)
-          .MeanLoss();
-  model.Backward(tokens, d_logits);
+  testing::PerturbVectors(model, rng, 0.3, "knn_gate");
+  const testing::TinyBatch batch = testing::MakeTinyBatch(B, T, 7, rng);
+  const double one_pass = testing::TinyGradients(model, batch);
   const MatD frozen = model.Cache(1).qkv;  // the memory: layer 1's keys and values at theta_0
   auto params = model.Parameters();
   const auto analytic = CopyGrads(params);
@@ -168,7 +143,7 @@ TEST_P(KnnMemoryGradients, AreThoseOfTheModelWithItsMemoryHeldFixed) {
   const std::string gate = "layer1.attn.knn_gate";
   auto held = [&] {
     const auto w = ReadWeights(model);
-    enc->Prepare(pos, T - 1);
+    enc->Prepare(batch.pos, T - 1);
     auto merge = [&](int layer, const MatD& qkv, const Vec<double>& lse, MatD& att) {
       if (layer != 1) return;
       MatD mixed = qkv;  // live queries, the stored keys and values
@@ -187,10 +162,10 @@ TEST_P(KnnMemoryGradients, AreThoseOfTheModelWithItsMemoryHeldFixed) {
         }
     };
     MatD x(B * T, 8);
-    for (int r = 0; r < B * T; ++r) x.row(r) = w.tok_emb.row(tokens[r]);
+    for (int r = 0; r < B * T; ++r) x.row(r) = w.tok_emb.row(batch.tokens[r]);
     for (int l = 0; l < 2; ++l)
-      x = ReferenceBlock(w.blocks[l], *enc, l, true, B, T, H, pos, window, x, merge);
-    const auto [sum, count] = ReferenceHeadLoss(w, x, targets, mask);
+      x = ReferenceBlock(w.blocks[l], *enc, l, true, B, T, H, batch.pos, window, x, merge);
+    const auto [sum, count] = ReferenceHeadLoss(w, x, batch.targets, batch.mask);
     return sum / count;
   };
   EXPECT_NEAR(held(), one_pass, 1e-12);
@@ -199,25 +174,8 @@ TEST_P(KnnMemoryGradients, AreThoseOfTheModelWithItsMemoryHeldFixed) {
 
   // The model's own loss, its memory moving with the parameters, has other gradients: the check
   // above can fail.
-  auto moving = [&] {
-    MatD z;
-    model.Forward(tokens, B, T, pos, false, false, z);
-    return CrossEntropyForwardBackward<double>(z, targets, mask, nullptr, nullptr, nullptr)
-        .MeanLoss();
-  };
-  double largest = 0;
-  for (const auto& p : params) {
-    if (p.name.rfind("layer1.attn.qkv.w", 0) != 0) continue;
-    for (long i = 0; i < p.size; ++i) {
-      const double keep = p.value[i], h = 1e-6;
-      p.value[i] = keep + h;
-      const double up = moving();
-      p.value[i] = keep - h;
-      const double down = moving();
-      p.value[i] = keep;
-      largest = std::max(largest, std::abs((up - down) / (2 * h) - p.grad[i]));
-    }
-  }
+  const double largest = testing::LargestGapToFiniteDifferences(
+      params, "layer1.attn.qkv.w", [&] { return testing::TinyLoss(model, batch, false); });
   EXPECT_GT(largest, 1e-5) << "the memory's keys and values must get no gradient";
 }
 

@@ -13,6 +13,7 @@
 #include "nn/ops/cross_entropy.h"
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
+#include "tests/testing/tiny_model.h"
 
 namespace lexp {
 namespace {
@@ -101,12 +102,7 @@ TEST(Landmark, GroupedSoftmaxBackwardMatchesFiniteDifferences) {
 }
 
 ModelConfig Tiny(int block) {
-  ModelConfig cfg;
-  cfg.vocab = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
+  ModelConfig cfg = testing::TinyModelConfig();
   cfg.landmark_block = block;
   return cfg;
 }
@@ -187,27 +183,10 @@ TEST_P(LandmarkGradients, EveryParameterMatchesFiniteDifferences) {
   Transformer<double> model(cfg, enc.get());
   Rng rng(8);
   model.Init(rng);
-  std::vector<int> tokens(B * T), targets(B * T);
-  std::vector<uint8_t> mask(B * T);
-  for (int i = 0; i < B * T; ++i) {
-    tokens[i] = static_cast<int>(rng.UniformInt(0, 6));
-    targets[i] = static_cast<int>(rng.UniformInt(0, 6));
-    mask[i] = i % 3 != 0;
-  }
-  std::vector<double> pos(T);
-  std::iota(pos.begin(), pos.end(), 0.0);
-  auto loss = [&] {
-    MatD z;
-    model.Forward(tokens, B, T, pos, true, false, z);  // training: every block, as the backward
-    return CrossEntropyForwardBackward<double>(z, targets, mask, nullptr, nullptr, nullptr)
-        .MeanLoss();
-  };
-  MatD logits, d_logits;
-  model.ZeroGrad();
-  model.Forward(tokens, B, T, pos, true, false, logits);
-  ASSERT_EQ(logits.rows(), B * T);
-  CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr);
-  model.Backward(tokens, d_logits);
+  const testing::TinyBatch batch = testing::MakeTinyBatch(B, T, 7, rng);
+  // Training passes: every block, as the backward.
+  auto loss = [&] { return testing::TinyLoss(model, batch, true); };
+  testing::TinyGradients(model, batch);
   EXPECT_EQ(model.InputGradient().rows(), B * T);
   auto params = model.Parameters();
   bool has_landmark = false;

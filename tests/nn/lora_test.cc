@@ -11,22 +11,15 @@
 #include "nn/ops/cross_entropy.h"
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
+#include "tests/testing/tiny_model.h"
 
 namespace lexp {
 namespace {
 
-ModelConfig TinyConfig() {
-  ModelConfig cfg;
-  cfg.vocab = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
-  return cfg;
-}
+using testing::TinyModelConfig;
 
 TEST(Lora, MergedWeightIsW0PlusScaledLowRankProductAndStartsAtW0) {
-  const ModelConfig cfg = TinyConfig();
+  const ModelConfig cfg = TinyModelConfig();
   auto enc = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 2, true, 16, 6, 7});
   Transformer<double> model(cfg, enc.get());
   Rng rng(3);
@@ -71,7 +64,7 @@ TEST(Lora, MergedWeightIsW0PlusScaledLowRankProductAndStartsAtW0) {
 }
 
 TEST(Lora, AdapterGradientsThroughAWholeModelMatchFiniteDifferences) {
-  const ModelConfig cfg = TinyConfig();
+  const ModelConfig cfg = TinyModelConfig();
   for (const bool pre_ln : {true, false}) {
     ModelConfig c = cfg;
     c.pre_ln = pre_ln;

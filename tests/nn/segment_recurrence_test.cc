@@ -18,6 +18,7 @@
 #include "pe/registry.h"
 #include "tests/testing/gradcheck.h"
 #include "tests/testing/reference_transformer.h"
+#include "tests/testing/tiny_model.h"
 
 namespace lexp {
 namespace {
@@ -95,12 +96,7 @@ TEST_P(SegmentRecurrence, OnePassIsTransformerXLSegmentBySegmentWithItsStopGradi
   const Case& tc = GetParam();
   Segments st;
   st.pre_ln = tc.pre_ln;
-  ModelConfig cfg;
-  cfg.vocab = 7;
-  cfg.d_model = 8;
-  cfg.n_heads = 2;
-  cfg.n_layers = 2;
-  cfg.d_ff = 12;
+  ModelConfig cfg = testing::TinyModelConfig();
   cfg.pre_ln = tc.pre_ln;
   EncodingShape es{cfg.d_model, cfg.n_heads, cfg.n_layers, true, st.T, st.T, cfg.vocab};
   auto enc = CreateEncoding<double>(tc.encoding, {}, es);
@@ -109,32 +105,16 @@ TEST_P(SegmentRecurrence, OnePassIsTransformerXLSegmentBySegmentWithItsStopGradi
   model.set_pattern(&recurrence);
   Rng rng(17);
   model.Init(rng);
-  for (auto& p : model.Parameters())  // biases and gains off their initial 0 and 1
-    if (p.name.find(".b") != std::string::npos || p.name.find(".g") != std::string::npos)
-      for (long i = 0; i < p.size; ++i) p.value[i] += 0.2 * rng.Normal();
-  std::vector<int> tokens(st.B * st.T), targets(st.B * st.T);
-  std::vector<uint8_t> mask(st.B * st.T);
-  for (int i = 0; i < st.B * st.T; ++i) {
-    tokens[i] = static_cast<int>(rng.UniformInt(0, 6));
-    targets[i] = static_cast<int>(rng.UniformInt(0, 6));
-    mask[i] = i % 4 != 1;
-  }
-  std::vector<double> pos(st.T);
-  for (int t = 0; t < st.T; ++t) pos[t] = t;
-  MatD logits, d_logits;
-  model.ZeroGrad();
-  model.Forward(tokens, st.B, st.T, pos, true, false, logits);
-  const double one_pass =
-      CrossEntropyForwardBackward<double>(logits, targets, mask, &d_logits, nullptr, nullptr)
-          .MeanLoss();
-  model.Backward(tokens, d_logits);
+  testing::PerturbVectors(model, rng, 0.2);
+  const testing::TinyBatch batch = testing::MakeTinyBatch(st.B, st.T, 7, rng, 4, 1);
+  const double one_pass = testing::TinyGradients(model, batch);
   std::vector<MatD> memory;
   for (int l = 0; l < cfg.n_layers; ++l) memory.push_back(model.Residual(l));
   auto params = model.Parameters();
   const auto analytic = CopyGrads(params);
 
   auto txl = [&] {
-    return SegmentBySegmentLoss(model, *enc, st, memory, tokens, targets, mask);
+    return SegmentBySegmentLoss(model, *enc, st, memory, batch.tokens, batch.targets, batch.mask);
   };
   EXPECT_NEAR(txl(), one_pass, 1e-12) << "the one-pass forward is Transformer-XL's";
   const auto res = CheckGradients(txl, params, analytic, 6);
@@ -142,25 +122,8 @@ TEST_P(SegmentRecurrence, OnePassIsTransformerXLSegmentBySegmentWithItsStopGradi
 
   // Without the stop-gradient the gradients of the first layer would include what later
   // segments' queries send into the memory: the one pass's loss, memory not held, differs.
-  auto full = [&] {
-    MatD z;
-    model.Forward(tokens, st.B, st.T, pos, false, false, z);
-    return CrossEntropyForwardBackward<double>(z, targets, mask, nullptr, nullptr, nullptr)
-        .MeanLoss();
-  };
-  double largest = 0;
-  for (const auto& p : params) {
-    if (p.name.rfind("layer0.attn.qkv.w", 0) != 0) continue;
-    for (long i = 0; i < p.size; ++i) {
-      const double keep = p.value[i], h = 1e-6;
-      p.value[i] = keep + h;
-      const double up = full();
-      p.value[i] = keep - h;
-      const double down = full();
-      p.value[i] = keep;
-      largest = std::max(largest, std::abs((up - down) / (2 * h) - p.grad[i]));
-    }
-  }
+  const double largest = testing::LargestGapToFiniteDifferences(
+      params, "layer0.attn.qkv.w", [&] { return testing::TinyLoss(model, batch, false); });
   EXPECT_GT(largest, 1e-4) << "the memory's gradient must have been cut";
 }
 
