@@ -20,6 +20,7 @@ template <typename F>
 void Rope<S>::ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                               F f) const {
   const AttentionPattern& pat = *ctx.pattern;
+  const bool rerope = IsReropeRule(scaling_.rule);  // once, not per key
   for (int i = i0; i < i1; ++i) {
     int b, e;
     pat.KeyBounds(i, ctx.T, &b, &e);
@@ -28,7 +29,7 @@ void Rope<S>::ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j
       const double plain = ctx.pos[i] - ctx.pos[j];
       const double eff = pat.EffectiveDistance(i, j, ctx.pos);
       if (eff == plain) continue;
-      f(i, j, TargetDistance(eff) - plain);
+      f(i, j, (rerope ? TargetDistance(eff) : eff) - plain);
     }
   }
 }
@@ -41,9 +42,16 @@ void Rope<S>::RemapForward(const AttentionContext& ctx, int i0, int i1, int j0, 
                            const HeadQK<S>& qk, S* scores, long lds) const {
   thread_local Mat<S> qd;
   const S inv = S(1) / std::sqrt(S(D_));
+  // Keys come query by query, and neighbours often share their delta (a landmark block's keys):
+  // q_i is rotated again only when (i, delta) changes.
+  int last_i = -1;
+  double last_delta = 0;
   ForEachRemapped(ctx, i0, i1, j0, j1, [&](int i, int j, double delta) {
-    RotateRows(
-        qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
+    if (i != last_i || delta != last_delta)
+      RotateRows(
+          qk.q + static_cast<long>(i) * qk.ld, qk.ld, 0, 1, [&](int) { return delta; }, qd);
+    last_i = i;
+    last_delta = delta;
     const S dot =
         Eigen::Map<const RowVec<S>>(qk.k + static_cast<long>(j) * qk.ld, D_).dot(qd.row(0));
     scores[static_cast<long>(i - i0) * lds + (j - j0)] = LogitScale(ctx, i) * inv * dot;
