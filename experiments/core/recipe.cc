@@ -272,7 +272,7 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",
        &c.tasks},
       {"task.scratchpad",
-       "scratchpad before the answer (Kazemnejad et al. 2023; addition, summation, parity): "
+       "scratchpad before the answer (Kazemnejad et al. 2023; addition, summation, parity, sort, lego): "
        "components among i (input), c (computation), o (output), v (variable update), r (remaining "
        "input), "
        "in that order, e.g. \"icovr\"; trained on, only the answer graded (\"\" = none)",

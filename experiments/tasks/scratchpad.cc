@@ -25,6 +25,7 @@ struct Step {
 struct Pass {
   std::vector<Step> steps;
   std::vector<int> answer;
+  bool plus_between_operands = true;  // arithmetic computations: a PLUS b; others as they are
 };
 
 Pass SummationPass(const Example& e) {
@@ -72,23 +73,79 @@ Pass AdditionPass(const Example& e) {
   return p;
 }
 
-// The tasks a scratchpad is defined for, each with its pass: the one list the check, the message
-// and the steps read.
+// Selection sort, as the paper's sort scratchpad: step k takes the front of the unsorted portion,
+// finds the portion's minimum (the first, on ties), writes it and swaps it to the front; the
+// remaining input is the unsorted portion after the swap. No variable.
+Pass SortPass(const Example& e) {
+  std::vector<int> u = e.input;
+  Pass p;
+  for (size_t k = 0; k < u.size(); ++k) {
+    const size_t m = static_cast<size_t>(std::min_element(u.begin() + k, u.end()) - u.begin());
+    const int front = u[k];
+    std::swap(u[k], u[m]);
+    p.steps.push_back({{front}, {}, {u.begin() + k + 1, u.end()}, u[k], 0});
+  }
+  p.answer = e.output;
+  return p;
+}
+
+// LEGO (kazemnejad.h's clauses "x_0 s ONE", "x_i s x_{i-1}", then QUERY x_q), resolved in chain
+// order as the paper's scratchpad: step i names x_i, computes s_i x_{i-1} = s_i value(x_{i-1}) (nothing
+// for x_0, whose right side is the constant), writes value(x_i), and leaves the clauses not yet
+// resolved. Steps use the answer symbols 0 (-1) and 1 (+1), then the input's variables, signs and
+// ONE (kLegoSymbols after the two answer symbols). Deviation: every clause is resolved, not only
+// those up to the queried variable, so that every example of one n has one length.
+constexpr int kLegoVars = 26, kLegoPlus = 26, kLegoOne = 28, kLegoSymbols = 29;
+Pass LegoPass(const Example& e) {
+  const int n = static_cast<int>(e.input.size() - 2) / 3;
+  auto sym = [](int input_symbol) { return 2 + input_symbol; };  // into the step alphabet
+  std::vector<int> value(n);
+  Pass p;
+  p.plus_between_operands = false;
+  for (int i = 0; i < n; ++i) {
+    const int x = e.input[3 * i], sign = e.input[3 * i + 1];
+    const int before = i == 0 ? 1 : value[i - 1];
+    value[i] = sign == kLegoPlus ? before : 1 - before;
+    Step st{{sym(x)}, {}, {}, value[i], 0};
+    if (i > 0) st.operands = {sym(sign), sym(e.input[3 * i - 3]), sym(sign), before};
+    for (int t = 3 * (i + 1); t < 3 * n; ++t) st.remaining.push_back(sym(e.input[t]));
+    p.steps.push_back(std::move(st));
+  }
+  p.answer = e.output;
+  return p;
+}
+
+// The tasks a scratchpad is defined for, each with its pass, the components it has and the
+// symbols its steps add to the task's answer alphabet: the one list the check, the message and
+// the steps read.
 using PassOf = Pass (*)(const Example&);
 struct ScratchpadKind {
   const char* task;
   PassOf pass;
+  const char* components;  // of "icovr"
+  int extra_symbols;
 };
-constexpr ScratchpadKind kKinds[] = {
-    {"addition", AdditionPass}, {"summation", SummationPass}, {"parity", ParityPass}};
+constexpr ScratchpadKind kKinds[] = {{"addition", AdditionPass, "icovr", 0},
+                                     {"summation", SummationPass, "icovr", 0},
+                                     {"parity", ParityPass, "icovr", 0},
+                                     {"sort", SortPass, "icor", 0},
+                                     {"lego", LegoPass, "icor", kLegoSymbols}};
 
 class ScratchpadTask final : public Task {
  public:
-  ScratchpadTask(std::unique_ptr<Task> base, std::string components, PassOf pass)
-      : base_(std::move(base)), components_(std::move(components)), pass_(pass) {}
+  ScratchpadTask(std::unique_ptr<Task> base, std::string components, const ScratchpadKind& kind)
+      : base_(std::move(base)),
+        components_(std::move(components)),
+        pass_(kind.pass),
+        markers_at_(base_->OutputAlphabet() + kind.extra_symbols) {}
   std::string Name() const override { return base_->Name(); }
-  int InputAlphabet() const override { return base_->InputAlphabet(); }
-  int OutputAlphabet() const override { return base_->OutputAlphabet() + kCount; }
+  // A task whose input and answer share their symbols (sort) keeps sharing them: the markers
+  // join both alphabets.
+  int InputAlphabet() const override {
+    return base_->SharedAlphabet() ? OutputAlphabet() : base_->InputAlphabet();
+  }
+  bool SharedAlphabet() const override { return base_->SharedAlphabet(); }
+  int OutputAlphabet() const override { return markers_at_ + kCount; }
   bool SupportsEncoder() const override { return base_->SupportsEncoder(); }
   int MinLength() const override { return base_->MinLength(); }
   int MaxLength() const override { return base_->MaxLength(); }
@@ -98,8 +155,7 @@ class ScratchpadTask final : public Task {
  private:
   Example WithSteps(const Example& e) const {
     const Pass p = pass_(e);
-    const int base = base_->OutputAlphabet();
-    auto mark = [&](Marker m) { return base + m; };
+    auto mark = [&](Marker m) { return markers_at_ + m; };
     Example out;
     out.input = e.input;
     auto put = [&](Marker m, const std::vector<int>& symbols) {
@@ -116,7 +172,7 @@ class ScratchpadTask final : public Task {
           case 'c': {
             out.output.push_back(mark(kComputation));
             for (size_t k = 0; k < st.operands.size(); ++k) {
-              if (k) out.output.push_back(mark(kPlus));
+              if (k && p.plus_between_operands) out.output.push_back(mark(kPlus));
               out.output.push_back(st.operands[k]);
             }
             break;
@@ -145,6 +201,7 @@ class ScratchpadTask final : public Task {
   std::unique_ptr<Task> base_;
   std::string components_;
   PassOf pass_;
+  int markers_at_;  // the first marker symbol, after the answer and step symbols
 };
 
 }  // namespace
@@ -173,8 +230,14 @@ std::unique_ptr<Task> WithScratchpad(std::unique_ptr<Task> base, const std::stri
                        "(output), v (variable update), r (remaining input), in that order, e.g. "
                        "\"icovr\" or \"cv\"");
   for (const ScratchpadKind& k : kKinds)
-    if (base->Name() == k.task)
-      return std::make_unique<ScratchpadTask>(std::move(base), components, k.pass);
+    if (base->Name() == k.task) {
+      for (char c : components)
+        LEXP_INPUT_CHECK(std::string(k.components).find(c) != std::string::npos,
+                         "task.scratchpad = \"" + components + "\": task '" + k.task +
+                             "' has no variable to update ('" + std::string(1, c) +
+                             "'); its components are " + k.components);
+      return std::make_unique<ScratchpadTask>(std::move(base), components, k);
+    }
   FailInput("task.scratchpad: task '" + base->Name() + "' has no scratchpad; it is defined for " +
             ScratchpadTasks());
 }

@@ -21,7 +21,19 @@
 //       v  V c_j (the carry out)      r  R a_0 ... a_(j-1) b_0 ... b_(j-1)
 //   then ANS and the n + 1 digits of the sum, all graded.
 //
-// Output symbols: the task's own answer symbols, then the markers STEP I C O V R PLUS ANS. Every
+//   sort (n items, answer them ascending), selection sort: step k
+//       i  I u_k (the front of the unsorted portion)   c  C (the portion's minimum: a marker only)
+//       o  O min                                       r  R the unsorted portion after the swap
+//
+//   lego (clauses x_i s x_{i-1}, x_0 s ONE, query x_q), every clause in chain order: step i
+//       i  I x_i      c  C s_i x_{i-1} s_i value(x_{i-1})  (C alone for x_0)
+//       o  O value(x_i)      r  R the clauses after x_i's
+//   sort and lego have no variable to update ('v' is refused for them, as in the paper's code);
+//   lego's steps resolve every clause, not only those up to x_q, so that one n has one length.
+//
+// Output symbols: the task's own answer symbols (for lego then its variables, signs and ONE), then
+// the markers STEP I C O V R PLUS ANS; a task that shares its input and answer symbols (sort)
+// gets the markers in its input alphabet too. Every
 // step token is scored (trained on), only the answer is graded (Example::output_graded). A
 // scratchpad has the same length for every example of one n (n steps), so batches keep one shape.
 // Deviations from the paper: markers are single tokens instead of words ("Input:", "carry ="), and
@@ -36,7 +48,7 @@
 namespace lexp {
 
 // The tasks a scratchpad is defined for.
-std::string ScratchpadTasks();  // "addition, summation, parity"
+std::string ScratchpadTasks();  // "addition, summation, parity, sort, lego"
 
 // True when `components` is a subset of "icovr" written in that order, not empty.
 bool ValidScratchpadComponents(const std::string& components);

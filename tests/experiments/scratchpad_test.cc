@@ -92,11 +92,75 @@ TEST(Scratchpad, AdditionStepsCarryFromTheLeastSignificantDigit) {
                          std::vector<uint8_t>{1, 1, 1}.begin()));
 }
 
+TEST(Scratchpad, SortStepsAreSelectionSortOverTheUnsortedPortion) {
+  Rng rng(2);
+  auto task = CreateTask("sort", TaskOptions(0, "icor"));
+  Example e;
+  do e = task->Sample(3, rng);
+  while (e.input[0] == e.input[1] || e.input[1] == e.input[2] || e.input[0] == e.input[2]);
+  const int x = e.input[0], y = e.input[1], z = e.input[2];
+  std::vector<int> u = {x, y, z};
+  const Markers m(50);  // markers after the 50 items; the input shares them
+  EXPECT_EQ(task->InputAlphabet(), 58);
+  EXPECT_EQ(task->OutputAlphabet(), 58);
+  EXPECT_TRUE(task->SharedAlphabet());
+  std::vector<int> expected;
+  for (int k = 0; k < 3; ++k) {
+    const auto mn = std::min_element(u.begin() + k, u.end());
+    const int front = u[k];
+    std::iter_swap(u.begin() + k, mn);
+    expected.insert(expected.end(), {m.step, m.in, front, m.comp, m.out, u[k], m.rem});
+    expected.insert(expected.end(), u.begin() + k + 1, u.end());
+  }
+  expected.push_back(m.ans);
+  std::vector<int> sorted = {x, y, z};
+  std::sort(sorted.begin(), sorted.end());
+  expected.insert(expected.end(), sorted.begin(), sorted.end());
+  EXPECT_EQ(e.output, expected);
+  EXPECT_EQ(std::count(e.output_graded.begin(), e.output_graded.end(), 1), 3) << "the sorted list";
+}
+
+TEST(Scratchpad, LegoStepsResolveEveryClauseInChainOrder) {
+  // Hand-made: x_0 = 4 (+ ONE), x_1 = 9 (- x_0), x_2 = 1 (- x_1); QUERY x_1.
+  const int plus = 26, minus = 27, one = 28, query = 29;
+  auto task = CreateTask("lego", TaskOptions(0, "icor"));
+  Rng rng(1);
+  Example e;
+  for (int tries = 0; tries < 10000; ++tries) {  // find a sample with this sign pattern
+    e = task->Sample(3, rng);
+    if (e.input[1] == plus && e.input[4] == minus && e.input[7] == minus) break;
+  }
+  ASSERT_EQ(e.input[1], plus);
+  ASSERT_EQ(e.input[4], minus);
+  ASSERT_EQ(e.input[7], minus);
+  ASSERT_EQ(e.input[2], one);
+  ASSERT_EQ(e.input[9], query);
+  const int x0 = e.input[0], x1 = e.input[3], x2 = e.input[6];
+  auto sym = [](int s) { return 2 + s; };
+  const Markers m(2 + 29);
+  // Values: x_0 = +1 (1), x_1 = -1 (0), x_2 = +1 (1).
+  const std::vector<int> expected = {
+      m.step, m.in, sym(x0), m.comp, m.out, 1, m.rem, sym(x1), sym(minus), sym(x0), sym(x2),
+      sym(minus), sym(x1),                                                       // step x_0
+      m.step, m.in, sym(x1), m.comp, sym(minus), sym(x0), sym(minus), 1, m.out, 0, m.rem, sym(x2),
+      sym(minus), sym(x1),                                                       // step x_1
+      m.step, m.in, sym(x2), m.comp, sym(minus), sym(x1), sym(minus), 0, m.out, 1, m.rem,  // x_2
+      m.ans, e.output.back()};
+  EXPECT_EQ(e.output.size(), expected.size());
+  for (size_t t = 0; t < std::min(e.output.size(), expected.size()); ++t)
+    EXPECT_EQ(e.output[t], expected[t]) << t;
+  const int q = e.input[10] == x1 ? 1 : (e.input[10] == x2 ? 2 : 0);
+  EXPECT_EQ(e.output.back(), std::vector<int>({1, 0, 1})[q]) << "the answer is the query's value";
+  EXPECT_THROW(CreateTask("lego", TaskOptions(0, "cv")), InputError) << "no variable to update";
+  EXPECT_THROW(CreateTask("sort", TaskOptions(0, "iv")), InputError);
+}
+
 TEST(Scratchpad, BatchesTrainOnTheStepsAndGradeTheAnswerAndEndToken) {
-  const auto task = CreateTask("summation", TaskOptions(0, "io"));
+  for (const char* name : {"summation", "sort", "lego"}) {
+  const auto task = CreateTask(name, TaskOptions(0, "io"));
   const SequenceLayout layout(*task, Layout::kDecoder);
   Rng rng(3);
-  for (int n : {1, 4, 9}) {
+  for (int n : {2, 4, 9}) {
     const Batch b = layout.MakeBatch(n, 6, rng);  // throws if two examples differ in length
     EXPECT_EQ(b.T, layout.SequenceLengthFor(n));
     for (int s = 0; s < b.B; ++s) {
@@ -108,9 +172,11 @@ TEST(Scratchpad, BatchesTrainOnTheStepsAndGradeTheAnswerAndEndToken) {
         EXPECT_TRUE(!b.graded[row + t] || b.mask[row + t]) << "a graded token is trained on";
       }
       EXPECT_EQ(trained, b.T - b.prompt + 1) << "every output token and the end token";
-      EXPECT_EQ(graded, 2) << "the answer and the end token";
+      const long answer = std::string(name) == "sort" ? n : 1;
+      EXPECT_EQ(graded, answer + 1) << name << ": the answer and the end token";
       EXPECT_TRUE(b.graded[row + b.T - 1] && b.graded[row + b.T - 2]);
     }
+  }
   }
 }
 
@@ -136,7 +202,8 @@ TEST(Scratchpad, BadComponentsAndTasksWithoutOneAreInputErrors) {
     CreateTask("copy", TaskOptions(0, "io"));
     ADD_FAILURE() << "copy has no scratchpad";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("addition, summation, parity"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("addition, summation, parity, sort, lego"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_TRUE(ValidScratchpadComponents("icovr"));
