@@ -74,6 +74,7 @@ const std::vector<RunFigure>& RunFigures() {
        },
        DrawPerplexityVsLength},
       {"eval_during_training", HasEvalHistory, DrawEvalDuringTraining},
+      {"prompt_compression", HasPromptCompression, DrawPromptCompression},
   };
   return kFigures;
 }

@@ -34,6 +34,10 @@ struct RunFigure {
 };
 // Every figure of a run directory, in drawing order (figure_table.cc).
 const std::vector<RunFigure>& RunFigures();
+// /analysis/prompt_compression of the runs (lexp compress): exact match and prompt length against
+// the compression ratio, one line per task length.
+bool HasPromptCompression(const std::string& run_dir);
+std::string DrawPromptCompression(const std::string& run_dir);
 // Every figure of RunFigures() that applies to the directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.

@@ -91,6 +91,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   all.push_back(MakePeTableCommand());
   all.push_back(MakeTheoryCommand());
   all.push_back(MakeAnalyzeCommand());
+  all.push_back(MakeCompressCommand());
   all.push_back(MakeBaseLawCommand());
   all.push_back(MakeFiguresCommand());
   all.push_back(MakeListCommand());

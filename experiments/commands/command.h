@@ -58,6 +58,7 @@ std::unique_ptr<Command> MakeEvalCommand();
 std::unique_ptr<Command> MakePeTableCommand();
 std::unique_ptr<Command> MakeTheoryCommand();
 std::unique_ptr<Command> MakeAnalyzeCommand();
+std::unique_ptr<Command> MakeCompressCommand();
 std::unique_ptr<Command> MakeBaseLawCommand();
 std::unique_ptr<Command> MakeFiguresCommand();
 std::unique_ptr<Command> MakeListCommand();

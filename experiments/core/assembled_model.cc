@@ -29,6 +29,7 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   m.task = CreateTask(cfg.task, cfg.TaskOpts());
   m.layout = std::make_unique<SequenceLayout>(
       *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  m.layout->set_score_input(cfg.score_input != 0);
   const ModelConfig mc = cfg.Model(m.layout->Vocab());
   m.encoding = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, *m.layout));
   if (cfg.positions != "identity") {

@@ -414,6 +414,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.init_from},
       {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
        &c.checkpoint_every, 1, kBig},
+      {"train.score_input",
+       "1: also train on the input tokens, each predicting the next (decoder layout; a language "
+       "model of the task's prompts, as lexp compress takes one); evaluation grades the answer "
+       "only either way",
+       &c.score_input, 0, 1},
       {"train.eval_every",
        "evaluate train.eval_every_lengths before training and every this many steps, into "
        "/train/eval_history (0 = only the end-of-training evaluation)",

@@ -110,6 +110,7 @@ struct RecipeConfig {
   // the eval_every_lengths (each one of the evaluation lengths; empty = the longest) are evaluated
   // on the end-of-training evaluation's own sequences and stored in /train/eval_history.
   int eval_every = 0;
+  int score_input = 0;  // 1: also train on the input, next token (a language model of prompts)
   std::vector<int> eval_every_lengths;
   // [eval]
   std::vector<int> eval_lengths;  // empty: a grid from 1 to eval_max_factor * train_max_length

@@ -222,6 +222,10 @@ void ValidateOneTask(const RecipeConfig& c) {
                    KeyLocation(src, "probe.stored_samples") + " = " +
                        std::to_string(c.probe_stored_samples) + " exceeds probe.samples = " +
                        std::to_string(c.probe_samples) + " (only probed sequences can be stored)");
+  LEXP_INPUT_CHECK(c.score_input == 0 || c.layout == "decoder",
+                   KeyLocation(src, "train.score_input") +
+                       " = 1 trains next-token prediction on the input, which the encoder layout "
+                       "shows at once; model.layout must be \"decoder\"");
   if (c.model.landmark_block > 0) {
     const std::string where = KeyLocation(src, "model.landmark_block");
     LEXP_INPUT_CHECK(c.layout == "decoder",

@@ -56,10 +56,11 @@ Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) c
                      "task '" + task_.Name() +
                          "' produced examples of different lengths for n=" + std::to_string(n));
     const int ni = static_cast<int>(e.input.size()), m = static_cast<int>(e.output.size());
+    const bool lm = score_input_ && layout_ == Layout::kDecoder;
     for (int t = 0; t < ni; ++t) {
       b.tokens.push_back(e.input[t]);
-      b.targets.push_back(0);
-      b.mask.push_back(0);
+      b.targets.push_back(lm && t + 1 < ni ? e.input[t + 1] : 0);
+      b.mask.push_back(lm && t + 1 < ni ? 1 : 0);
       b.graded.push_back(0);
     }
     auto graded = [&](int k) {

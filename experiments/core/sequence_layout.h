@@ -52,6 +52,10 @@ class SequenceLayout {
   // Input tokens of a sequence of requested length n: the positions before the separator (decoder)
   // or before the output slots (encoder); figures mark this boundary.
   int InputTokensFor(int n) const;
+  // Decoder layout: also train on the input, each input token predicting the next one (a language
+  // model of the prompts, as a prompt compressor needs; train.score_input). Evaluation grades the
+  // answer only, as without it.
+  void set_score_input(bool on) { score_input_ = on; }
   // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey).
   Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1) const;
   // Greedy decoding writes at most twice the answer (its end token included) after the prompt
@@ -66,6 +70,7 @@ class SequenceLayout {
   Layout layout_;
   int vin_, vocab_, sep_, blank_, end_;
   bool ends_;
+  bool score_input_ = false;
 };
 
 }  // namespace lexp

@@ -23,6 +23,7 @@ class PasskeyTask final : public Task {
   int InputAlphabet() const override { return 22; }
   int OutputAlphabet() const override { return 10; }
   bool HasDepth() const override { return true; }
+  int QueryTokens() const override { return 1; }  // QUERY
   Example Sample(int n, Rng& rng) const override;
   Example SampleAtDepth(int n, double depth, Rng& rng) const override;
 

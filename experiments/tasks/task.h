@@ -60,6 +60,9 @@ class Task {
   // Tasks with a depth axis (where in the input the information sits, 0 = start, 1 = end):
   // evaluation sweeps it (eval.depths). Sample draws the depth at random.
   virtual bool HasDepth() const { return false; }
+  // Input symbols at the end of every input that ask the question (passkey's QUERY): a prompt
+  // compressor keeps them and compresses the context before them.
+  virtual int QueryTokens() const { return 0; }
   virtual Example SampleAtDepth(int n, double /*depth*/, Rng& rng) const { return Sample(n, rng); }
   // Language-modelling sources: the source's entropy rate in nats per token (NaN: not a source).
   virtual double EntropyRate() const { return std::numeric_limits<double>::quiet_NaN(); }

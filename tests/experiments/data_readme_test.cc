@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/replay/prompt_compression.h"
 #include "experiments/training/sweep.h"
 #include "nn/io/hdf5.h"
 #include "tests/testing/tiny_runs.h"
@@ -138,8 +139,15 @@ TEST(DataReadme, RunFilesAndTheDocumentListTheSameDatasets) {
   so.out_dir = (dir / "passkey").string();
   RunRecipe(testing::TinyCopyRecipe({"task.name=passkey", "task.vocab=0", "train.steps=10",
                                      "train.eval_every=5", "eval.lengths=2,8", "eval.depths=0,100",
-                                     "probe.lengths=4"}),
+                                     "probe.lengths=4", "train.score_input=1"}),
             so);
+  {  // lexp compress, the run its own compressor
+    const std::string run = (dir / "passkey" / "t5.h5").string();
+    const PromptCompression pc = MeasurePromptCompression(run, run, {0, 0.5}, {});
+    h5::Writer w(run, h5::Writer::Mode::kUpdate);
+    WritePromptCompression(pc, w.root().CreateGroup("analysis"));
+    w.Commit();
+  }
   std::set<std::string> written;
   for (const fs::path& f : {dir / "copy" / "rope.h5", dir / "copy" / "nope.h5", dir / "passkey"}) {
     const fs::path file = f.extension() == ".h5" ? f : f / "t5.h5";
