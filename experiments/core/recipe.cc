@@ -158,6 +158,7 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   mc.vocab = vocab;
   mc.pre_ln = norm == "pre";
   mc.knn.softmax_merge = knn_merge == "softmax";
+  mc.knn.memory_gradient = knn_memory_gradient != 0;
   mc.landmark_remap = landmark_remap != 0;
   mc.causal = layout == "decoder";
   return mc;
@@ -315,6 +316,15 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "gate: a learned per-head gate between memory and local attention (Memorizing "
        "Transformer); softmax: one softmax over both (Focused Transformer, Tworkowski et al. 2023)",
        &c.knn_merge, 0, 0, {"gate", "softmax"}},
+      {"model.knn_crossbatch",
+       "training only: each query also retrieves from the memories of the d - 1 other sequences of "
+       "its group of d in the batch, as negatives (the Focused Transformer's crossbatch; 1 = its "
+       "own memory only, as at evaluation)",
+       &c.model.knn.crossbatch, 1, 4096},
+      {"model.knn_memory_gradient",
+       "1: in training, the memory's keys and values get their gradient (the Focused "
+       "Transformer trains its memory layer differentiably); 0: read-only, as a stored memory",
+       &c.knn_memory_gradient, 0, 1},
       {"model.encodings", "one model is trained per encoding (lexp list encodings)", &c.encodings},
       {"model.positions",
        "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "

@@ -41,8 +41,9 @@ struct RecipeConfig {
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";
-  std::string knn_merge = "gate";
-  int landmark_remap = 1;  // model.landmark_remap (0/1), into model.landmark_remap by Model()  // the memory layer's merge: gate | softmax (model.knn in Model)
+  std::string knn_merge = "gate";  // the memory layer's merge: gate | softmax (model.knn in Model)
+  int knn_memory_gradient = 0;     // model.knn_memory_gradient (0/1), into model.knn by Model()
+  int landmark_remap = 1;  // model.landmark_remap (0/1), into model.landmark_remap by Model()
   // The engine's shape (d_model, n_heads, n_layers, d_ff); Model() sets its vocabulary from the
   // task and pre_ln, causal from `norm` and `layout`.
   ModelConfig model{.vocab = 0,

@@ -253,6 +253,13 @@ void ValidateOneTask(const RecipeConfig& c) {
                            "have; use an encoding that acts inside attention (rope, alibi, t5, "
                            "nope, ...)");
   }
+  LEXP_INPUT_CHECK(c.model.knn.crossbatch == 1 || c.model.knn.Active(),
+                   KeyLocation(src, "model.knn_crossbatch") + " = " +
+                       std::to_string(c.model.knn.crossbatch) +
+                       " mixes the memories of a memory layer; set model.knn_layer too");
+  LEXP_INPUT_CHECK(c.knn_memory_gradient == 0 || c.model.knn.Active(),
+                   KeyLocation(src, "model.knn_memory_gradient") +
+                       " = 1 trains a memory layer's memory; set model.knn_layer too");
   if (c.model.knn.Active()) {
     LEXP_INPUT_CHECK(c.model.knn.layer < c.model.n_layers,
                      KeyLocation(src, "model.knn_layer") + " = " +

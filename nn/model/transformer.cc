@@ -92,8 +92,9 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
     landmark_emb_grad_.setZero(cfg.d_model);
   }
   if (cfg.knn.Active()) {
-    LEXP_CHECK(cfg.knn.layer < cfg.n_layers && cfg.knn.top_k >= 1 && cfg.knn.memory >= 0,
-               "model: the memory layer must be one of the layers, with top_k >= 1");
+    LEXP_CHECK(cfg.knn.layer < cfg.n_layers && cfg.knn.top_k >= 1 && cfg.knn.memory >= 0 &&
+                   cfg.knn.crossbatch >= 1,
+               "model: the memory layer must be one of the layers, with top_k, crossbatch >= 1");
     LEXP_CHECK(cfg.causal, "model: a retrieved memory holds earlier context (causal layout)");
     knn_gate_.setZero(cfg.n_heads);  // g_h = sigmoid(0) = 1/2: both branches at first
     knn_gate_grad_.setZero(cfg.n_heads);
@@ -299,10 +300,11 @@ void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool
 }
 
 template <typename S>
-void Transformer<S>::KnnMerge(BlockCache<S>& c, bool keep) {
+void Transformer<S>::KnnMerge(BlockCache<S>& c, bool training) {
   const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
-  KnnMemoryForward(c.qkv, B_, T, H, ActivePattern(), cfg_.knn, knn_);
-  if (keep) knn_local_ = c.att;
+  KnnMemoryForward(c.qkv, B_, T, H, ActivePattern(), cfg_.knn, knn_,
+                   training ? cfg_.knn.crossbatch : 1);
+  if (training) knn_local_ = c.att;
   ParallelChunks(c.att.rows(), kRowGrain, [&](long r0, long r1) {
     for (long r = r0; r < r1; ++r)
       for (int h = 0; h < H; ++h) {
@@ -502,8 +504,13 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     ApplyQKTransform(l, d_k_, B_, T_, T_, pos_, false, true);
     if (memory) ApplyQKTransform(l, d_k_mem_, B_, T_, T_, pos_, false, true);
   }
-  // The memory's retrieval read q before the encoding's transform.
-  if (knn) KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_);
+  // The memory's retrieval read q (and k, v) before the encoding's transform; a differentiable
+  // memory (model.knn_memory_gradient) sends its keys and values their gradient too.
+  if (knn) {
+    const bool grad = cfg_.knn.memory_gradient;
+    KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_,
+                      grad ? &d_k_ : nullptr, grad ? &d_v_ : nullptr);
+  }
   Resize(d_qkv_, N, 3 * C);
   d_qkv_.leftCols(C) = d_q_;
   d_qkv_.middleCols(C, C) = d_k_;

@@ -153,7 +153,8 @@ class Transformer {
   void DecodeBlock(int l, Mat<S>& x, int t0, int n);
   // The memory layer's merge of its local attention (in c.att) with the retrieved memory, and
   // its backward (d_att_ in, the local branch's gradient out; the memory's added to d_q_).
-  void KnnMerge(BlockCache<S>& c, bool keep);
+  // training: keep what the backward needs and read the crossbatch group's memories.
+  void KnnMerge(BlockCache<S>& c, bool training);
   void KnnMergeBackward(BlockCache<S>& c);
 
   ModelConfig cfg_;

@@ -4,12 +4,19 @@
 // The memory of query i holds the keys and values of its layer that its local attention no longer
 // sees: the `memory` rows j before the first key of its pattern's bounds (KeyBounds begin b_i:
 // j in [b_i - memory, b_i), or [0, b_i) for memory = 0), as a kNN memory of earlier context would.
-// Retrieval is exact: the top_k keys by q_i . k_j (ties by the lower index), scored without the
-// encoding (both papers store keys without positions). Query i then attends over them,
+// Retrieval is exact: the top_k keys by q_i . k_j (ties by the lower row), scored without the
+// encoding (both papers store keys without positions). In training, the Focused Transformer's
+// crossbatch (its section 3.2) puts the memories of d documents in one: the sequences of a batch
+// form groups of d (the last group may be smaller), and query i of each retrieves from the same
+// rows [b_i - memory, b_i) of every sequence of its group, its own document's memory (positives)
+// and the d - 1 others' (negatives); evaluation reads its own memory only (d = 1). Query i then attends over them,
 //   a_ij = q_i . k_j / sqrt(D),  p = softmax over the retrieved j,  o_mem_i = sum_j p_ij v_j,
 // and its log-sum-exp lse_i = log sum_j exp(a_ij) is kept for the Focused Transformer's merge.
-// The memory is read-only, as a stored memory is: no gradient reaches its keys and values, only
-// the querying q_i (and the merge). Queries without memory have lse = -inf and o_mem = 0.
+// By default the memory is read-only, as a stored memory is: no gradient reaches its keys and
+// values, only the querying q_i (and the merge). FoT trains its memory layer differentiably (its
+// code backpropagates into the other contexts' keys and values, with no kNN: all of them, which
+// top_k >= d * memory gives): with memory_gradient, training sends d_k_j and d_v_j to the memory
+// rows too. Queries without memory have lse = -inf and o_mem = 0.
 //
 // Merges with the local attention's output o_loc (and its log-sum-exp, AttentionCache::lse):
 //   gate (Memorizing Transformer): o = g_h o_mem + (1 - g_h) o_loc, g_h = sigmoid(b_h) learned per
@@ -38,13 +45,16 @@ struct KnnMemoryConfig {
   int top_k = 32;      // keys retrieved per query and head
   int memory = 0;      // rows before the local bounds held in memory (0: every earlier row)
   bool softmax_merge = false;  // false: the gate; true: one softmax with the local keys
+  int crossbatch = 1;  // documents whose memories a training query retrieves from (1: its own)
+  bool memory_gradient = false;  // training: the memory's keys and values get their gradient
   bool Active() const { return layer >= 0; }
 };
 
 template <typename S>
 struct KnnMemoryCache {
   int k = 0;              // top_k
-  std::vector<int> idx;   // [B*H*T, k] retrieved key rows (within the sequence), -1 past the end
+  int group = 1;          // sequences whose memories a query read (the forward's group)
+  std::vector<int> idx;   // [B*H*T, k] retrieved key rows of qkv (any sequence of the group), -1 past the end
   Mat<S> p;               // [B*H*T, k] their softmax weights (0 past the end)
   Vec<S> lse;             // [B*H*T] log-sum-exp of the retrieved logits, -inf without memory
   Mat<S> out;             // [B*T, C] o_mem, heads in columns as q
@@ -64,10 +74,11 @@ inline void KnnMemoryRows(const AttentionPattern& pattern, const KnnMemoryConfig
   *b = c.memory > 0 ? std::max(0, kb - c.memory) : 0;
 }
 
-// qkv: [B*T, 3C] the layer's projections q | k | v (q and k before the encoding's transform).
+// qkv: [B*T, 3C] the layer's projections q | k | v (q and k before the encoding's transform);
+// group: the sequences whose memories a query reads (cfg.crossbatch in training, 1 otherwise).
 template <typename S>
 void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPattern& pattern_all,
-                      const KnnMemoryConfig& cfg, KnnMemoryCache<S>& cache) {
+                      const KnnMemoryConfig& cfg, KnnMemoryCache<S>& cache, int group = 1) {
   const long C = qkv.cols() / 3;
   const auto q = qkv.leftCols(C), k = qkv.middleCols(C, C), v = qkv.rightCols(C);
   const int D = static_cast<int>(C / H), K = cfg.top_k;
@@ -75,6 +86,7 @@ void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPat
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
   const S neg_inf = -std::numeric_limits<S>::infinity();
   cache.k = K;
+  cache.group = group;
   cache.idx.assign(rows * K, -1);
   Resize(cache.p, rows, K);
   cache.p.setZero();
@@ -85,6 +97,7 @@ void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPat
     const AttentionPattern& pattern = pattern_all.ForHead(h, H);
     auto& sc = cache.scratch.local();
     const long base = static_cast<long>(b) * T;
+    const int first = b / group * group, members = std::min(group, B - first);
     for (int i = 0; i < T; ++i) {
       const long row = task * T + i;
       int mb, me;
@@ -93,34 +106,39 @@ void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPat
         cache.lse[row] = neg_inf;
         continue;
       }
-      const int n = me - mb, kept = std::min(K, n);
+      const int per_doc = me - mb, n = members * per_doc, kept = std::min(K, n);
       const auto qi = q.row(base + i).segment(h * D, D);
       sc.score.resize(n);
       sc.order.resize(n);
-      for (int j = 0; j < n; ++j) {
-        sc.score[j] = qi.dot(k.row(base + mb + j).segment(h * D, D)) * inv_sqrt_d;
-        sc.order[j] = j;
-      }
+      for (int m = 0; m < members; ++m)
+        for (int j = 0; j < per_doc; ++j) {
+          const int key = (first + m) * T + mb + j, at = m * per_doc + j;
+          sc.score[at] = qi.dot(k.row(key).segment(h * D, D)) * inv_sqrt_d;
+          sc.order[at] = key;
+        }
+      auto score_of = [&](int key) {
+        return sc.score[(key / T - first) * per_doc + key % T - mb];
+      };
       // Exact top-k: highest logit first, the lower row on ties (independent of threads).
       std::partial_sort(sc.order.begin(), sc.order.begin() + kept, sc.order.end(),
                         [&](int x, int y) {
-                          return sc.score[x] > sc.score[y] ||
-                                 (sc.score[x] == sc.score[y] && x < y);
+                          const S sx = score_of(x), sy = score_of(y);
+                          return sx > sy || (sx == sy && x < y);
                         });
-      const S mx = sc.score[sc.order[0]];
+      const S mx = score_of(sc.order[0]);
       S sum = 0;
       for (int t = 0; t < kept; ++t) {
-        const S e = std::exp(sc.score[sc.order[t]] - mx);
+        const S e = std::exp(score_of(sc.order[t]) - mx);
         cache.p(row, t) = e;
         sum += e;
       }
       cache.lse[row] = mx + std::log(sum);
       auto o = cache.out.row(base + i).segment(h * D, D);
       for (int t = 0; t < kept; ++t) {
-        const int j = mb + sc.order[t];
-        cache.idx[row * K + t] = j;
+        const int key = sc.order[t];
+        cache.idx[row * K + t] = key;
         cache.p(row, t) /= sum;
-        o += cache.p(row, t) * v.row(base + j).segment(h * D, D);
+        o += cache.p(row, t) * v.row(key).segment(h * D, D);
       }
     }
   });
@@ -128,35 +146,48 @@ void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPat
 
 // Forward: a_ij = q_i.k_j/sqrt(D) over the retrieved j; p = softmax(a); o = sum_j p_ij v_j;
 //          lse_i = log sum_j exp(a_ij).
-// Backward (k, v read-only): d_p_ij = d_o_i . v_j;  d_a_ij = p_ij (d_p_ij - sum_j p_ij d_p_ij +
-//          d_lse_i);  d_q_i += sum_j d_a_ij k_j / sqrt(D).
-// qkv: the forward's; d_out: [B*T, C]; d_lse: [B*H*T] or empty; d_q: [B*T, C], accumulated.
+// Backward: d_p_ij = d_o_i . v_j;  d_a_ij = p_ij (d_p_ij - sum_j p_ij d_p_ij + d_lse_i);
+//          d_q_i += sum_j d_a_ij k_j / sqrt(D); and with d_k, d_v (a differentiable memory):
+//          d_k_j += d_a_ij q_i / sqrt(D), d_v_j += p_ij d_o_i.
+// qkv: the forward's; d_out: [B*T, C]; d_lse: [B*H*T] or empty; d_q, d_k, d_v: [B*T, C],
+// accumulated (d_k, d_v in qkv's k and v, before the encoding's transform). One task per group of
+// sequences and head, its queries in order: every memory row's sum has one order, whatever the
+// threads.
 template <typename S>
 void KnnMemoryBackward(const Mat<S>& qkv, int B, int T, int H, KnnMemoryCache<S>& cache,
-                       const Mat<S>& d_out, const Vec<S>& d_lse, Mat<S>& d_q) {
+                       const Mat<S>& d_out, const Vec<S>& d_lse, Mat<S>& d_q,
+                       Mat<S>* d_k = nullptr, Mat<S>* d_v = nullptr) {
   const long C = qkv.cols() / 3;
-  const auto k = qkv.middleCols(C, C), v = qkv.rightCols(C);
-  const int D = static_cast<int>(C / H), K = cache.k;
+  const auto q = qkv.leftCols(C), k = qkv.middleCols(C, C), v = qkv.rightCols(C);
+  const int D = static_cast<int>(C / H), K = cache.k, group = cache.group;
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
-  ParallelFor(static_cast<long>(B) * H, [&](long task) {
-    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    const long base = static_cast<long>(b) * T;
-    for (int i = 0; i < T; ++i) {
-      const long row = task * T + i;
-      if (cache.idx[row * K] < 0) continue;
-      const auto d_o = d_out.row(base + i).segment(h * D, D);
-      std::vector<S>& d_p = cache.scratch.local().score;
-      d_p.resize(K);
-      S dot = 0;
-      for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
-        d_p[t] = d_o.dot(v.row(base + cache.idx[row * K + t]).segment(h * D, D));
-        dot += cache.p(row, t) * d_p[t];
-      }
-      const S extra = d_lse.size() > 0 ? d_lse[row] : S(0);
-      auto dq = d_q.row(base + i).segment(h * D, D);
-      for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
-        const S d_a = cache.p(row, t) * (d_p[t] - dot + extra) * inv_sqrt_d;
-        dq += d_a * k.row(base + cache.idx[row * K + t]).segment(h * D, D);
+  const int groups = (B + group - 1) / group;
+  ParallelFor(static_cast<long>(groups) * H, [&](long task) {
+    const int g = static_cast<int>(task / H), h = static_cast<int>(task % H);
+    std::vector<S>& d_p = cache.scratch.local().score;
+    d_p.resize(K);
+    for (int b = g * group; b < std::min(B, (g + 1) * group); ++b) {
+      const long base = static_cast<long>(b) * T;
+      for (int i = 0; i < T; ++i) {
+        const long row = (static_cast<long>(b) * H + h) * T + i;
+        if (cache.idx[row * K] < 0) continue;
+        const auto d_o = d_out.row(base + i).segment(h * D, D);
+        S dot = 0;
+        for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
+          d_p[t] = d_o.dot(v.row(cache.idx[row * K + t]).segment(h * D, D));
+          dot += cache.p(row, t) * d_p[t];
+        }
+        const S extra = d_lse.size() > 0 ? d_lse[row] : S(0);
+        auto dq = d_q.row(base + i).segment(h * D, D);
+        for (int t = 0; t < K && cache.idx[row * K + t] >= 0; ++t) {
+          const int key = cache.idx[row * K + t];
+          const S d_a = cache.p(row, t) * (d_p[t] - dot + extra) * inv_sqrt_d;
+          dq += d_a * k.row(key).segment(h * D, D);
+          if (d_k) {
+            d_k->row(key).segment(h * D, D) += d_a * q.row(base + i).segment(h * D, D);
+            d_v->row(key).segment(h * D, D) += cache.p(row, t) * d_o;
+          }
+        }
       }
     }
   });
