@@ -254,6 +254,7 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
           }
           done_cv.notify_all();
         }
+        h5::ClearThreadErrors();  // this thread ends here
       });
     for (auto& t : workers) t.join();
     if (error) std::rethrow_exception(error);

@@ -18,7 +18,22 @@ void SilenceThisThread() {
   (void)silenced;
 }
 
+// A failed call leaves its error records on the calling thread's stack until that thread's next
+// HDF5 call; a worker thread whose last call failed would keep them to the end, and HDF5 cannot
+// close at exit while records hold its error messages ("HDF5: infinite loop closing library").
+// Every failure lexp handles is cleared at once.
+template <typename R>
+R Cleared(R r) {
+  if (r < 0) H5Eclear2(H5E_DEFAULT);
+  return r;
+}
+htri_t LinkExists(hid_t loc, const char* name, hid_t lapl) {
+  return Cleared(H5Lexists(loc, name, lapl));
+}
+htri_t AttrExists(hid_t obj, const char* name) { return Cleared(H5Aexists(obj, name)); }
+
 Handle Check(hid_t id, herr_t (*closer)(hid_t), const std::string& what) {
+  Cleared(id);
   LEXP_CHECK(id >= 0, "HDF5: " + what);
   return Handle(id, closer);
 }
@@ -35,7 +50,7 @@ std::string FileOf(hid_t obj) {
 
 // Reading a file the user gave us: what is missing or malformed is bad input, named with the file.
 Handle CheckRead(hid_t id, herr_t (*closer)(hid_t), hid_t where, const std::string& what) {
-  if (id < 0) FailInput("file '" + FileOf(where) + "': " + what);
+  if (Cleared(id) < 0) FailInput("file '" + FileOf(where) + "': " + what);
   return Handle(id, closer);
 }
 
@@ -52,7 +67,7 @@ void WriteRaw(hid_t group, const std::string& name, hid_t mem_type, hid_t file_t
   for (auto d : dims) expect *= d;
   LEXP_CHECK(expect == count, "HDF5: dataset '" + name + "' has " + std::to_string(count) +
                                   " values for dims of " + std::to_string(expect));
-  if (H5Lexists(group, name.c_str(), H5P_DEFAULT) > 0) H5Ldelete(group, name.c_str(), H5P_DEFAULT);
+  if (LinkExists(group, name.c_str(), H5P_DEFAULT) > 0) H5Ldelete(group, name.c_str(), H5P_DEFAULT);
   Handle space = Space(dims);
   Handle ds = Check(
       H5Dcreate2(group, name.c_str(), file_type, space.id(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
@@ -72,7 +87,7 @@ Handle TextType() {
 }
 
 void SetStringAttr(hid_t obj, const std::string& name, const std::string& value) {
-  if (H5Aexists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
+  if (AttrExists(obj, name.c_str()) > 0) H5Adelete(obj, name.c_str());
   Handle type = TextType();
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
   Handle a = Check(H5Acreate2(obj, name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
@@ -92,7 +107,7 @@ std::string ReadText(hid_t file_type, hid_t where, const std::string& what, Read
     H5Tset_size(mem.id(), H5T_VARIABLE);
     H5Tset_cset(mem.id(), H5Tget_cset(file_type));
     char* text = nullptr;
-    if (read(mem.id(), static_cast<void*>(&text)) < 0)
+    if (Cleared(read(mem.id(), static_cast<void*>(&text))) < 0)
       FailInput("file '" + FileOf(where) + "': cannot read " + what);
     std::string s = text ? text : "";
     H5free_memory(text);
@@ -100,7 +115,7 @@ std::string ReadText(hid_t file_type, hid_t where, const std::string& what, Read
   }
   const size_t n = H5Tget_size(file_type);
   std::string s(n, '\0');
-  if (read(file_type, static_cast<void*>(s.data())) < 0)
+  if (Cleared(read(file_type, static_cast<void*>(s.data()))) < 0)
     FailInput("file '" + FileOf(where) + "': cannot read " + what);
   while (!s.empty() && s.back() == '\0') s.pop_back();
   return s;
@@ -137,7 +152,8 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
     count *= x;
   }
   std::vector<T> out(count);
-  if (count > 0 && H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
+  if (count > 0 &&
+      Cleared(H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data())) < 0)
     FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");
   if (dims) dims->assign(d.begin(), d.end());
   return out;
@@ -146,7 +162,7 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
 }  // namespace
 
 Group Group::CreateGroup(const std::string& name) const {
-  if (H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0) return OpenGroup(name);
+  if (LinkExists(id(), name.c_str(), H5P_DEFAULT) > 0) return OpenGroup(name);
   return Group(Check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
                      H5Gclose, "create group '" + name + "'"));
 }
@@ -157,7 +173,7 @@ Group Group::OpenGroup(const std::string& name) const {
 }
 
 bool Group::Has(const std::string& name) const {
-  return H5Lexists(id(), name.c_str(), H5P_DEFAULT) > 0;
+  return LinkExists(id(), name.c_str(), H5P_DEFAULT) > 0;
 }
 
 bool Group::IsGroup(const std::string& name) const {
@@ -313,7 +329,7 @@ void Group::SetAttr(const std::string& name, const std::string& value) const {
 }
 
 void Group::SetAttr(const std::string& name, double value) const {
-  if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
+  if (AttrExists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
   Handle a =
       Check(H5Acreate2(id(), name.c_str(), H5T_IEEE_F64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
@@ -322,7 +338,7 @@ void Group::SetAttr(const std::string& name, double value) const {
 }
 
 void Group::SetAttr(const std::string& name, int64_t value) const {
-  if (H5Aexists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
+  if (AttrExists(id(), name.c_str()) > 0) H5Adelete(id(), name.c_str());
   Handle space = Check(H5Screate(H5S_SCALAR), H5Sclose, "scalar space");
   Handle a =
       Check(H5Acreate2(id(), name.c_str(), H5T_STD_I64LE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
@@ -337,7 +353,7 @@ void Group::SetChildAttr(const std::string& child, const std::string& name,
   SetStringAttr(obj.id(), name, value);
 }
 
-bool Group::HasAttr(const std::string& name) const { return H5Aexists(id(), name.c_str()) > 0; }
+bool Group::HasAttr(const std::string& name) const { return AttrExists(id(), name.c_str()) > 0; }
 
 std::string Group::AttrString(const std::string& name) const { return ReadStringAttr(id(), name); }
 
@@ -353,7 +369,7 @@ T ReadNumberAttr(hid_t obj, const std::string& name, hid_t mem_type) {
   if ((cls != H5T_INTEGER && cls != H5T_FLOAT) || H5Sget_simple_extent_npoints(space.id()) != 1)
     FailInput("file '" + FileOf(obj) + "': attribute '" + name + "' is not a number");
   T v = 0;
-  if (H5Aread(a.id(), mem_type, &v) < 0)
+  if (Cleared(H5Aread(a.id(), mem_type, &v)) < 0)
     FailInput("file '" + FileOf(obj) + "': cannot read attribute '" + name + "'");
   return v;
 }
@@ -376,7 +392,7 @@ std::string Group::ChildAttrString(const std::string& child, const std::string& 
 bool Group::ChildHasAttr(const std::string& child, const std::string& name) const {
   Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
                          "no object '" + child + "'");
-  return H5Aexists(obj.id(), name.c_str()) > 0;
+  return AttrExists(obj.id(), name.c_str()) > 0;
 }
 
 std::vector<uint64_t> Group::Dims(const std::string& dataset) const {
@@ -409,12 +425,12 @@ Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".
     LEXP_INPUT_CHECK(fs::is_regular_file(path), "no such file to update: '" + path + "'");
     fs::copy_file(path, tmp_, fs::copy_options::none, ec);  // O_EXCL
     LEXP_INPUT_CHECK(!ec, "cannot copy '" + path + "' to '" + tmp_ + "': " + ec.message());
-    const hid_t f = H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, fapl.id());
+    const hid_t f = Cleared(H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, fapl.id()));
     if (f < 0) fs::remove(tmp_, ec);
     LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 for update (damaged?)");
     file_ = Handle(f, H5Fclose);
   } else {
-    const hid_t f = H5Fcreate(tmp_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id());
+    const hid_t f = Cleared(H5Fcreate(tmp_.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.id()));
     LEXP_INPUT_CHECK(f >= 0, "cannot create '" + tmp_ + "' (is the directory writable?)");
     file_ = Handle(f, H5Fclose);
   }
@@ -438,12 +454,14 @@ void Writer::Commit() {
   committed_ = true;
 }
 
+void ClearThreadErrors() { H5Eclear2(H5E_DEFAULT); }
+
 Reader::Reader(const std::string& path) {
   SilenceThisThread();
   LEXP_INPUT_CHECK(std::filesystem::exists(path), "no such file: '" + path + "'");
   LEXP_INPUT_CHECK(std::filesystem::is_regular_file(path),
                    "'" + path + "' is not a file (an HDF5 file was expected)");
-  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t f = Cleared(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 (not an HDF5 file, or damaged)");
   file_ = Handle(f, H5Fclose);
   root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"));

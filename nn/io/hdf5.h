@@ -120,6 +120,12 @@ class Group {
   Handle h_;
 };
 
+// Clears the calling thread's HDF5 error stack. A thread that made HDF5 calls calls it before it
+// ends: HDF5 1.10 frees an ended thread's stack without releasing the records left on it (even a
+// successful call can leave some), and then cannot close at exit ("HDF5: infinite loop closing
+// library").
+void ClearThreadErrors();
+
 // A file being written: lives at "<path>.tmp" until Commit() renames it to `path`.
 // kUpdate starts from a copy of the existing file (to add or replace groups); the original stays
 // untouched until Commit().

@@ -496,6 +496,15 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary left behind: " << f;
 }
 
+// Models trained at once on threads of their own leave no HDF5 state behind: the library closes
+// at exit without "HDF5: infinite loop closing library" (an ended thread's error records).
+TEST_F(CliFuzz, APackedSweepExitsWithoutHdf5Complaints) {
+  const Result r = Lexp(root_, {"run", "tiny.toml", "--out", "packed", "--no-figures", "--jobs",
+                                "2", "--set", "model.encodings=nope,sinusoidal,alibi,rope"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("HDF5"), std::string::npos) << r.err;
+}
+
 TEST_F(CliFuzz, EveryDocumentedExitCode) {
   EXPECT_EQ(Lexp(root_, {"list", "encodings"}).code, 0);
   // 1: a model of the sweep diverged; its file says so, with the history up to the step.
