@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(g++ cmake make git libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libboost-dev
   libboost-iostreams-dev libboost-filesystem-dev libboost-math-dev gnuplot-nox libgnuplot-iostream-dev
-  libgtest-dev libtomlplusplus-dev libcli11-dev libfmt-dev libxsmm-dev)
+  libgtest-dev libtomlplusplus-dev libcli11-dev libfmt-dev libxsmm-dev
+  fortunes)  # fortunes: the natural text that task text_lm reads (/usr/share/games/fortunes)
 
 install_missing() {
   local missing=()

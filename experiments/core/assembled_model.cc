@@ -30,6 +30,12 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
   m.layout = std::make_unique<SequenceLayout>(
       *m.task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   m.layout->set_score_input(cfg.score_input != 0);
+  m.eval_task = m.task->HeldOut();
+  if (m.eval_task) {
+    m.eval_layout = std::make_unique<SequenceLayout>(
+        *m.eval_task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+    m.eval_layout->set_score_input(cfg.score_input != 0);
+  }
   const ModelConfig mc = cfg.Model(m.layout->Vocab());
   m.encoding = CreateEncoding<float>(encoding, OptionsOf(cfg, encoding), ShapeFor(cfg, *m.layout));
   if (cfg.positions != "identity") {

@@ -26,6 +26,11 @@ using EncodingWrapper = std::function<std::unique_ptr<PositionEncoding<float>>(
 struct AssembledModel {
   std::unique_ptr<Task> task;
   std::unique_ptr<SequenceLayout> layout;             // reads *task
+  // The task's held-out data (Task::HeldOut) and its layout, which evaluation reads; null for
+  // tasks without (EvalLayout() is then `layout`).
+  std::unique_ptr<Task> eval_task;
+  std::unique_ptr<SequenceLayout> eval_layout;
+  const SequenceLayout& EvalLayout() const { return eval_layout ? *eval_layout : *layout; }
   std::unique_ptr<PositionEncoding<float>> encoding;  // with the position scheme (and wrapper)
   std::unique_ptr<AttentionPattern> pattern;          // the recipe's pattern; null: none
   std::unique_ptr<Transformer<float>> model;          // reads *encoding; no pattern set yet

@@ -102,7 +102,7 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
   long correct = 0, exact = 0, g_correct = 0, g_exact = 0, g_ended = 0, g_written = 0, g_scored = 0;
   for (int done = 0; done < samples; done += batch_size) {
     const int bs = std::min(batch_size, samples - done);
-    const Batch b = m.layout->MakeBatch(n, bs, data, depth);
+    const Batch b = m.EvalLayout().MakeBatch(n, bs, data, depth);
     r.seq_len = b.T;
     m.encoding->PositionIds(b.T, false, positions, buf.pos);
     m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, buf.logits);

@@ -42,7 +42,8 @@ void ModelReplay::ForEachEvalBatch(
   LengthStreams st = EvalStreams(cfg_.seed, n);
   for (int done = 0; done < samples; done += cfg_.eval_batch_size) {
     const Batch b =
-        parts_.layout->MakeBatch(n, std::min(cfg_.eval_batch_size, samples - done), st.data, -1);
+        parts_.EvalLayout().MakeBatch(n, std::min(cfg_.eval_batch_size, samples - done), st.data,
+                                      -1);
     parts_.encoding->PositionIds(b.T, false, st.positions, buf_.pos);
     f(b, buf_.pos, done);
   }

@@ -73,6 +73,10 @@ class Task {
   virtual bool HasAnswer() const { return true; }
   // The decoding the task's source evaluated it with (the default of eval.decoding = "task").
   virtual Decoding SourceDecoding() const { return Decoding::kTeacherForced; }
+  // A task over data training never draws from (a corpus's held-out part), which evaluation
+  // (/eval and the evaluations during training) samples instead; nullptr: the task itself, whose
+  // samples are drawn fresh (synthetic tasks).
+  virtual std::unique_ptr<Task> HeldOut() const { return nullptr; }
 };
 
 struct TaskInfo {

@@ -6,6 +6,7 @@
 #include "experiments/tasks/kazemnejad.h"
 #include "experiments/tasks/lookback_lm.h"
 #include "experiments/tasks/markov_lm.h"
+#include "experiments/tasks/text_lm.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/passkey.h"
 #include "experiments/tasks/scratchpad.h"
@@ -36,6 +37,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "language modelling: a hidden one of 4 sparse Markov chains over `vocab` (default "
        "32) symbols, known entropy rate",
        "lexp (synthetic source with long-range structure)"},
+      {"text_lm",
+       "language modelling of natural text, character by character (96 symbols): Debian's "
+       "fortune files, every tenth record held out for evaluation",
+       "lexp (real text for the language-modelling claims: ALiBi, LM-Infinite, StreamingLLM)"},
       {"lookback_lm",
        "language modelling: each token repeats the one 24 back with probability 0.8, else "
        "uniform over `vocab` (default 32); known entropy rate",
@@ -95,6 +100,11 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
   if (name == "markov_lm") return std::make_unique<MarkovLmTask>(o.vocab);
   if (name == "lookback_lm") return std::make_unique<LookbackLmTask>(o.vocab);
+  if (name == "text_lm") {
+    LEXP_INPUT_CHECK(o.vocab == 0, "task 'text_lm' has a fixed alphabet (96 characters); leave "
+                                   "task.vocab at 0");
+    return std::make_unique<TextLmTask>();
+  }
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
     return std::make_unique<PasskeyTask>();

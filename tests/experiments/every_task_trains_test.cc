@@ -30,9 +30,15 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.task << " " << c.layout
 std::vector<Case> AllCases() {
   std::vector<Case> out;
   for (const auto& t : ListTasks())
-    for (const char* layout : {"decoder", "encoder"})
-      if (std::string(layout) == "decoder" || CreateTask(t.name, {})->SupportsEncoder())
-        out.push_back({t.name, layout});
+    for (const char* layout : {"decoder", "encoder"}) {
+      bool encoder = false;
+      try {
+        encoder = CreateTask(t.name, {})->SupportsEncoder();
+      } catch (const InputError&) {
+        // text_lm without its corpus: its decoder case is kept and skips, saying why.
+      }
+      if (std::string(layout) == "decoder" || encoder) out.push_back({t.name, layout});
+    }
   return out;
 }
 
@@ -64,6 +70,11 @@ RecipeConfig TinyTaskRecipe(const Case& tc, int* vocab) {
 
 TEST_P(EveryTask, TrainsFromARecipeLearnsAndEvaluatesEveryLength) {
   const Case& tc = GetParam();
+  try {
+    CreateTask(tc.task, {});
+  } catch (const InputError& e) {
+    GTEST_SKIP() << e.what();  // a corpus task without its Debian package
+  }
   int vocab = 0;
   const RecipeConfig c = TinyTaskRecipe(tc, &vocab);
   const auto dir = testing::FreshTempDir("every_task_" + tc.task + "_" + tc.layout);

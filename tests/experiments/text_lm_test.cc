@@ -1,0 +1,120 @@
+// Character-level natural text (experiments/tasks/text_lm.h) on a hand-made corpus in the fortune
+// format: the symbols, every tenth record held out, samples as consecutive characters of their
+// stream, evaluation reading the held-out stream, and the error that names the package.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "experiments/core/assembled_model.h"
+#include "experiments/tasks/text_lm.h"
+#include "nn/check.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 40 records of 1200 characters over two files: record k (1-based, in file order) is the letter
+// 'a' + k % 10 repeated, so the held-out records (k = 10, 20, ...) are all 'a' and training's
+// never are. An index file (.dat) and a UTF-8 copy (.u8) beside them must be ignored.
+class TextLm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::FreshTempDir("text_lm");
+    int k = 0;
+    for (const char* name : {"one", "two"}) {
+      std::ofstream f(dir_ / name);
+      for (int r = 0; r < 20; ++r) {
+        ++k;
+        f << std::string(599, static_cast<char>('a' + k % 10)) << "\n"
+          << std::string(599, static_cast<char>('a' + k % 10)) << "\n%\n";
+      }
+    }
+    std::ofstream(dir_ / "one.dat") << "zzzz";
+    std::ofstream(dir_ / "one.u8") << "zzzz";
+    setenv("LEXP_TEXT_CORPUS", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("LEXP_TEXT_CORPUS");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+};
+
+TEST_F(TextLm, CharactersAreNinetySixSymbols) {
+  EXPECT_EQ(TextLmTask::Symbol(' '), 0);
+  EXPECT_EQ(TextLmTask::Symbol('~'), 94);
+  EXPECT_EQ(TextLmTask::Symbol('\n'), 95);
+  EXPECT_EQ(TextLmTask::Symbol('\t'), TextLmTask::Symbol(' '));
+  EXPECT_EQ(TextLmTask::Symbol(0xC3), TextLmTask::Symbol('?')) << "a UTF-8 byte";
+  for (int s = 0; s < TextLmTask::kVocab; ++s)
+    EXPECT_EQ(TextLmTask::Symbol(static_cast<unsigned char>(TextLmTask::Character(s))), s);
+}
+
+TEST_F(TextLm, EveryTenthRecordIsHeldOutAndSamplesAreConsecutiveCharacters) {
+  const TextLmTask train;
+  const auto held = train.HeldOut();
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->HeldOut(), nullptr);
+  const auto& held_stream = static_cast<const TextLmTask&>(*held).Stream();
+  const int a = TextLmTask::Symbol('a'), nl = TextLmTask::Symbol('\n');
+  // 36 training records and 4 held out, each two lines of 599 characters, their newlines and the join.
+  EXPECT_EQ(train.Stream().size(), 36u * 1201);
+  EXPECT_EQ(held_stream.size(), 4u * 1201);
+  for (const int s : held_stream) EXPECT_TRUE(s == a || s == nl);
+  EXPECT_EQ(std::count(train.Stream().begin(), train.Stream().end(), a), 0)
+      << "no held-out record in training";
+  Rng rng(3);
+  for (int trial = 0; trial < 20; ++trial) {
+    const Example e = train.Sample(500, rng);
+    EXPECT_TRUE(e.input.empty());
+    ASSERT_EQ(e.output.size(), 500u);
+    EXPECT_EQ(e.output_scored, std::vector<uint8_t>(500, 1));
+    EXPECT_NE(std::search(train.Stream().begin(), train.Stream().end(), e.output.begin(),
+                          e.output.end()),
+              train.Stream().end());
+  }
+  EXPECT_EQ(train.MaxLength(), 36 * 1201);
+}
+
+TEST_F(TextLm, EvaluationReadsTheHeldOutStream) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.name=text_lm", "task.vocab=0", "eval.lengths=8,16", "probe.lengths=8"});
+  const AssembledModel m = AssembleModel(c, "alibi");
+  ASSERT_NE(m.eval_layout, nullptr);
+  Rng rng(1);
+  const Batch eval = m.EvalLayout().MakeBatch(16, 4, rng, -1), train = m.layout->MakeBatch(16, 4, rng, -1);
+  auto has_a = [&](const Batch& b) {
+    return std::find(b.tokens.begin(), b.tokens.end(), TextLmTask::Symbol('a')) != b.tokens.end();
+  };
+  EXPECT_TRUE(has_a(eval));
+  EXPECT_FALSE(has_a(train));
+  // A synthetic task has no held-out part: evaluation samples the task itself.
+  const AssembledModel copy = AssembleModel(testing::TinyCopyRecipe(), "alibi");
+  EXPECT_EQ(copy.eval_layout, nullptr);
+  EXPECT_EQ(&copy.EvalLayout(), copy.layout.get());
+}
+
+TEST_F(TextLm, AMissingCorpusNamesTheDebianPackage) {
+  setenv("LEXP_TEXT_CORPUS", (dir_ / "nowhere").c_str(), 1);
+  try {
+    TextLmTask t;
+    FAIL() << "no corpus, no task";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("package 'fortunes' (apt-get install fortunes)"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::create_directories(dir_ / "small");
+  std::ofstream(dir_ / "small" / "x") << "one record\n%\n";
+  setenv("LEXP_TEXT_CORPUS", (dir_ / "small").c_str(), 1);
+  EXPECT_THROW(TextLmTask(), InputError) << "too little text";
+}
+
+}  // namespace
+}  // namespace lexp
