@@ -1,6 +1,8 @@
 #include "analysis/binomial.h"
 
 #include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
 
 #include "nn/check.h"
 
@@ -20,6 +22,21 @@ Interval ClopperPearson(long successes, long trials, double confidence) {
   r.hi = binomial_distribution<>::find_upper_bound_on_p(
       n, k, alpha, binomial_distribution<>::clopper_pearson_exact_interval);
   return r;
+}
+
+Interval MeanInterval(const std::vector<double>& xs, double confidence) {
+  LEXP_CHECK(xs.size() >= 2, "mean interval: fewer than 2 values");
+  LEXP_CHECK(confidence > 0 && confidence < 1, "mean interval: confidence outside (0, 1)");
+  const double n = static_cast<double>(xs.size());
+  double mean = 0;
+  for (const double x : xs) mean += x;
+  mean /= n;
+  double ss = 0;
+  for (const double x : xs) ss += (x - mean) * (x - mean);
+  const double sd = std::sqrt(ss / (n - 1));
+  const boost::math::students_t t(n - 1);
+  const double half = boost::math::quantile(t, (1 + confidence) / 2) * sd / std::sqrt(n);
+  return {mean - half, mean + half};
 }
 
 }  // namespace lexp

@@ -36,7 +36,16 @@ std::string KeyPlacement(int n, const std::string& inside) {
   return n > 6 ? "set key outside right top\n" : "set key " + inside + "\n";
 }
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
+std::string Quote(const std::string& s) {
+  // gnuplot's single-quoted strings double a quote and cannot span lines.
+  std::string out = "'";
+  for (const char ch : s) {
+    if (ch == '\'') out += "''";
+    else if (ch == '\n') out += ' ';
+    else out += ch;
+  }
+  return out + "'";
+}
 
 namespace {
 

@@ -14,7 +14,7 @@ namespace lexp {
 std::string SeriesStyles(int n);
 // Many series: the key goes outside, to the right, so it hides no curve.
 std::string KeyPlacement(int n, const std::string& inside);
-// 'text' quoted for gnuplot.
+// 'text' quoted for gnuplot (a quote doubled, a newline as a space).
 std::string Quote(const std::string& s);
 // The formats every figure is drawn in besides PNG: "svg" and "pdf" (for papers); process-wide,
 // set once by the command line (lexp ... --format png,svg,pdf). Input errors name what is allowed.

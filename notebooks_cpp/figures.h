@@ -38,6 +38,9 @@ const std::vector<RunFigure>& RunFigures();
 // the compression ratio, one line per task length.
 bool HasPromptCompression(const std::string& run_dir);
 std::string DrawPromptCompression(const std::string& run_dir);
+// A reproduction's verdict (CLAIM_DIR/verdict.h5 of lexp reproduce): the criterion's metric
+// against length, one panel per compared run label, training length and published value marked.
+std::string DrawReproduction(const std::string& claim_dir);
 // Every figure of RunFigures() that applies to the directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.

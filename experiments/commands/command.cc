@@ -93,6 +93,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   all.push_back(MakeAnalyzeCommand());
   all.push_back(MakeCompressCommand());
   all.push_back(MakeBaseLawCommand());
+  all.push_back(MakeReproduceCommand());
   all.push_back(MakeFiguresCommand());
   all.push_back(MakeListCommand());
   all.push_back(MakeBenchCommand());

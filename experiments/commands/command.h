@@ -60,6 +60,7 @@ std::unique_ptr<Command> MakeTheoryCommand();
 std::unique_ptr<Command> MakeAnalyzeCommand();
 std::unique_ptr<Command> MakeCompressCommand();
 std::unique_ptr<Command> MakeBaseLawCommand();
+std::unique_ptr<Command> MakeReproduceCommand();
 std::unique_ptr<Command> MakeFiguresCommand();
 std::unique_ptr<Command> MakeListCommand();
 std::unique_ptr<Command> MakeBenchCommand();

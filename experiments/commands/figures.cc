@@ -35,6 +35,11 @@ class FiguresCommand final : public Command {
         fs::is_directory(dir_),
         "lexp figures: '" + dir_ + "' is a file; give the run directory that holds it");
     if (!runs_.empty()) return DrawSelection();
+    // A reproduction's directory (lexp reproduce): its verdict figure; its runs are in runs/.
+    if (fs::exists(fs::path(dir_) / "verdict.h5")) {
+      PrintLine("figure: " + DrawReproduction(dir_));
+      return 0;
+    }
     // A sweep directory: the score table, then every task directory holding run files.
     const fs::path summary = fs::path(dir_) / "summary.h5";
     if (fs::exists(summary)) {

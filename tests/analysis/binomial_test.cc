@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace lexp {
 namespace {
@@ -28,6 +29,20 @@ TEST(ClopperPearson, MatchesClosedFormsAndTextbookValues) {
   const Interval empty = ClopperPearson(0, 0);
   EXPECT_EQ(empty.lo, 0.0);
   EXPECT_EQ(empty.hi, 1.0);
+}
+
+// The t interval's textbook quantiles: t_{0.975, 2} = 4.302653, t_{0.975, 9} = 2.262157.
+TEST(MeanInterval, UsesStudentsTQuantiles) {
+  const Interval three = MeanInterval({1, 2, 3});  // mean 2, sd 1
+  EXPECT_NEAR(three.lo, 2 - 4.302653 / std::sqrt(3.0), 1e-6);
+  EXPECT_NEAR(three.hi, 2 + 4.302653 / std::sqrt(3.0), 1e-6);
+  std::vector<double> ten;
+  for (int i = 0; i < 10; ++i) ten.push_back(i);  // mean 4.5, sd sqrt(55/6)
+  const Interval t = MeanInterval(ten);
+  EXPECT_NEAR(t.hi - 4.5, 2.262157 * std::sqrt(55.0 / 6) / std::sqrt(10.0), 1e-5);
+  const Interval same = MeanInterval({0.5, 0.5});
+  EXPECT_EQ(same.lo, 0.5);
+  EXPECT_EQ(same.hi, 0.5);
 }
 
 }  // namespace

@@ -1,0 +1,93 @@
+// lexp reproduce: the gallery of published claims (experiments/reproduce/gallery.h): list them,
+// or run some or all at a budget, judge each by its criterion and write the verdicts and table.
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "experiments/commands/command.h"
+#include "experiments/reproduce/gallery.h"
+
+namespace lexp::cli {
+namespace {
+
+class ReproduceCommand final : public Command {
+ public:
+  CLI::App* Declare(CLI::App& app, Shared& shared) override {
+    auto* cmd = app.add_subcommand(
+        "reproduce",
+        "run published claims (experiments/reproductions/) and judge each by the criterion "
+        "written in its file: reproduced, partly, not reproduced, or not testable at this scale");
+    cmd->add_option("IDS", ids_, "claims to run by id (P2, X6, M3, ...; lexp reproduce --list)");
+    cmd->add_flag("--list", list_, "print every claim, one per line starting with its id");
+    cmd->add_flag("--all", all_, "run every claim");
+    cmd->add_option("--budget", budget_,
+                    "smoke: minutes per claim, what a new user tries; full: the budget the "
+                    "gallery table reports")
+        ->check(CLI::IsMember({"smoke", "full"}));
+    cmd->add_option("--jobs", jobs_, "models of each stage trained at once (as lexp run --jobs)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_option("--out", out_,
+                    "output root (default data/reproductions): <budget>/<id>_<name>/ holds the "
+                    "runs, verdict.h5 and figures, <budget>/REPRODUCTIONS.md the table");
+    cmd->add_flag("--overwrite", overwrite_,
+                  "train every run again (default: keep the completed runs of an earlier "
+                  "reproduce and continue the others)");
+    cmd->add_flag("--no-figures", no_figures_, "draw no figures");
+    shared.AddFormatOption(cmd);
+    cmd->footer(
+        "Each claim's file states the claim, its source, the published figure, the protocol, "
+        "lexp's deviations, the stages (recipes of experiments/recipes/ with overrides per "
+        "budget) and the criterion. Verdict: reproduced when every comparison holds beyond the "
+        "95% intervals; partly when at least half hold in direction; not reproduced "
+        "otherwise; not testable when a compared label has no completed run.");
+    return cmd;
+  }
+
+  int Run(Shared&) override {
+    if (list_) {
+      for (const auto& c : BuiltinClaims()) {
+        std::string time = c.smoke_minutes > 0
+                               ? fmt::format(" [smoke ~{:g} min, full ~{:g} min]",
+                                             c.smoke_minutes, c.full_minutes)
+                               : "";
+        if (!c.testable) time = " [not testable at this scale]";
+        PrintLine(fmt::format("{:<4} {:<24} {} ({}){}", c.id, c.name, c.statement, c.source, time));
+      }
+      return 0;
+    }
+    LEXP_INPUT_CHECK(all_ != !ids_.empty(),
+                     "lexp reproduce: name claims by id, or --all, or --list (ids: lexp "
+                     "reproduce --list)");
+    const std::vector<Claim> claims = all_ ? BuiltinClaims() : SelectClaims(ids_);
+    ReproduceOptions opt;
+    if (!out_.empty()) opt.out_root = out_;
+    opt.budget = budget_;
+    opt.jobs = jobs_;
+    opt.overwrite = overwrite_;
+    opt.figures = !no_figures_;
+    opt.progress = PrintLine;
+    std::vector<std::string> verdicts;
+    for (size_t i = 0; i < claims.size(); ++i) {
+      PrintLine(fmt::format("lexp reproduce: claim {} of {}: {} {}", i + 1, claims.size(),
+                            claims[i].id, claims[i].statement));
+      verdicts.push_back(ReproduceClaim(claims[i], opt));
+    }
+    const std::string table =
+        WriteGalleryTable((std::filesystem::path(opt.out_root) / opt.budget).string());
+    PrintLine("table of every verdict of the " + opt.budget + " budget: " + table);
+    return 0;
+  }
+
+ private:
+  std::vector<std::string> ids_;
+  bool list_ = false, all_ = false, overwrite_ = false, no_figures_ = false;
+  std::string budget_ = "smoke", out_;
+  int jobs_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Command> MakeReproduceCommand() { return std::make_unique<ReproduceCommand>(); }
+
+}  // namespace lexp::cli

@@ -1,0 +1,298 @@
+#include "experiments/reproduce/claim.h"
+
+#include <fmt/core.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "experiments/core/recipe.h"
+#include "experiments/reproduce/embedded_files.h"
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+// Reads one table's keys strictly: every key must be read by the caller through these helpers,
+// and Finish() refuses the others, naming them and the allowed ones.
+class TableReader {
+ public:
+  TableReader(const toml::table& t, std::string where, std::vector<std::string> allowed)
+      : t_(t), where_(std::move(where)), allowed_(std::move(allowed)) {}
+
+  std::string String(const std::string& key, bool required, const std::string& dflt = "") {
+    const toml::node* n = Get(key);
+    if (!n) {
+      LEXP_INPUT_CHECK(!required, where_ + ": key '" + key + "' is missing (a string)");
+      return dflt;
+    }
+    LEXP_INPUT_CHECK(n->is_string(), where_ + "." + key + " must be a string");
+    return std::string(*n->value<std::string>());
+  }
+  double Number(const std::string& key, double dflt) {
+    const toml::node* n = Get(key);
+    if (!n) return dflt;
+    LEXP_INPUT_CHECK(n->is_number(), where_ + "." + key + " must be a number");
+    return *n->value<double>();
+  }
+  bool Bool(const std::string& key, bool dflt) {
+    const toml::node* n = Get(key);
+    if (!n) return dflt;
+    LEXP_INPUT_CHECK(n->is_boolean(), where_ + "." + key + " must be true or false");
+    return *n->value<bool>();
+  }
+  std::vector<std::string> Strings(const std::string& key) {
+    std::vector<std::string> out;
+    const toml::node* n = Get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    LEXP_INPUT_CHECK(a != nullptr, where_ + "." + key + " must be a list of strings");
+    for (const auto& e : *a) {
+      LEXP_INPUT_CHECK(e.is_string(), where_ + "." + key + " must be a list of strings");
+      out.push_back(std::string(*e.value<std::string>()));
+    }
+    return out;
+  }
+  // [lo, hi] of positive integers, lo <= hi; {0, 0} when absent.
+  std::pair<int, int> Range(const std::string& key) {
+    const toml::node* n = Get(key);
+    if (!n) return {0, 0};
+    const toml::array* a = n->as_array();
+    const std::string msg = where_ + "." + key + " must be [LO, HI], two lengths with 1 <= LO <= HI";
+    LEXP_INPUT_CHECK(a != nullptr && a->size() == 2 && (*a)[0].is_integer() &&
+                         (*a)[1].is_integer(),
+                     msg);
+    const int lo = static_cast<int>(*(*a)[0].value<int64_t>()),
+              hi = static_cast<int>(*(*a)[1].value<int64_t>());
+    LEXP_INPUT_CHECK(lo >= 1 && lo <= hi, msg);
+    return {lo, hi};
+  }
+  std::map<std::string, double> NumberTable(const std::string& key) {
+    std::map<std::string, double> out;
+    const toml::node* n = Get(key);
+    if (!n) return out;
+    const toml::table* t = n->as_table();
+    LEXP_INPUT_CHECK(t != nullptr, where_ + "." + key + " must be a table of numbers by run label");
+    for (const auto& [k, v] : *t) {
+      LEXP_INPUT_CHECK(v.is_number(), where_ + "." + key + "." + std::string(k.str()) +
+                                          " must be a number");
+      out[std::string(k.str())] = *v.value<double>();
+    }
+    return out;
+  }
+  void Finish() const {
+    for (const auto& [k, v] : t_) {
+      const std::string key(k.str());
+      if (std::find(allowed_.begin(), allowed_.end(), key) != allowed_.end()) continue;
+      std::string list;
+      for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;
+      FailInput(where_ + ": unknown key '" + key + "'; allowed: " + list);
+    }
+  }
+
+ private:
+  const toml::node* Get(const std::string& key) {
+    LEXP_CHECK(std::find(allowed_.begin(), allowed_.end(), key) != allowed_.end(),
+               "claim reader: key '" + key + "' read but not declared");
+    return t_.get(key);
+  }
+  const toml::table& t_;
+  std::string where_;
+  std::vector<std::string> allowed_;
+};
+
+const toml::table& RequiredTable(const toml::table& root, const std::string& name,
+                                 const std::string& source) {
+  const toml::node* n = root.get(name);
+  LEXP_INPUT_CHECK(n != nullptr, "claim '" + source + "': table [" + name + "] is missing");
+  LEXP_INPUT_CHECK(n->is_table(), "claim '" + source + "': " + name + " must be a table [" +
+                                      name + "]");
+  return *n->as_table();
+}
+
+bool IsClaimId(const std::string& id) {
+  return id.size() >= 2 && std::isupper(static_cast<unsigned char>(id[0])) &&
+         std::all_of(id.begin() + 1, id.end(),
+                     [](char ch) { return std::isdigit(static_cast<unsigned char>(ch)); });
+}
+
+}  // namespace
+
+Comparison ParseComparison(const std::string& text, const std::string& where) {
+  Comparison c;
+  const auto gt = text.find(" > "), lt = text.find(" < ");
+  LEXP_INPUT_CHECK((gt == std::string::npos) != (lt == std::string::npos),
+                   where + ": '" + text +
+                       "' is not a comparison; write \"A > B\" or \"A < B\" with two run labels");
+  const auto at = gt != std::string::npos ? gt : lt;
+  c.greater = gt != std::string::npos;
+  c.a = text.substr(0, at);
+  c.b = text.substr(at + 3);
+  try {
+    size_t used = 0;
+    c.b_value = std::stod(c.b, &used);
+    c.b_is_number = used == c.b.size() && std::isfinite(c.b_value);
+  } catch (const std::exception&) {
+    c.b_is_number = false;
+  }
+  LEXP_INPUT_CHECK(IsPlainFileName(c.a) && (c.b_is_number || IsPlainFileName(c.b)),
+                   where + ": '" + text + "': the left side must be a run label (rope, rope-pi, "
+                           "nope without its -seed<s>), the right a label or a number");
+  return c;
+}
+
+Claim ParseClaim(const std::string& toml_text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream s;
+    s << "claim '" << source << "' is not valid TOML: " << e.description() << " (line "
+      << e.source().begin.line << ", column " << e.source().begin.column << ")";
+    FailInput(s.str());
+  }
+  const std::string where = "claim '" + source + "'";
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    LEXP_INPUT_CHECK(key == "claim" || key == "stage" || key == "criterion" || key == "budget",
+                     where + ": unknown table '" + key +
+                         "'; allowed: [claim], [[stage]], [criterion], [budget]");
+  }
+  Claim c;
+  c.file = source;
+  {
+    TableReader r(RequiredTable(root, "claim", source), where + " [claim]",
+                  {"id", "name", "statement", "source", "published", "protocol", "deviations",
+                   "testable", "untestable_reason"});
+    c.id = r.String("id", true);
+    LEXP_INPUT_CHECK(IsClaimId(c.id), where + " [claim].id = '" + c.id +
+                                          "' must be a capital letter and a number (P2, X5, M3)");
+    c.name = r.String("name", true);
+    LEXP_INPUT_CHECK(IsPlainFileName(c.name),
+                     where + " [claim].name = '" + c.name +
+                         "' must be a plain name (letters, digits, . _ + -)");
+    c.statement = r.String("statement", true);
+    c.source = r.String("source", true);
+    c.published = r.String("published", true);
+    c.protocol = r.String("protocol", true);
+    c.deviations = r.String("deviations", false);
+    c.testable = r.Bool("testable", true);
+    c.untestable_reason = r.String("untestable_reason", false);
+    LEXP_INPUT_CHECK(c.testable || !c.untestable_reason.empty(),
+                     where + " [claim]: testable = false needs untestable_reason");
+    r.Finish();
+  }
+  {
+    const toml::node* n = root.get("stage");
+    LEXP_INPUT_CHECK(n != nullptr || !c.testable,
+                     where + ": no [[stage]]: a testable claim runs at least one recipe");
+    if (n) {
+      const toml::array* stages = n->as_array();
+      LEXP_INPUT_CHECK(stages != nullptr && stages->is_array_of_tables(),
+                       where + ": stage must be an array of tables ([[stage]])");
+      std::set<std::string> seen;
+      for (size_t i = 0; i < stages->size(); ++i) {
+        const std::string w = fmt::format("{} [[stage]] {}", where, i + 1);
+        TableReader r(*(*stages)[i].as_table(), w,
+                      {"name", "recipe", "variants", "set", "smoke", "full", "init_from"});
+        ClaimStage s;
+        s.name = r.String("name", true);
+        LEXP_INPUT_CHECK(IsPlainFileName(s.name), w + ".name = '" + s.name +
+                                                      "' must be a plain name");
+        LEXP_INPUT_CHECK(seen.insert(s.name).second, w + ".name = '" + s.name +
+                                                         "' is used by an earlier stage");
+        s.recipe = r.String("recipe", true);
+        try {
+          BuiltinRecipe(s.recipe);  // refuses an unknown name, listing the recipes
+        } catch (const InputError& e) {
+          FailInput(w + ".recipe: " + e.what());
+        }
+        s.variants = r.Strings("variants");
+        s.set = r.Strings("set");
+        s.smoke = r.Strings("smoke");
+        s.full = r.Strings("full");
+        s.init_from = r.String("init_from", false);
+        if (!s.init_from.empty()) {
+          const auto slash = s.init_from.find('/');
+          LEXP_INPUT_CHECK(slash != std::string::npos &&
+                               seen.count(s.init_from.substr(0, slash)) &&
+                               s.init_from.substr(0, slash) != s.name &&
+                               IsPlainFileName(s.init_from.substr(slash + 1)),
+                           w + ".init_from = '" + s.init_from +
+                               "' must be EARLIER_STAGE/RUN_FILE (a run file of an earlier stage)");
+        }
+        r.Finish();
+        c.stages.push_back(std::move(s));
+      }
+    }
+  }
+  if (c.testable) {
+    TableReader r(RequiredTable(root, "criterion", source), where + " [criterion]",
+                  {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "also",
+                   "published"});
+    ClaimCriterion& k = c.criterion;
+    k.stage = r.String("stage", false, c.stages.back().name);
+    LEXP_INPUT_CHECK(std::any_of(c.stages.begin(), c.stages.end(),
+                                 [&](const ClaimStage& s) { return s.name == k.stage; }),
+                     where + " [criterion].stage = '" + k.stage + "' is not a stage's name");
+    k.task = r.String("task", false);
+    k.metric = r.String("metric", true);
+    LEXP_INPUT_CHECK(k.metric == "exact_match" || k.metric == "token_accuracy" ||
+                         k.metric == "loss",
+                     where + " [criterion].metric = '" + k.metric +
+                         "'; allowed: exact_match, token_accuracy, loss");
+    std::tie(k.length_lo, k.length_hi) = r.Range("lengths");
+    LEXP_INPUT_CHECK(k.length_lo > 0, where + " [criterion]: key 'lengths' is missing ([LO, HI])");
+    std::tie(k.relative_lo, k.relative_hi) = r.Range("relative_to");
+    k.seeds = r.String("seeds", false, "mean");
+    LEXP_INPUT_CHECK(k.seeds == "mean" || k.seeds == "max",
+                     where + " [criterion].seeds = '" + k.seeds + "'; allowed: mean, max");
+    k.holds = r.Strings("holds");
+    LEXP_INPUT_CHECK(!k.holds.empty(), where + " [criterion].holds is empty: list the "
+                                               "comparisons (\"A > B\") the claim makes");
+    for (const auto& h : k.holds) ParseComparison(h, where + " [criterion].holds");
+    k.also = r.Strings("also");
+    for (const auto& a : k.also)
+      LEXP_INPUT_CHECK(IsPlainFileName(a), where + " [criterion].also: '" + a +
+                                               "' is not a run label");
+    k.published = r.NumberTable("published");
+    r.Finish();
+  }
+  if (const toml::node* n = root.get("budget")) {
+    LEXP_INPUT_CHECK(n->is_table(), where + ": budget must be a table [budget]");
+    TableReader r(*n->as_table(), where + " [budget]", {"smoke_minutes", "full_minutes"});
+    c.smoke_minutes = r.Number("smoke_minutes", 0);
+    c.full_minutes = r.Number("full_minutes", 0);
+    r.Finish();
+  }
+  return c;
+}
+
+std::string BuiltinRecipe(const std::string& name) {
+  std::string names;
+  for (const auto& f : EmbeddedRecipes()) {
+    if (f.name == name) return f.text;
+    names += (names.empty() ? "" : ", ") + f.name;
+  }
+  FailInput("recipe '" + name + "' is not one of experiments/recipes/: " + names);
+}
+
+std::vector<Claim> BuiltinClaims() {
+  std::vector<Claim> out;
+  for (const auto& f : EmbeddedReproductions())
+    out.push_back(ParseClaim(f.text, "experiments/reproductions/" + f.name + ".toml"));
+  auto rank = [](const Claim& c) {
+    const std::string order = "PXM";
+    const auto at = order.find(c.id[0]);
+    return std::make_tuple(at == std::string::npos ? order.size() : at, c.id[0],
+                           std::stoi(c.id.substr(1)), c.name);
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const Claim& a, const Claim& b) { return rank(a) < rank(b); });
+  return out;
+}
+
+}  // namespace lexp

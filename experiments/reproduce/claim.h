@@ -1,0 +1,78 @@
+// A published claim that lexp reproduces (experiments/reproductions/<id>_<name>.toml): what the
+// paper says, the runs that test it (stages, each a recipe of experiments/recipes/ with overrides
+// per budget), and the criterion of the verdict, written down before anything runs.
+//
+//   [claim]      id, name, statement, source, published, protocol, deviations, testable (bool),
+//                untestable_reason
+//   [[stage]]    name, recipe, variants = [...], set = [...], smoke = [...], full = [...],
+//                init_from = "STAGE/FILE"
+//   [criterion]  see experiments/reproduce/criterion.h
+//   [budget]     smoke_minutes, full_minutes (measured on 2 cores; the header says on what)
+//
+// Errors name the file and the key, with what is allowed.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace lexp {
+
+// One recipe run of a claim. Its runs go to <claim dir>/runs/<name>/.
+struct ClaimStage {
+  std::string name;    // plain file name: the stage's directory
+  std::string recipe;  // a recipe of experiments/recipes/ by name ("kazemnejad")
+  std::vector<std::string> set;    // overrides at every budget
+  std::vector<std::string> smoke;  // overrides of the smoke budget, after `set`
+  std::vector<std::string> full;   // overrides of the full budget, after `set`
+  std::vector<std::string> variants;  // the recipe's run.variants kept, by NAME (empty: all)
+  // "STAGE/FILE": train.init_from is that earlier stage's run file (fine-tuning chains).
+  std::string init_from;
+};
+
+// What a claim compares (experiments/reproduce/criterion.h says how it is judged).
+struct ClaimCriterion {
+  std::string stage;    // the stage whose runs are judged (default: the last)
+  std::string task;     // in a task sweep, the task whose runs are judged ("" = the only one)
+  std::string metric;   // an /eval dataset: exact_match | token_accuracy | loss
+  int length_lo = 0, length_hi = 0;     // mean over the evaluated lengths in [lo, hi]
+  int relative_lo = 0, relative_hi = 0; // optional: divided by the mean over [lo, hi] (0 = none)
+  std::string seeds = "mean";           // over seeds: mean | max
+  std::vector<std::string> holds;       // "A > B" / "A < B" between run labels
+  std::vector<std::string> also;        // labels measured and drawn beside them, not compared
+  std::map<std::string, double> published;  // the paper's number per label, drawn as a reference
+};
+
+struct Claim {
+  std::string file;  // where it was read from, for messages
+  std::string id, name, statement, source, published, protocol, deviations;
+  bool testable = true;
+  std::string untestable_reason;
+  std::vector<ClaimStage> stages;
+  ClaimCriterion criterion;
+  double smoke_minutes = 0, full_minutes = 0;
+  // "P2_kazemnejad_copy": the claim's directory under data/reproductions/.
+  std::string DirName() const { return id + "_" + name; }
+};
+
+// Parses a claim file; `source` names it in errors.
+Claim ParseClaim(const std::string& toml_text, const std::string& source);
+
+// One comparison of criterion.holds: "A > B" or "A < B" between two run labels, or between a
+// label and a number ("rope-full > 1": a loss ratio that rises).
+struct Comparison {
+  std::string a, b;
+  bool greater = true;   // ">" : A above B
+  bool b_is_number = false;
+  double b_value = 0;    // B when it is a number
+  std::string Text() const { return a + (greater ? " > " : " < ") + b; }
+};
+Comparison ParseComparison(const std::string& text, const std::string& where);
+
+// The claims built into lexp (experiments/reproductions/*.toml, embedded at build time), ordered
+// by id (P, X, M, then further letters; numbers in order).
+std::vector<Claim> BuiltinClaims();
+// The text of a recipe of experiments/recipes/ by name (embedded); an input error lists the names.
+std::string BuiltinRecipe(const std::string& name);
+
+}  // namespace lexp

@@ -1,0 +1,67 @@
+// The verdict on a claim, from its run files alone (no model is rebuilt): each run label's score,
+// its 95% interval, and every comparison of the claim's criterion.
+//
+// Score of one run: the mean of /eval/<metric> over the evaluated lengths in [lo, hi]; with
+// relative_to = [lo', hi'] that mean divided by the mean over [lo', hi'] (loss growth: 1 = flat).
+// Runs are grouped by label (the `label` attribute without its "-seed<s>"); only completed runs
+// count. Over a group's seeds the score is their mean (seeds = "mean") or the best one
+// (seeds = "max": the largest accuracy, the smallest loss), as the claim's source reports.
+// Interval (95%):
+//   mean over n >= 2 seeds: Student-t over the seeds' scores (an accuracy's clipped to [0, 1]);
+//   one run, or the best of several, of an accuracy without relative_to: Clopper-Pearson of that
+//     run's pooled counts (sum over the lengths of score x samples out of the samples);
+//   otherwise (a loss of one run, a ratio): none (the interval is the point, stated as such).
+// A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
+// direction when the scores alone are ordered so. B may be a number (a point). A label without an
+// interval (its interval is its point) can hold in direction only: it cannot separate.
+// Verdict:
+//   reproduced      every comparison holds beyond the intervals;
+//   partly          not all, but at least half hold in direction;
+//   not reproduced  otherwise;
+//   not testable    a label compared has no completed run (the reason names it), or the claim
+//                   is marked untestable at this scale.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "experiments/reproduce/claim.h"
+
+namespace lexp {
+
+struct GroupScore {
+  std::string label;
+  std::vector<int> seeds;           // of the completed runs
+  std::vector<double> per_seed;     // their scores, in seed order
+  int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
+  double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
+  std::string interval;             // how the interval was made, for the table
+  // The metric at every evaluated length: mean, min and max over the completed runs.
+  std::vector<double> length, curve_mean, curve_min, curve_max;
+};
+
+struct ComparisonResult {
+  Comparison comparison;
+  bool in_direction = false, beyond_intervals = false;
+};
+
+struct Verdict {
+  std::string verdict;  // reproduced | partly | not reproduced | not testable
+  std::string reason;   // one line: why
+  std::vector<GroupScore> groups;  // the labels compared (then `also`), in order of appearance
+  std::vector<ComparisonResult> comparisons;
+  int train_max_length = 0;  // of the judged runs (the largest), for the figure
+};
+
+// The run files (recursively) of `runs_dir`: every *.h5 with a lexp-run format attribute that is
+// not a summary, checkpoint or evaluation output.
+std::vector<std::string> ClaimRunFiles(const std::string& runs_dir);
+
+// Judges `criterion` on these run files (a claim's: the judged stage's plan, of criterion.task);
+// `where` names them in messages.
+Verdict JudgeCriterion(const ClaimCriterion& criterion, const std::vector<std::string>& run_files,
+                       const std::string& where);
+// The same on every run file of runs_dir (ClaimRunFiles).
+Verdict JudgeCriterion(const ClaimCriterion& criterion, const std::string& runs_dir);
+
+}  // namespace lexp

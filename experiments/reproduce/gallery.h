@@ -1,0 +1,48 @@
+// The reproduction gallery: runs a claim's stages at a budget, judges its criterion, writes its
+// verdict file and figure, and the table of every verdict (REPRODUCTIONS.md).
+//
+// Layout under the output root (default data/reproductions):
+//   <budget>/<id>_<name>/runs/<stage>/   the stage's run files (a recipe run, `lexp run` layout)
+//   <budget>/<id>_<name>/verdict.h5      the verdict (experiments/reproduce/verdict_file.h)
+//   <budget>/<id>_<name>/figures/        reproduction.{png,gp,dat} (notebooks_cpp/18_reproduction.cc)
+//   <budget>/REPRODUCTIONS.md            one row per verdict of that budget
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/core/recipe.h"
+#include "experiments/reproduce/claim.h"
+
+namespace lexp {
+
+struct ReproduceOptions {
+  std::string out_root = "data/reproductions";
+  std::string budget = "smoke";  // smoke | full
+  int jobs = 0;                  // run.jobs of every stage (0: the recipe's)
+  bool overwrite = false;        // train every run again (default: keep completed runs)
+  bool figures = true;
+  std::function<void(const std::string&)> progress;
+};
+
+// The claims named by ids (each must be one of BuiltinClaims()), in the order given; an input
+// error lists the ids.
+std::vector<Claim> SelectClaims(const std::vector<std::string>& ids);
+
+// The recipe of one stage at a budget, with train.init_from set from an earlier stage; `claim_dir`
+// holds the runs.
+RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std::string& budget,
+                         const std::string& claim_dir);
+
+// <out_root>/<budget>/<id>_<name>.
+std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt);
+
+// Runs the stages (each finished run kept unless overwrite), judges, writes verdict.h5 and the
+// figure; returns the verdict file's path.
+std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt);
+
+// Regenerates <out_root>/<budget>/REPRODUCTIONS.md from every verdict.h5 there; returns its path.
+std::string WriteGalleryTable(const std::string& budget_dir);
+
+}  // namespace lexp

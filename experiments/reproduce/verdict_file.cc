@@ -1,0 +1,161 @@
+#include "experiments/reproduce/verdict_file.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+
+#include "experiments/core/provenance.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "nn/parallel.h"
+
+namespace lexp {
+namespace {
+
+std::string Joined(const std::vector<std::string>& xs, const std::string& sep) {
+  std::string s;
+  for (const auto& x : xs) s += (s.empty() ? "" : sep) + x;
+  return s;
+}
+
+std::vector<std::string> Split(const std::string& s, const std::string& sep) {
+  std::vector<std::string> out;
+  if (s.empty()) return out;
+  size_t at = 0;
+  while (true) {
+    const auto next = s.find(sep, at);
+    out.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+    if (next == std::string::npos) return out;
+    at = next + sep.size();
+  }
+}
+
+void WriteVector(const h5::Group& g, const std::string& name, const std::vector<double>& x,
+                 const std::string& axes) {
+  g.WriteDoubles(name, x, {x.size()}, axes);
+}
+
+}  // namespace
+
+void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
+  h5::Writer w(path);
+  const h5::Group& root = w.root();
+  WriteProvenance(root, ThreadLimit::Active());
+  root.SetAttr("format", "lexp-verdict/1");
+  const Claim& c = rec.claim;
+  const ClaimCriterion& k = c.criterion;
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"id", c.id},
+                                                        {"name", c.name},
+                                                        {"statement", c.statement},
+                                                        {"source", c.source},
+                                                        {"published", c.published},
+                                                        {"protocol", c.protocol},
+                                                        {"deviations", c.deviations},
+                                                        {"budget", rec.budget},
+                                                        {"verdict", rec.verdict.verdict},
+                                                        {"reason", rec.verdict.reason},
+                                                        {"metric", k.metric},
+                                                        {"seeds", k.seeds},
+                                                        {"holds", Joined(k.holds, "; ")},
+                                                        {"task", k.task}})
+    root.SetAttr(key, value);
+  root.SetAttr("lengths", fmt::format("{}..{}", k.length_lo, k.length_hi));
+  root.SetAttr("relative_to",
+               k.relative_lo > 0 ? fmt::format("{}..{}", k.relative_lo, k.relative_hi) : "");
+  root.SetAttr("train_max_length", static_cast<int64_t>(rec.verdict.train_max_length));
+  root.SetAttr("minutes", rec.minutes);
+  root.SetAttr("labels", [&] {
+    std::vector<std::string> labels;
+    for (const auto& g : rec.verdict.groups) labels.push_back(g.label);
+    return Joined(labels, ",");
+  }());
+  const h5::Group groups = root.CreateGroup("groups");
+  for (const auto& g : rec.verdict.groups) {
+    const h5::Group s = groups.CreateGroup(g.label);
+    s.SetAttr("score", g.score);
+    s.SetAttr("lo", g.lo);
+    s.SetAttr("hi", g.hi);
+    s.SetAttr("interval", g.interval);
+    s.SetAttr("incomplete_runs", static_cast<int64_t>(g.incomplete));
+    if (k.published.count(g.label)) s.SetAttr("published", k.published.at(g.label));
+    std::vector<int64_t> seeds(g.seeds.begin(), g.seeds.end());
+    s.WriteInts("seed", seeds, {seeds.size()}, "seed");
+    WriteVector(s, "per_seed", g.per_seed, "seed");
+    WriteVector(s, "length", g.length, "length");
+    WriteVector(s, "curve_mean", g.curve_mean, "length");
+    WriteVector(s, "curve_min", g.curve_min, "length");
+    WriteVector(s, "curve_max", g.curve_max, "length");
+  }
+  const h5::Group comps = root.CreateGroup("comparisons");
+  for (size_t i = 0; i < rec.verdict.comparisons.size(); ++i) {
+    const auto& r = rec.verdict.comparisons[i];
+    const h5::Group s = comps.CreateGroup(fmt::format("{}", i));
+    s.SetAttr("text", r.comparison.Text());
+    s.SetAttr("in_direction", r.in_direction);
+    s.SetAttr("beyond_intervals", r.beyond_intervals);
+  }
+  root.CreateGroup("status").SetAttr("state", "completed");
+  w.Commit();
+}
+
+VerdictRecord ReadVerdictFile(const std::string& path) {
+  h5::Reader r(path);
+  const h5::Group& root = r.root();
+  LEXP_INPUT_CHECK(root.HasAttr("format") && root.AttrString("format") == "lexp-verdict/1",
+                   "'" + path + "' is not a lexp verdict file (format lexp-verdict/1)");
+  VerdictRecord rec;
+  Claim& c = rec.claim;
+  c.id = root.AttrString("id");
+  c.name = root.AttrString("name");
+  c.statement = root.AttrString("statement");
+  c.source = root.AttrString("source");
+  c.published = root.AttrString("published");
+  c.protocol = root.AttrString("protocol");
+  c.deviations = root.AttrString("deviations");
+  c.criterion.metric = root.AttrString("metric");
+  c.criterion.seeds = root.AttrString("seeds");
+  c.criterion.holds = Split(root.AttrString("holds"), "; ");
+  c.criterion.task = root.AttrString("task");
+  const auto lengths = Split(root.AttrString("lengths"), "..");
+  if (lengths.size() == 2) {
+    c.criterion.length_lo = std::stoi(lengths[0]);
+    c.criterion.length_hi = std::stoi(lengths[1]);
+  }
+  rec.budget = root.AttrString("budget");
+  rec.minutes = root.AttrDouble("minutes");
+  rec.verdict.verdict = root.AttrString("verdict");
+  rec.verdict.reason = root.AttrString("reason");
+  rec.verdict.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+  const h5::Group groups = root.OpenGroup("groups");
+  for (const auto& label : Split(root.AttrString("labels"), ",")) {
+    const h5::Group s = groups.OpenGroup(label);
+    GroupScore g;
+    g.label = label;
+    g.score = s.AttrDouble("score");
+    g.lo = s.AttrDouble("lo");
+    g.hi = s.AttrDouble("hi");
+    g.interval = s.AttrString("interval");
+    g.incomplete = static_cast<int>(s.AttrInt("incomplete_runs"));
+    if (s.HasAttr("published")) c.criterion.published[label] = s.AttrDouble("published");
+    for (const int64_t x : s.ReadInts("seed")) g.seeds.push_back(static_cast<int>(x));
+    g.per_seed = s.ReadDoubles("per_seed");
+    g.length = s.ReadDoubles("length");
+    g.curve_mean = s.ReadDoubles("curve_mean");
+    g.curve_min = s.ReadDoubles("curve_min");
+    g.curve_max = s.ReadDoubles("curve_max");
+    rec.verdict.groups.push_back(std::move(g));
+  }
+  const h5::Group comps = root.OpenGroup("comparisons");
+  for (size_t i = 0; comps.Has(fmt::format("{}", i)); ++i) {
+    const h5::Group s = comps.OpenGroup(fmt::format("{}", i));
+    ComparisonResult cr;
+    cr.comparison = ParseComparison(s.AttrString("text"), path);
+    cr.in_direction = s.AttrInt("in_direction") != 0;
+    cr.beyond_intervals = s.AttrInt("beyond_intervals") != 0;
+    rec.verdict.comparisons.push_back(cr);
+  }
+  return rec;
+}
+
+}  // namespace lexp

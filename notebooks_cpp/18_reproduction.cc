@@ -1,0 +1,189 @@
+// Figure 18: a reproduction's verdict (lexp reproduce): one panel per compared run label, its
+// criterion metric against the evaluation length (mean over seeds, the band from the worst to the
+// best seed), the training length marked, the lengths the criterion averages shaded (blue; green:
+// the lengths a ratio divides by), one vertical scale for all, and the published number as a
+// dashed line where the claim gives one.
+// Usage: 18_reproduction CLAIM_DIR (holding verdict.h5)
+// (writes CLAIM_DIR/figures/reproduction.{png,gp,dat})
+// Compiled twice: into the figure library that `lexp` draws from, and with LEXP_FIGURE_PROGRAM as
+// this program on its own; copy the file to make a figure of your own.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_kit.h"
+#include "notebooks_cpp/figures.h"
+
+namespace lexp {
+namespace {
+
+// Text with line breaks as a double-quoted gnuplot string ("\n" breaks the line).
+std::string MultiLine(const std::string& text) {
+  std::string out = "\"";
+  for (const char ch : text) {
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (ch == '"' || ch == '\\') out.push_back('\\');
+    out.push_back(ch);
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string DrawReproduction(const std::string& claim_dir) {
+  const std::filesystem::path file = std::filesystem::path(claim_dir) / "verdict.h5";
+  LEXP_INPUT_CHECK(std::filesystem::exists(file),
+                   "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
+  h5::Reader r(file.string());
+  const h5::Group& root = r.root();
+  LEXP_INPUT_CHECK(root.HasAttr("format") && root.AttrString("format") == "lexp-verdict/1",
+                   "'" + file.string() + "' is not a lexp verdict file");
+  const std::vector<std::string> labels = SplitCommas(root.AttrString("labels"));
+  LEXP_INPUT_CHECK(!labels.empty(), "'" + file.string() + "' compares no run (verdict: " +
+                                        root.AttrString("verdict") + ")");
+  const std::string metric = root.AttrString("metric");
+  const int64_t train = root.AttrInt("train_max_length");
+  auto span_of = [&](const std::string& attr) {
+    std::string s = root.AttrString(attr);
+    const auto dots = s.find("..");
+    if (dots == std::string::npos) return std::vector<std::string>{};
+    return std::vector<std::string>{s.substr(0, dots), s.substr(dots + 2)};
+  };
+  const std::vector<std::string> span = span_of("lengths"), relative = span_of("relative_to");
+  const std::filesystem::path dir = FigureDir(claim_dir);
+  const std::string name = "reproduction";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
+      << "# length(task length n) " << metric << "_mean " << metric << "_min(worst seed) "
+      << metric << "_max(best seed)\n";
+  double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = -1e300;
+  struct Panel {
+    std::string label, title;
+    bool published = false;
+    double published_value = 0;
+    int runs = 0;
+  };
+  std::vector<Panel> panels;
+  const h5::Group groups = root.OpenGroup("groups");
+  for (const auto& label : labels) {
+    const h5::Group g = groups.OpenGroup(label);
+    const auto length = g.ReadDoubles("length"), mean = g.ReadDoubles("curve_mean"),
+               lo = g.ReadDoubles("curve_min"), hi = g.ReadDoubles("curve_max");
+    dat << "# " << label << "\n";
+    for (size_t i = 0; i < length.size(); ++i) {
+      dat << DatNumber(length[i]) << " " << DatNumber(mean[i]) << " " << DatNumber(lo[i]) << " "
+          << DatNumber(hi[i]) << "\n";
+      x_lo = std::min(x_lo, length[i]);
+      x_hi = std::max(x_hi, length[i]);
+      for (const double y : {lo[i], hi[i], mean[i]})
+        if (std::isfinite(y)) {
+          y_lo = std::min(y_lo, y);
+          y_hi = std::max(y_hi, y);
+        }
+    }
+    dat << "\n\n";
+    Panel p;
+    p.label = label;
+    const auto seeds = g.ReadInts("seed");
+    p.runs = static_cast<int>(seeds.size());
+    p.title = seeds.empty()
+                  ? label + ": no completed run"
+                  : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]\n{}", label, g.AttrDouble("score"),
+                                g.AttrDouble("lo"), g.AttrDouble("hi"), g.AttrString("interval"));
+    if (g.HasAttr("published")) {
+      p.published = true;
+      p.published_value = g.AttrDouble("published");
+    }
+    panels.push_back(p);
+  }
+  dat.close();
+  const int n = static_cast<int>(panels.size()), cols = std::min(n, 3),
+            rows = (n + cols - 1) / cols;
+  const bool log_x = x_hi > 20 * std::max(1.0, x_lo);
+  std::string s = "# A reproduction's verdict; data in " + name + ".dat\n";
+  s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n", 480 * cols,
+                   120 + 330 * rows);
+  s += "set output '" + name + ".png'\n";
+  // The title: the verdict, then the claim wrapped at words.
+  std::string statement = root.AttrString("statement"), wrapped;
+  const size_t width = 60 * static_cast<size_t>(cols);
+  int title_lines = 1;
+  while (!statement.empty()) {
+    size_t cut = statement.size() <= width ? statement.size() : statement.rfind(' ', width);
+    if (cut == std::string::npos || cut == 0) cut = std::min(width, statement.size());
+    wrapped.push_back('\n');
+    wrapped.append(statement, 0, cut);
+    ++title_lines;
+    statement = cut < statement.size() ? statement.substr(cut + 1) : "";
+  }
+  s += fmt::format(
+      "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n",
+      rows, cols,
+      MultiLine(fmt::format("{} ({} budget): {}{}", root.AttrString("id"),
+                            root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
+      1.0 - (50.0 + 16.0 * title_lines) / (120 + 330 * rows));
+  s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
+  s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
+  s += "set ylabel " + Quote(metric + (metric == "loss" ? " (nats per graded token)" : "")) + "\n";
+  // One vertical scale for every panel, so that the labels compare at a glance.
+  if (metric != "loss") {
+    s += "set yrange [0:1.05]\n";
+  } else if (y_lo < y_hi) {
+    const double pad = 0.05 * (y_hi - y_lo);
+    s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
+  }
+  // The key where the curves are not: accuracies fall with length, losses rise.
+  s += std::string("set style fill transparent solid 0.25 noborder\nset key ") +
+       (metric == "loss" ? "top left" : "bottom left") + "\n";
+  for (int k = 0; k < n; ++k) {
+    const Panel& p = panels[k];
+    s += "unset arrow\nunset object\n";
+    s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
+                     train, train);
+    // The judged lengths shaded blue, the lengths a ratio is taken against green.
+    if (span.size() == 2)
+      s += fmt::format(
+          "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '#e8e8ff' "
+          "fillstyle solid 1.0 noborder behind\n",
+          span[0], span[1]);
+    if (relative.size() == 2)
+      s += fmt::format(
+          "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '#e4f4e4' "
+          "fillstyle solid 1.0 noborder behind\n",
+          relative[0], relative[1]);
+    s += "set title " + MultiLine(p.title) + "\n";
+    std::string plot =
+        p.runs > 1
+            ? fmt::format("plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
+                          "title 'worst to best seed', ",
+                          name, k)
+            : std::string("plot ");
+    plot += fmt::format(
+        "'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#203080' title {}",
+        name, k, Quote(p.runs > 1 ? fmt::format("mean over {} seeds", p.runs) : "one run"));
+    if (p.published)
+      plot += fmt::format(", {} with lines dashtype 3 lw 2 lc rgb '#c04020' title 'published'",
+                          p.published_value);
+    s += plot + "\n";
+  }
+  s += "unset multiplot\n";
+  return Render(dir, name, s);
+}
+
+}  // namespace lexp
+
+#ifdef LEXP_FIGURE_PROGRAM
+int main(int argc, char** argv) {
+  return lexp::FigureProgramMain(argc, argv, lexp::DrawReproduction);
+}
+#endif

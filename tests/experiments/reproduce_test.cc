@@ -1,0 +1,417 @@
+// The reproduction gallery (experiments/reproduce/): every built-in claim parses and its stages
+// make valid recipes at both budgets; each claim's criterion passes on hand-made run files that
+// order its labels as it claims and fails on the reverse order; the interval and verdict rules on
+// hand-made files; bad claim files name the key; and one claim end to end at a tiny budget, its
+// verdict file, figure and table row.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "analysis/binomial.h"
+#include "experiments/reproduce/claim.h"
+#include "experiments/reproduce/criterion.h"
+#include "experiments/reproduce/gallery.h"
+#include "experiments/reproduce/verdict_file.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A hand-made run file: only what a criterion reads.
+struct FakeRun {
+  std::string label;  // without the seed suffix
+  int seed = 1;
+  std::string state = "completed";
+  std::vector<int64_t> length;
+  std::vector<double> value;  // the metric at each length (every /eval metric gets it)
+  int samples = 100;
+  int train_max_length = 16;
+};
+
+void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
+  fs::create_directories(dir);
+  const std::string label = r.label + "-seed" + std::to_string(r.seed);
+  h5::Writer w((dir / (label + ".h5")).string());
+  const h5::Group& root = w.root();
+  root.SetAttr("format", "lexp-run/2");
+  root.SetAttr("label", label);
+  root.SetAttr("seed", r.seed);
+  root.SetAttr("train_max_length", r.train_max_length);
+  root.CreateGroup("status").SetAttr("state", r.state);
+  const h5::Group eval = root.CreateGroup("eval");
+  const uint64_t L = r.length.size();
+  eval.WriteInts("length", r.length, {L}, "length");
+  for (const char* m : {"exact_match", "token_accuracy", "loss"})
+    eval.WriteDoubles(m, r.value, {L}, "length");
+  eval.WriteInts("samples", std::vector<int64_t>(L, r.samples), {L}, "length");
+  w.Commit();
+}
+
+// The claim's labels ordered as its comparisons say: level(A) > level(B) for every "A > B" (and
+// the reverse for "<"), by longest chains.
+std::map<std::string, int> Levels(const ClaimCriterion& k) {
+  std::map<std::string, int> level;
+  for (const auto& h : k.holds) {
+    const Comparison c = ParseComparison(h, "test");
+    level[c.a];
+    if (!c.b_is_number) level[c.b];
+  }
+  for (const auto& a : k.also) level[a];
+  for (size_t pass = 0; pass < level.size() + 1; ++pass)
+    for (const auto& h : k.holds) {
+      const Comparison c = ParseComparison(h, "test");
+      if (c.b_is_number) continue;
+      const std::string& hi = c.greater ? c.a : c.b;
+      const std::string& lo = c.greater ? c.b : c.a;
+      level[hi] = std::max(level[hi], level[lo] + 1);
+    }
+  return level;
+}
+
+// Runs of every label of the claim over three seeds, the metric at each label's level (or its
+// reverse) at the judged lengths, and 1 at the relative_to lengths; all shifted so that the
+// claimed order also passes the comparisons with numbers ("rope > 1").
+void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
+  const auto level = Levels(k);
+  int top = 0;
+  for (const auto& [l, v] : level) top = std::max(top, v);
+  auto base = [&](const std::string& label, bool rev) {
+    const int lv = level.at(label), rank = rev ? top - lv : lv;
+    return 0.1 + 0.8 * rank / std::max(1, top);
+  };
+  double shift = 0;
+  for (const auto& h : k.holds) {
+    const Comparison c = ParseComparison(h, "test");
+    if (c.b_is_number && c.greater) shift = std::max(shift, c.b_value - base(c.a, false) + 0.05);
+  }
+  for (const auto& [label, lv] : level)
+    for (int seed = 1; seed <= 3; ++seed) {
+      const double v = base(label, reverse) + shift + 0.002 * seed;
+      FakeRun r;
+      r.label = label;
+      r.seed = seed;
+      r.length = {k.length_lo, k.length_hi};
+      r.value = {v, v};
+      if (k.relative_lo > 0) {
+        r.length.insert(r.length.begin(), {k.relative_lo, k.relative_hi});
+        r.value.insert(r.value.begin(), {1.0, 1.0});
+        // Lengths must be distinct and ascending for a run file; the claims' spans are disjoint.
+      }
+      WriteFakeRun(dir, r);
+    }
+}
+
+TEST(Claims, EveryBuiltInClaimParsesAndItsStagesAreValidRecipesAtBothBudgets) {
+  const auto claims = BuiltinClaims();
+  ASSERT_GE(claims.size(), 4u);
+  std::set<std::string> ids;
+  for (const auto& c : claims) {
+    EXPECT_TRUE(ids.insert(c.id).second) << c.id << " twice";
+    EXPECT_EQ(c.file, "experiments/reproductions/" + c.DirName() + ".toml")
+        << "a claim's file is named <id>_<name>.toml";
+    for (const std::string budget : {"smoke", "full"}) {
+      for (const auto& s : c.stages) {
+        EXPECT_NO_THROW(StageRecipe(c, s, budget, "/tmp/x")) << c.id;
+      }
+    }
+    if (c.testable) {
+      EXPECT_GT(c.smoke_minutes, 0) << c.id << ": state the smoke budget's time";
+    }
+    EXPECT_LE(c.smoke_minutes, 10) << c.id << ": a smoke budget runs in at most 10 minutes";
+  }
+  const auto listed = SelectClaims({claims.back().id, claims.front().id});
+  EXPECT_EQ(listed.front().id, claims.back().id);
+  EXPECT_THROW(SelectClaims({"Q99"}), InputError);
+}
+
+// For every claim: one set of run files that must pass (the claimed order) and one that must fail
+// (the reverse).
+TEST(Claims, EveryCriterionPassesOnTheClaimedOrderAndFailsOnTheReverse) {
+  for (const auto& c : BuiltinClaims()) {
+    if (!c.testable) continue;
+    SCOPED_TRACE(c.id);
+    const fs::path dir = testing::FreshTempDir("criterion_" + c.id);
+    WriteOrderedRuns(dir / "good", c.criterion, false);
+    WriteOrderedRuns(dir / "bad", c.criterion, true);
+    const Verdict good = JudgeCriterion(c.criterion, (dir / "good").string());
+    EXPECT_EQ(good.verdict, "reproduced") << good.reason;
+    const Verdict bad = JudgeCriterion(c.criterion, (dir / "bad").string());
+    EXPECT_EQ(bad.verdict, "not reproduced") << bad.reason;
+    fs::remove_all(dir);
+  }
+}
+
+ClaimCriterion Criterion(std::vector<std::string> holds, std::string seeds = "mean") {
+  ClaimCriterion k;
+  k.metric = "exact_match";
+  k.length_lo = 17;
+  k.length_hi = 32;
+  k.seeds = std::move(seeds);
+  k.holds = std::move(holds);
+  return k;
+}
+
+TEST(Criterion, ScoresTheMeanOverTheSpanWithAStudentTIntervalOverSeeds) {
+  const fs::path dir = testing::FreshTempDir("criterion_mean");
+  const std::vector<double> a = {0.5, 0.6, 0.7};
+  for (int s = 0; s < 3; ++s) {
+    // Lengths outside [17, 32] must not count.
+    WriteFakeRun(dir, {"nope", s + 1, "completed", {8, 17, 32, 64}, {1.0, a[s], a[s], 0.0}});
+    WriteFakeRun(dir, {"rope", s + 1, "completed", {8, 17, 32, 64}, {1.0, 0.1, 0.1, 0.0}});
+  }
+  WriteFakeRun(dir, {"rope", 4, "diverged", {}, {}});
+  const Verdict v = JudgeCriterion(Criterion({"nope > rope"}), dir.string());
+  ASSERT_EQ(v.groups.size(), 2u);
+  const GroupScore& g = v.groups[0];
+  EXPECT_EQ(g.label, "nope");
+  EXPECT_EQ(g.seeds, (std::vector<int>{1, 2, 3}));
+  EXPECT_NEAR(g.score, 0.6, 1e-12);
+  const Interval t = MeanInterval({0.5, 0.6, 0.7});
+  EXPECT_NEAR(g.lo, t.lo, 1e-12);
+  EXPECT_NEAR(g.hi, t.hi, 1e-12);
+  EXPECT_EQ(v.groups[1].incomplete, 1) << "the diverged run is counted, not scored";
+  EXPECT_EQ(g.length, (std::vector<double>{8, 17, 32, 64}));
+  // t interval 0.6 +- 0.248 against 0.1 +- 0: beyond.
+  EXPECT_EQ(v.verdict, "reproduced");
+  EXPECT_EQ(v.train_max_length, 16);
+  fs::remove_all(dir);
+}
+
+TEST(Criterion, OneRunOrTheBestSeedGetsTheClopperPearsonIntervalOfItsSequences) {
+  const fs::path dir = testing::FreshTempDir("criterion_max");
+  WriteFakeRun(dir, {"t5", 1, "completed", {17, 32}, {0.30, 0.50}, 40});
+  WriteFakeRun(dir, {"t5", 2, "completed", {17, 32}, {0.20, 0.20}, 40});
+  WriteFakeRun(dir, {"sinusoidal", 1, "completed", {17, 32}, {0.25, 0.35}, 40});
+  const Verdict v = JudgeCriterion(Criterion({"t5 > sinusoidal"}, "max"), dir.string());
+  const GroupScore& t5 = v.groups[0];
+  EXPECT_NEAR(t5.score, 0.40, 1e-12) << "the best seed";
+  const Interval cp = ClopperPearson(12 + 20, 80);
+  EXPECT_NEAR(t5.lo, cp.lo, 1e-12);
+  EXPECT_NEAR(t5.hi, cp.hi, 1e-12);
+  EXPECT_NE(t5.interval.find("Clopper-Pearson"), std::string::npos);
+  // 0.40 against 0.30 with 80 sequences each: ordered, not beyond the intervals.
+  EXPECT_TRUE(v.comparisons[0].in_direction);
+  EXPECT_FALSE(v.comparisons[0].beyond_intervals);
+  EXPECT_EQ(v.verdict, "partly");
+  // Against numbers: 0.40 [0.29, 0.52] is beyond 0.2, in direction only against 0.35.
+  ClaimCriterion k = Criterion({"t5 > 0.2"}, "max");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "reproduced");
+  k.holds = {"t5 > 0.35"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly");
+  k.holds = {"t5 < 0.35"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).groups.size(), 1u) << "a number is not a label";
+  fs::remove_all(dir);
+}
+
+TEST(Criterion, PartlyWhenHalfHoldInDirection) {
+  const fs::path dir = testing::FreshTempDir("criterion_partly");
+  for (int s = 1; s <= 3; ++s) {
+    WriteFakeRun(dir, {"a", s, "completed", {20}, {0.9 + 0.001 * s}});
+    WriteFakeRun(dir, {"b", s, "completed", {20}, {0.1 + 0.001 * s}});
+    WriteFakeRun(dir, {"c", s, "completed", {20}, {0.95 + 0.001 * s}});
+  }
+  ClaimCriterion k = Criterion({"a > b", "a > c"});
+  k.length_lo = k.length_hi = 20;
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly");
+  k.holds = {"b > a", "c > a"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly") << "c > a holds beyond";
+  k.holds = {"b > a"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  fs::remove_all(dir);
+}
+
+TEST(Criterion, LossRatiosAndSmallerIsBetter) {
+  const fs::path dir = testing::FreshTempDir("criterion_loss");
+  WriteFakeRun(dir, {"alibi", 1, "completed", {16, 128}, {2.0, 2.1}});
+  WriteFakeRun(dir, {"rope", 1, "completed", {16, 128}, {1.5, 3.0}});
+  ClaimCriterion k = Criterion({"alibi < rope"});
+  k.metric = "loss";
+  k.length_lo = k.length_hi = 128;
+  k.relative_lo = k.relative_hi = 16;
+  const Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_NEAR(v.groups[0].score, 1.05, 1e-12);
+  EXPECT_NEAR(v.groups[1].score, 2.0, 1e-12);
+  EXPECT_EQ(v.groups[0].interval, "none (1 run)");
+  EXPECT_TRUE(v.comparisons[0].in_direction);
+  EXPECT_FALSE(v.comparisons[0].beyond_intervals) << "points without intervals cannot separate";
+  EXPECT_EQ(v.verdict, "partly");
+  // The raw loss at 128 orders them the same way (2.1 against 3.0); RoPE below ALiBi fails.
+  k.relative_lo = 0;
+  k.holds = {"rope < alibi"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  fs::remove_all(dir);
+}
+
+TEST(Criterion, ALabelWithoutACompletedRunIsNotTestableAndSaysWhich) {
+  const fs::path dir = testing::FreshTempDir("criterion_missing");
+  WriteFakeRun(dir, {"nope", 1, "completed", {20}, {0.5}});
+  WriteFakeRun(dir, {"rope", 1, "diverged", {}, {}});
+  ClaimCriterion k = Criterion({"nope > rope"});
+  k.length_lo = k.length_hi = 20;
+  const Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.verdict, "not testable");
+  EXPECT_NE(v.reason.find("no completed run of rope"), std::string::npos) << v.reason;
+  // A span the runs did not evaluate is an input error naming it.
+  k.length_lo = 30;
+  k.length_hi = 40;
+  std::string error;
+  try {
+    JudgeCriterion(k, dir.string());
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("evaluated no length in [30, 40]"), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+std::string ClaimError(const std::string& text) {
+  try {
+    ParseClaim(text, "bad.toml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Claims, BadClaimFilesNameTheKeyAndWhatIsAllowed) {
+  const std::string good = R"([claim]
+id = "P9"
+name = "x"
+statement = "s"
+source = "src"
+published = "p"
+protocol = "pr"
+[[stage]]
+name = "train"
+recipe = "default"
+[criterion]
+metric = "exact_match"
+lengths = [17, 32]
+holds = ["nope > rope"]
+)";
+  EXPECT_EQ(ClaimError(good), "");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    t.replace(t.find(from), from.size(), to);
+    return ClaimError(t);
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {with("id = \"P9\"", "id = \"p9\""), "[claim].id = 'p9' must be a capital letter"},
+      {with("recipe = \"default\"", "recipe = \"nosuch\""), "recipe 'nosuch' is not one of"},
+      {with("metric = \"exact_match\"", "metric = \"bleu\""),
+       "allowed: exact_match, token_accuracy, loss"},
+      {with("lengths = [17, 32]", "lengths = [32, 17]"), "lengths must be [LO, HI]"},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope >> rope\"]"), "is not a comparison"},
+      {with("holds = [\"nope > rope\"]", "holds = []"), "holds is empty"},
+      {with("[criterion]", "[criterion]\nseeds = \"median\""), "allowed: mean, max"},
+      {with("[criterion]", "[criterion]\nstage = \"nosuch\""), "is not a stage's name"},
+      {with("[[stage]]", "[[stage]]\ninit_from = \"train/rope.h5\""), "an earlier stage"},
+      {with("[[stage]]", "[[stage]]\nsteps = 3"), "unknown key 'steps'; allowed: name, recipe"},
+      {with("[claim]", "[claims]\n[claim]"), "unknown table 'claims'"},
+      {with("source = \"src\"\n", ""), "key 'source' is missing"},
+      {ClaimError(good + "[budget]\nsmoke_minutes = \"ten\"\n"), "smoke_minutes must be a number"},
+      {ClaimError("[claim\n"), "is not valid TOML"},
+  };
+  for (const auto& [got, want] : cases) {
+    EXPECT_NE(got.find(want), std::string::npos) << "got: " << got << "\nwanted: " << want;
+    EXPECT_NE(got.find("bad.toml"), std::string::npos) << got;
+  }
+}
+
+// One claim end to end at a tiny budget: two stages (pre-training, then fine-tuning from it),
+// the verdict file's fields, the figure and the table row.
+TEST(Reproduce, OneClaimEndToEndWritesItsVerdictFigureAndTableRow) {
+  const fs::path root = testing::FreshTempDir("reproduce_e2e");
+  Claim c = ParseClaim(R"([claim]
+id = "P9"
+name = "tiny"
+statement = "a tiny claim's statement"
+source = "lexp's tests"
+published = "nope 0.5"
+protocol = "copy"
+[[stage]]
+name = "pretrain"
+recipe = "default"
+set = ["model.encodings=[\"nope\", \"rope\"]", "model.d_model=16", "model.n_heads=2",
+       "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "eval.lengths=[2, 4, 6]",
+       "eval.samples=16", "probe.lengths=[4]", "probe.samples=2", "probe.replay=0"]
+smoke = ["train.steps=30"]
+full = ["train.steps=40"]
+[[stage]]
+name = "finetune"
+recipe = "default"
+init_from = "pretrain/rope.h5"
+set = ["model.encodings=[\"rope\"]", "model.d_model=16", "model.n_heads=2", "model.n_layers=1",
+       "train.batch_size=8", "train.max_length=6", "train.steps=10", "eval.lengths=[2, 4, 6]",
+       "eval.samples=16", "probe.lengths=[4]", "probe.samples=2", "probe.replay=0"]
+[criterion]
+stage = "pretrain"
+metric = "token_accuracy"
+lengths = [6, 6]
+holds = ["nope > rope"]
+published = { nope = 0.5 }
+[budget]
+smoke_minutes = 1
+full_minutes = 1
+)",
+                       "tiny_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  std::vector<std::string> lines;
+  opt.progress = [&](const std::string& s) { lines.push_back(s); };
+  const std::string path = ReproduceClaim(c, opt);
+  EXPECT_EQ(path, (root / "smoke" / "P9_tiny" / "verdict.h5").string());
+  EXPECT_TRUE(fs::exists(root / "smoke" / "P9_tiny" / "runs" / "finetune" / "rope.h5"));
+  {
+    h5::Reader r((root / "smoke" / "P9_tiny" / "runs" / "finetune" / "rope.h5").string());
+    EXPECT_NE(r.root().AttrString("init_from").find("pretrain"), std::string::npos);
+  }
+  const VerdictRecord rec = ReadVerdictFile(path);
+  EXPECT_EQ(rec.claim.id, "P9");
+  EXPECT_EQ(rec.budget, "smoke");
+  EXPECT_EQ(rec.claim.criterion.metric, "token_accuracy");
+  EXPECT_EQ(rec.claim.criterion.holds, (std::vector<std::string>{"nope > rope"}));
+  EXPECT_TRUE(rec.verdict.verdict == "reproduced" || rec.verdict.verdict == "partly" ||
+              rec.verdict.verdict == "not reproduced")
+      << rec.verdict.verdict;
+  ASSERT_EQ(rec.verdict.groups.size(), 2u);
+  EXPECT_EQ(rec.verdict.groups[0].seeds, (std::vector<int>{1}));
+  EXPECT_EQ(rec.verdict.groups[0].length, (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(rec.claim.criterion.published.at("nope"), 0.5);
+  EXPECT_EQ(rec.verdict.train_max_length, 4);
+  {
+    h5::Reader r(path);
+    EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "completed");
+    EXPECT_TRUE(r.root().HasAttr("git_commit"));
+  }
+  // Judged from the pretrain stage's own run files: the scores are theirs.
+  const Verdict again = JudgeCriterion(c.criterion, (root / "smoke" / "P9_tiny" / "runs" /
+                                                     "pretrain").string());
+  EXPECT_EQ(again.groups[1].score, rec.verdict.groups[1].score);
+  EXPECT_TRUE(fs::exists(root / "smoke" / "P9_tiny" / "figures" / "reproduction.png"));
+  EXPECT_FALSE(fs::exists(root / "smoke" / "P9_tiny" / "figures" / "reproduction.log"))
+      << "gnuplot printed something (a quote in a title?)";
+  const std::string table = WriteGalleryTable((root / "smoke").string());
+  std::ifstream in(table);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("| P9 | a tiny claim's statement | lexp's tests | nope 0.5 |"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("[figure](P9_tiny/figures/reproduction.png)"), std::string::npos);
+  EXPECT_FALSE(lines.empty());
+  // Again: the finished runs are kept (no error about existing run files).
+  EXPECT_NO_THROW(ReproduceClaim(c, opt));
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace lexp
