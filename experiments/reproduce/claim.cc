@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "experiments/core/recipe.h"
 #include "experiments/reproduce/embedded_files.h"
@@ -284,15 +285,18 @@ std::vector<Claim> BuiltinClaims() {
   std::vector<Claim> out;
   for (const auto& f : EmbeddedReproductions())
     out.push_back(ParseClaim(f.text, "experiments/reproductions/" + f.name + ".toml"));
+  std::sort(out.begin(), out.end(), ClaimBefore);
+  return out;
+}
+
+bool ClaimBefore(const Claim& a, const Claim& b) {
   auto rank = [](const Claim& c) {
     const std::string order = "PXM";
     const auto at = order.find(c.id[0]);
     return std::make_tuple(at == std::string::npos ? order.size() : at, c.id[0],
                            std::stoi(c.id.substr(1)), c.name);
   };
-  std::sort(out.begin(), out.end(),
-            [&](const Claim& a, const Claim& b) { return rank(a) < rank(b); });
-  return out;
+  return rank(a) < rank(b);
 }
 
 }  // namespace lexp

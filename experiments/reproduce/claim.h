@@ -69,8 +69,10 @@ struct Comparison {
 };
 Comparison ParseComparison(const std::string& text, const std::string& where);
 
-// The claims built into lexp (experiments/reproductions/*.toml, embedded at build time), ordered
-// by id (P, X, M, then further letters; numbers in order).
+// The gallery's order: by id, P then X then M then any other letter, numbers in order (then name).
+bool ClaimBefore(const Claim& a, const Claim& b);
+// The claims built into lexp (experiments/reproductions/*.toml, embedded at build time), in the
+// gallery's order.
 std::vector<Claim> BuiltinClaims();
 // The text of a recipe of experiments/recipes/ by name (embedded); an input error lists the names.
 std::string BuiltinRecipe(const std::string& name);

@@ -172,14 +172,9 @@ std::string WriteGalleryTable(const std::string& budget_dir) {
       records.push_back(ReadVerdictFile(v.string()));
       dir_of[records.back().claim.id + records.back().claim.name] = e.path().filename().string();
     }
-  auto rank = [](const VerdictRecord& r) {
-    const std::string order = "PXM";
-    const auto at = order.find(r.claim.id[0]);
-    return std::make_tuple(at == std::string::npos ? order.size() : at, r.claim.id[0],
-                           std::stoi(r.claim.id.substr(1)), r.claim.name);
-  };
-  std::sort(records.begin(), records.end(),
-            [&](const VerdictRecord& a, const VerdictRecord& b) { return rank(a) < rank(b); });
+  std::sort(records.begin(), records.end(), [](const VerdictRecord& a, const VerdictRecord& b) {
+    return ClaimBefore(a.claim, b.claim);
+  });
   const std::string path = (fs::path(budget_dir) / "REPRODUCTIONS.md").string();
   fs::create_directories(budget_dir);
   std::ofstream out(path + ".tmp");
