@@ -18,7 +18,9 @@ class ReproduceCommand final : public Command {
         "reproduce",
         "run published claims (experiments/reproductions/) and judge each by the criterion "
         "written in its file: reproduced, partly, not reproduced, or not testable at this scale");
-    cmd->add_option("IDS", ids_, "claims to run by id (P2, X6, M3, ...; lexp reproduce --list)");
+    cmd->add_option("IDS", ids_,
+                    "claims to run by id (P2, X6, M3, ...; lexp reproduce --list), or claim files "
+                    "of your own (*.toml, in the format of experiments/reproductions/)");
     cmd->add_flag("--list", list_, "print every claim, one per line starting with its id");
     cmd->add_flag("--all", all_, "run every claim");
     cmd->add_option("--budget", budget_,
@@ -59,7 +61,13 @@ class ReproduceCommand final : public Command {
     LEXP_INPUT_CHECK(all_ != !ids_.empty(),
                      "lexp reproduce: name claims by id, or --all, or --list (ids: lexp "
                      "reproduce --list)");
-    const std::vector<Claim> claims = all_ ? BuiltinClaims() : SelectClaims(ids_);
+    // A claim by id, or a claim file of one's own by path (*.toml).
+    std::vector<Claim> claims;
+    if (all_) claims = BuiltinClaims();
+    for (const auto& id : ids_) {
+      claims.push_back(IsTomlPath(id) ? ParseClaim(ReadRecipeFile(id), id)
+                                      : SelectClaims({id}).front());
+    }
     ReproduceOptions opt;
     if (!out_.empty()) opt.out_root = out_;
     opt.budget = budget_;

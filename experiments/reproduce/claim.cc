@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -207,7 +208,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                                                          "' is used by an earlier stage");
         s.recipe = r.String("recipe", true);
         try {
-          BuiltinRecipe(s.recipe);  // refuses an unknown name, listing the recipes
+          StageRecipeText(s.recipe);  // refuses an unknown name or file, naming it
         } catch (const InputError& e) {
           FailInput(w + ".recipe: " + e.what());
         }
@@ -279,6 +280,19 @@ std::string BuiltinRecipe(const std::string& name) {
     names += (names.empty() ? "" : ", ") + f.name;
   }
   FailInput("recipe '" + name + "' is not one of experiments/recipes/: " + names);
+}
+
+bool IsTomlPath(const std::string& name) {
+  return name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0;
+}
+
+std::string StageRecipeText(const std::string& recipe) {
+  if (!IsTomlPath(recipe)) return BuiltinRecipe(recipe);
+  std::ifstream in(recipe);
+  LEXP_INPUT_CHECK(in.good(), "cannot read the recipe file '" + recipe + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::vector<Claim> BuiltinClaims() {

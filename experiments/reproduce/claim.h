@@ -21,7 +21,7 @@ namespace lexp {
 // One recipe run of a claim. Its runs go to <claim dir>/runs/<name>/.
 struct ClaimStage {
   std::string name;    // plain file name: the stage's directory
-  std::string recipe;  // a recipe of experiments/recipes/ by name ("kazemnejad")
+  std::string recipe;  // a recipe of experiments/recipes/ by name ("kazemnejad"), or a path *.toml
   std::vector<std::string> set;    // overrides at every budget
   std::vector<std::string> smoke;  // overrides of the smoke budget, after `set`
   std::vector<std::string> full;   // overrides of the full budget, after `set`
@@ -76,5 +76,9 @@ bool ClaimBefore(const Claim& a, const Claim& b);
 std::vector<Claim> BuiltinClaims();
 // The text of a recipe of experiments/recipes/ by name (embedded); an input error lists the names.
 std::string BuiltinRecipe(const std::string& name);
+// A name that is a file path: it ends in .toml (a claim or recipe file rather than a built-in).
+bool IsTomlPath(const std::string& name);
+// A stage's recipe text: the built-in one of that name, or the file when the name ends in .toml.
+std::string StageRecipeText(const std::string& recipe);
 
 }  // namespace lexp

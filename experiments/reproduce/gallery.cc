@@ -12,6 +12,7 @@
 #include "experiments/reproduce/verdict_file.h"
 #include "experiments/training/sweep.h"
 #include "nn/check.h"
+#include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
@@ -34,6 +35,18 @@ std::string Cell(std::string s) {
   std::string out;
   for (const char ch : s) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
   return out;
+}
+
+// Whether a run file exists and completed (a diverged or failed pre-training cannot be fine-tuned).
+bool RunCompleted(const std::string& path) {
+  if (!fs::exists(path)) return false;
+  try {
+    h5::Reader r(path);
+    return r.root().Has("status") &&
+           r.root().OpenGroup("status").AttrString("state") == "completed";
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 std::string Measured(const VerdictRecord& r) {
@@ -74,8 +87,10 @@ RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std:
                          const std::string& claim_dir) {
   const std::string where = "claim '" + claim.file + "', stage '" + stage.name + "'";
   try {
-    RecipeConfig cfg =
-        ParseRecipe(BuiltinRecipe(stage.recipe), "experiments/recipes/" + stage.recipe + ".toml");
+    RecipeConfig cfg = ParseRecipe(StageRecipeText(stage.recipe),
+                                   IsTomlPath(stage.recipe)
+                                       ? stage.recipe
+                                       : "experiments/recipes/" + stage.recipe + ".toml");
     if (!stage.variants.empty()) {
       std::vector<std::string> kept, names;
       for (const auto& v : cfg.variants) {
@@ -129,9 +144,16 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
     rec.verdict.reason = claim.untestable_reason;
   } else {
     std::vector<std::string> judged_files;
-    for (size_t i = 0; i < claim.stages.size(); ++i) {
+    std::string blocked;  // why a fine-tuning stage could not start
+    for (size_t i = 0; i < claim.stages.size() && blocked.empty(); ++i) {
       const ClaimStage& stage = claim.stages[i];
       RecipeConfig cfg = recipes[i];
+      if (!stage.init_from.empty() && !RunCompleted(cfg.init_from)) {
+        // The earlier stage's run diverged or failed: its file says why; this claim is untested.
+        blocked = "stage '" + stage.name + "' starts from '" + stage.init_from +
+                  "', which did not complete";
+        break;
+      }
       if (opt.jobs > 0) cfg.jobs = opt.jobs;
       SweepOptions so;
       so.out_dir = (fs::path(dir) / "runs" / stage.name).string();
@@ -148,8 +170,13 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
           if (claim.criterion.task.empty() || row.task == claim.criterion.task)
             judged_files.push_back(row.file);
     }
-    rec.verdict = JudgeCriterion(claim.criterion, judged_files,
-                                 (fs::path(dir) / "runs" / claim.criterion.stage).string());
+    if (blocked.empty()) {
+      rec.verdict = JudgeCriterion(claim.criterion, judged_files,
+                                   (fs::path(dir) / "runs" / claim.criterion.stage).string());
+    } else {
+      rec.verdict.verdict = "not testable";
+      rec.verdict.reason = blocked;
+    }
   }
   rec.minutes =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;

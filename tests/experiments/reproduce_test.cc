@@ -307,6 +307,8 @@ holds = ["nope > rope"]
   const std::vector<std::pair<std::string, std::string>> cases = {
       {with("id = \"P9\"", "id = \"p9\""), "[claim].id = 'p9' must be a capital letter"},
       {with("recipe = \"default\"", "recipe = \"nosuch\""), "recipe 'nosuch' is not one of"},
+      {with("recipe = \"default\"", "recipe = \"/no/such/r.toml\""),
+       "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
        "allowed: exact_match, token_accuracy, loss"},
       {with("lengths = [17, 32]", "lengths = [32, 17]"), "lengths must be [LO, HI]"},
@@ -325,6 +327,23 @@ holds = ["nope > rope"]
     EXPECT_NE(got.find(want), std::string::npos) << "got: " << got << "\nwanted: " << want;
     EXPECT_NE(got.find("bad.toml"), std::string::npos) << got;
   }
+}
+
+// A claim file of one's own may run a recipe file of one's own.
+TEST(Claims, AStageMayRunARecipeFile) {
+  const fs::path dir = testing::FreshTempDir("claim_recipe_file");
+  std::ofstream(dir / "mine.toml") << "[train]\nsteps = 7\n";
+  const Claim c = ParseClaim("[claim]\nid = \"P9\"\nname = \"x\"\nstatement = \"s\"\n"
+                             "source = \"src\"\npublished = \"p\"\nprotocol = \"pr\"\n"
+                             "[[stage]]\nname = \"train\"\nrecipe = \"" +
+                                 (dir / "mine.toml").string() +
+                                 "\"\n[criterion]\nmetric = \"loss\"\nlengths = [1, 2]\n"
+                                 "holds = [\"nope < rope\"]\n",
+                             "mine_claim.toml");
+  const RecipeConfig cfg = StageRecipe(c, c.stages[0], "smoke", (dir / "out").string());
+  EXPECT_EQ(cfg.steps, 7);
+  EXPECT_EQ(cfg.source_name, (dir / "mine.toml").string());
+  fs::remove_all(dir);
 }
 
 // One claim end to end at a tiny budget: two stages (pre-training, then fine-tuning from it),
@@ -410,6 +429,36 @@ full_minutes = 1
   EXPECT_FALSE(lines.empty());
   // Again: the finished runs are kept (no error about existing run files).
   EXPECT_NO_THROW(ReproduceClaim(c, opt));
+  fs::remove_all(root);
+}
+
+// A pre-training that diverges leaves its fine-tuning untested: the verdict says so and why,
+// and nothing is thrown (the rest of a gallery goes on).
+TEST(Reproduce, AFineTuningFromADivergedRunIsNotTestable) {
+  const fs::path root = testing::FreshTempDir("reproduce_diverged");
+  const std::string tiny =
+      "\"model.d_model=16\", \"model.n_heads=2\", \"model.n_layers=1\", \"train.batch_size=8\", "
+      "\"train.max_length=4\", \"eval.lengths=[2, 4]\", \"eval.samples=8\", "
+      "\"probe.lengths=[4]\", \"probe.samples=2\", \"probe.replay=0\", "
+      "\"model.encodings=[\\\"rope\\\"]\"";
+  const Claim c = ParseClaim(
+      "[claim]\nid = \"P9\"\nname = \"diverged\"\nstatement = \"s\"\nsource = \"src\"\n"
+      "published = \"p\"\nprotocol = \"pr\"\n"
+      "[[stage]]\nname = \"pretrain\"\nrecipe = \"default\"\nset = [" + tiny +
+          ", \"train.steps=20\", \"train.lr=10\", \"train.weight_decay=10\", "
+          "\"train.warmup_steps=1\"]\n"
+          "[[stage]]\nname = \"finetune\"\nrecipe = \"default\"\ninit_from = \"pretrain/rope.h5\"\n"
+          "set = [" + tiny + ", \"train.steps=5\"]\n"
+          "[criterion]\nmetric = \"loss\"\nlengths = [4, 4]\nholds = [\"rope < 1\"]\n",
+      "diverged_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  EXPECT_EQ(rec.verdict.verdict, "not testable");
+  EXPECT_NE(rec.verdict.reason.find("starts from 'pretrain/rope.h5', which did not complete"),
+            std::string::npos)
+      << rec.verdict.reason;
   fs::remove_all(root);
 }
 
