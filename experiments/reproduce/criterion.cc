@@ -11,6 +11,7 @@
 #include "analysis/binomial.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_data.h"
 
 namespace lexp {
 namespace {
@@ -27,13 +28,9 @@ RunScores ReadRun(const std::string& path, const std::string& metric) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
   RunScores s;
-  s.label = root.AttrString("label");
+  s.label = GroupKey(RunLabel(root));  // a seed sweep's runs group under their label
   s.seed = static_cast<int>(root.AttrInt("seed"));
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
-  const std::string suffix = fmt::format("-seed{}", s.seed);
-  if (s.label.size() > suffix.size() &&
-      s.label.compare(s.label.size() - suffix.size(), suffix.size(), suffix) == 0)
-    s.label.resize(s.label.size() - suffix.size());
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
   if (s.state != "completed") return s;
   const h5::Group eval = root.OpenGroup("eval");
@@ -75,8 +72,7 @@ std::vector<std::string> ClaimRunFiles(const std::string& runs_dir) {
       continue;
     try {
       h5::Reader r(e.path().string());
-      if (!r.root().HasAttr("format") ||
-          r.root().AttrString("format").rfind("lexp-run", 0) != 0)
+      if (!r.root().HasAttr("format") || r.root().AttrString("format").rfind("lexp-run", 0) != 0)
         continue;
     } catch (const Error&) {
       continue;  // not an HDF5 file lexp can read: not a run
@@ -93,20 +89,18 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::string& runs_dir) {
 
 Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& run_files,
                        const std::string& runs_dir) {
-  const bool accuracy = k.metric != "loss";
-  const bool larger_is_better = accuracy;
+  const bool accuracy = k.metric != "loss";  // larger is better; a loss: smaller
   std::vector<Comparison> comparisons;
-  std::vector<std::string> labels;
+  std::vector<std::string> labels;  // in order of appearance, once each
+  auto add = [&](const std::string& l) {
+    if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
+  };
   for (const auto& h : k.holds) {
     comparisons.push_back(ParseComparison(h, "criterion"));
-    const Comparison& c = comparisons.back();
-    for (const auto* l : {&c.a, &c.b})
-      if ((l == &c.a || !c.b_is_number) &&
-          std::find(labels.begin(), labels.end(), *l) == labels.end())
-        labels.push_back(*l);
+    add(comparisons.back().a);
+    if (!comparisons.back().b_is_number) add(comparisons.back().b);
   }
-  for (const auto& l : k.also)
-    if (std::find(labels.begin(), labels.end(), l) == labels.end()) labels.push_back(l);
+  for (const auto& l : k.also) add(l);
   std::map<std::string, std::vector<RunScores>> runs;
   Verdict v;
   for (const auto& path : run_files) {
@@ -147,7 +141,7 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       g.seeds.push_back(r->seed);
       g.per_seed.push_back(s);
       const double cur = g.per_seed.back();
-      if (best < 0 || (larger_is_better ? cur > g.per_seed[best] : cur < g.per_seed[best]))
+      if (best < 0 || (accuracy ? cur > g.per_seed[best] : cur < g.per_seed[best]))
         best = static_cast<int>(g.per_seed.size()) - 1;
     }
     if (done.empty()) {
@@ -172,12 +166,11 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       if (accuracy && k.relative_lo == 0) {
         double trials = 0, hits = 0;
         MeanOver(*done[best], k.length_lo, k.length_hi, &trials, &hits);
-        const Interval cp =
-            ClopperPearson(static_cast<long>(hits), static_cast<long>(trials));
+        const Interval cp = ClopperPearson(static_cast<long>(hits), static_cast<long>(trials));
         g.lo = cp.lo;
         g.hi = cp.hi;
-        g.interval = fmt::format("Clopper-Pearson, {} ({} sequences)", which,
-                                 static_cast<long>(trials));
+        g.interval =
+            fmt::format("Clopper-Pearson, {} ({} sequences)", which, static_cast<long>(trials));
       } else {
         g.lo = g.hi = g.score;
         g.interval = "none (" + which + ")";

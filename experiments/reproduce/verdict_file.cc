@@ -1,6 +1,7 @@
 #include "experiments/reproduce/verdict_file.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -8,15 +9,10 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/parallel.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp {
 namespace {
-
-std::string Joined(const std::vector<std::string>& xs, const std::string& sep) {
-  std::string s;
-  for (const auto& x : xs) s += (s.empty() ? "" : sep) + x;
-  return s;
-}
 
 std::vector<std::string> Split(const std::string& s, const std::string& sep) {
   std::vector<std::string> out;
@@ -44,21 +40,21 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
   root.SetAttr("format", "lexp-verdict/1");
   const Claim& c = rec.claim;
   const ClaimCriterion& k = c.criterion;
-  for (const auto& [key, value] :
-       std::vector<std::pair<std::string, std::string>>{{"id", c.id},
-                                                        {"name", c.name},
-                                                        {"statement", c.statement},
-                                                        {"source", c.source},
-                                                        {"published", c.published},
-                                                        {"protocol", c.protocol},
-                                                        {"deviations", c.deviations},
-                                                        {"budget", rec.budget},
-                                                        {"verdict", rec.verdict.verdict},
-                                                        {"reason", rec.verdict.reason},
-                                                        {"metric", k.metric},
-                                                        {"seeds", k.seeds},
-                                                        {"holds", Joined(k.holds, "; ")},
-                                                        {"task", k.task}})
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"id", c.id},
+           {"name", c.name},
+           {"statement", c.statement},
+           {"source", c.source},
+           {"published", c.published},
+           {"protocol", c.protocol},
+           {"deviations", c.deviations},
+           {"budget", rec.budget},
+           {"verdict", rec.verdict.verdict},
+           {"reason", rec.verdict.reason},
+           {"metric", k.metric},
+           {"seeds", k.seeds},
+           {"holds", fmt::format("{}", fmt::join(k.holds, "; "))},
+           {"task", k.task}})
     root.SetAttr(key, value);
   root.SetAttr("lengths", fmt::format("{}..{}", k.length_lo, k.length_hi));
   root.SetAttr("relative_to",
@@ -68,7 +64,7 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
   root.SetAttr("labels", [&] {
     std::vector<std::string> labels;
     for (const auto& g : rec.verdict.groups) labels.push_back(g.label);
-    return Joined(labels, ",");
+    return fmt::format("{}", fmt::join(labels, ","));
   }());
   const h5::Group groups = root.CreateGroup("groups");
   for (const auto& g : rec.verdict.groups) {
@@ -128,7 +124,7 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
   rec.verdict.reason = root.AttrString("reason");
   rec.verdict.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   const h5::Group groups = root.OpenGroup("groups");
-  for (const auto& label : Split(root.AttrString("labels"), ",")) {
+  for (const auto& label : SplitCommas(root.AttrString("labels"))) {
     const h5::Group s = groups.OpenGroup(label);
     GroupScore g;
     g.label = label;
