@@ -110,32 +110,30 @@ void KnnMemoryForward(const Mat<S>& qkv, int B, int T, int H, const AttentionPat
       const auto qi = q.row(base + i).segment(h * D, D);
       sc.score.resize(n);
       sc.order.resize(n);
-      for (int m = 0; m < members; ++m)
-        for (int j = 0; j < per_doc; ++j) {
-          const int key = (first + m) * T + mb + j, at = m * per_doc + j;
-          sc.score[at] = qi.dot(k.row(key).segment(h * D, D)) * inv_sqrt_d;
-          sc.order[at] = key;
-        }
-      auto score_of = [&](int key) {
-        return sc.score[(key / T - first) * per_doc + key % T - mb];
-      };
+      // Candidate `at` = m * per_doc + j is row mb + j of the group's m-th sequence: ordering
+      // candidates orders their rows.
+      auto key_of = [&](int at) { return (first + at / per_doc) * T + mb + at % per_doc; };
+      for (int at = 0; at < n; ++at) {
+        sc.score[at] = qi.dot(k.row(key_of(at)).segment(h * D, D)) * inv_sqrt_d;
+        sc.order[at] = at;
+      }
       // Exact top-k: highest logit first, the lower row on ties (independent of threads).
       std::partial_sort(sc.order.begin(), sc.order.begin() + kept, sc.order.end(),
                         [&](int x, int y) {
-                          const S sx = score_of(x), sy = score_of(y);
-                          return sx > sy || (sx == sy && x < y);
+                          return sc.score[x] > sc.score[y] ||
+                                 (sc.score[x] == sc.score[y] && x < y);
                         });
-      const S mx = score_of(sc.order[0]);
+      const S mx = sc.score[sc.order[0]];
       S sum = 0;
       for (int t = 0; t < kept; ++t) {
-        const S e = std::exp(score_of(sc.order[t]) - mx);
+        const S e = std::exp(sc.score[sc.order[t]] - mx);
         cache.p(row, t) = e;
         sum += e;
       }
       cache.lse[row] = mx + std::log(sum);
       auto o = cache.out.row(base + i).segment(h * D, D);
       for (int t = 0; t < kept; ++t) {
-        const int key = sc.order[t];
+        const int key = key_of(sc.order[t]);
         cache.idx[row * K + t] = key;
         cache.p(row, t) /= sum;
         o += cache.p(row, t) * v.row(key).segment(h * D, D);
