@@ -79,13 +79,17 @@ std::string RunLabel(const h5::Group& root) {
 }
 
 // Runs of one encoding over a seed sweep share a curve: files "<label>-seed<k>" group under
-// <label>.
+// <label>, and their evaluations under a scaling rule "<label>-seed<k>+<rule>" (lexp eval) under
+// "<label>+<rule>".
 std::string GroupKey(const std::string& label) {
-  const auto at = label.rfind("-seed");
-  if (at == std::string::npos || at + 5 == label.size()) return label;
-  for (size_t i = at + 5; i < label.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(label[i]))) return label;
-  return label.substr(0, at);
+  const auto plus = label.find('+');
+  const std::string head = label.substr(0, plus);
+  const std::string tail = plus == std::string::npos ? "" : label.substr(plus);
+  const auto at = head.rfind("-seed");
+  if (at == std::string::npos || at + 5 == head.size()) return label;
+  for (size_t i = at + 5; i < head.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(head[i]))) return label;
+  return head.substr(0, at) + tail;
 }
 
 // /analysis/geometry as this lexp writes it (LM-Infinite's last-query bound in its length groups).

@@ -31,7 +31,9 @@ class ReproduceCommand final : public Command {
         ->check(CLI::Range(1, 64));
     cmd->add_option("--out", out_,
                     "output root (default data/reproductions): <budget>/<id>_<name>/ holds the "
-                    "runs, verdict.h5 and figures, <budget>/REPRODUCTIONS.md the table");
+                    "runs, verdict.h5 and figures, <budget>/REPRODUCTIONS.md the table; with the "
+                    "default root, --budget full also writes ./REPRODUCTIONS.md, the gallery's "
+                    "table at the top of the checkout");
     cmd->add_flag("--overwrite", overwrite_,
                   "train every run again (default: keep the completed runs of an earlier "
                   "reproduce and continue the others)");
@@ -84,6 +86,13 @@ class ReproduceCommand final : public Command {
     const std::string table =
         WriteGalleryTable((std::filesystem::path(opt.out_root) / opt.budget).string());
     PrintLine("table of every verdict of the " + opt.budget + " budget: " + table);
+    // The full budget's table is the gallery's: REPRODUCTIONS.md at the top of the checkout
+    // (the working directory, as for every recipe path), committed with its figures.
+    if (opt.budget == "full" && out_.empty()) {
+      const std::string top = WriteGalleryTable(
+          (std::filesystem::path(opt.out_root) / opt.budget).string(), "REPRODUCTIONS.md");
+      PrintLine("the gallery's table: " + top);
+    }
     return 0;
   }
 

@@ -13,6 +13,7 @@
 
 #include "experiments/core/recipe.h"
 #include "experiments/reproduce/embedded_files.h"
+#include "experiments/training/eval_command.h"
 #include "nn/check.h"
 
 namespace lexp {
@@ -125,14 +126,34 @@ bool IsClaimId(const std::string& id) {
 
 Comparison ParseComparison(const std::string& text, const std::string& where) {
   Comparison c;
-  const auto gt = text.find(" > "), lt = text.find(" < ");
+  std::string body = text;
+  if (const auto at = text.rfind(" at "); at != std::string::npos) {
+    const std::string span = text.substr(at + 4);
+    const auto dots = span.find("..");
+    const std::string msg = where + ": '" + text +
+                            "': a comparison's own span is \"at LO..HI\", two lengths with "
+                            "1 <= LO <= HI";
+    LEXP_INPUT_CHECK(dots != std::string::npos, msg);
+    try {
+      size_t u1 = 0, u2 = 0;
+      c.lo = std::stoi(span.substr(0, dots), &u1);
+      c.hi = std::stoi(span.substr(dots + 2), &u2);
+      LEXP_INPUT_CHECK(u1 == dots && u2 == span.size() - dots - 2, msg);
+    } catch (const std::logic_error&) {
+      FailInput(msg);
+    }
+    LEXP_INPUT_CHECK(c.lo >= 1 && c.lo <= c.hi, msg);
+    body = text.substr(0, at);
+  }
+  const auto gt = body.find(" > "), lt = body.find(" < ");
   LEXP_INPUT_CHECK((gt == std::string::npos) != (lt == std::string::npos),
                    where + ": '" + text +
-                       "' is not a comparison; write \"A > B\" or \"A < B\" with two run labels");
+                       "' is not a comparison; write \"A > B\" or \"A < B\" with two run labels "
+                       "(optionally \"A > B at LO..HI\")");
   const auto at = gt != std::string::npos ? gt : lt;
   c.greater = gt != std::string::npos;
-  c.a = text.substr(0, at);
-  c.b = text.substr(at + 3);
+  c.a = body.substr(0, at);
+  c.b = body.substr(at + 3);
   try {
     size_t used = 0;
     c.b_value = std::stod(c.b, &used);
@@ -199,24 +220,55 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
       for (size_t i = 0; i < stages->size(); ++i) {
         const std::string w = fmt::format("{} [[stage]] {}", where, i + 1);
         TableReader r(*(*stages)[i].as_table(), w,
-                      {"name", "recipe", "variants", "set", "smoke", "full", "init_from"});
+                      {"name", "recipe", "variants", "set", "smoke", "full", "init_from",
+                       "evaluate", "scales"});
         ClaimStage s;
         s.name = r.String("name", true);
         LEXP_INPUT_CHECK(IsPlainFileName(s.name), w + ".name = '" + s.name +
                                                       "' must be a plain name");
         LEXP_INPUT_CHECK(seen.insert(s.name).second, w + ".name = '" + s.name +
                                                          "' is used by an earlier stage");
-        s.recipe = r.String("recipe", true);
-        try {
-          StageRecipeText(s.recipe);  // refuses an unknown name or file, naming it
-        } catch (const InputError& e) {
-          FailInput(w + ".recipe: " + e.what());
-        }
-        s.variants = r.Strings("variants");
+        s.evaluate = r.String("evaluate", false);
+        s.recipe = r.String("recipe", s.evaluate.empty());
         s.set = r.Strings("set");
         s.smoke = r.Strings("smoke");
         s.full = r.Strings("full");
+        s.variants = r.Strings("variants");
         s.init_from = r.String("init_from", false);
+        s.scales = r.Strings("scales");
+        if (s.EvaluatesOnly()) {
+          LEXP_INPUT_CHECK(s.recipe.empty(),
+                           w + ": give either recipe (a stage that trains) or evaluate (a stage "
+                               "that evaluates an earlier stage's runs again), not both");
+          LEXP_INPUT_CHECK(seen.count(s.evaluate) && s.evaluate != s.name,
+                           w + ".evaluate = '" + s.evaluate + "' is not an earlier stage's name");
+          LEXP_INPUT_CHECK(s.variants.empty() && s.init_from.empty(),
+                           w + ": a stage that evaluates (evaluate = '" + s.evaluate +
+                               "') takes no variants or init_from: it evaluates every run of "
+                               "that stage");
+          LEXP_INPUT_CHECK(!s.scales.empty(),
+                           w + ".scales is missing: list the RoPE scaling rules to evaluate "
+                               "under, e.g. [\"none\", \"pi:factor=4\", \"ntk:factor=4\"] "
+                               "(lexp list scalings)");
+          for (const auto& sc : s.scales) {
+            try {
+              ParseScaleSpec(sc);
+            } catch (const InputError& e) {
+              FailInput(w + ".scales: " + e.what());
+            }
+          }
+          LEXP_INPUT_CHECK(
+              std::set<std::string>(s.scales.begin(), s.scales.end()).size() == s.scales.size(),
+              w + ".scales names a rule twice");
+        } else {
+          try {
+            StageRecipeText(s.recipe);  // refuses an unknown name or file, naming it
+          } catch (const InputError& e) {
+            FailInput(w + ".recipe: " + e.what());
+          }
+          LEXP_INPUT_CHECK(s.scales.empty(), w + ".scales belongs to a stage that evaluates "
+                                                 "(evaluate = \"STAGE\"), not to one that trains");
+        }
         if (!s.init_from.empty()) {
           const auto slash = s.init_from.find('/');
           LEXP_INPUT_CHECK(slash != std::string::npos &&

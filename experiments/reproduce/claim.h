@@ -5,7 +5,9 @@
 //   [claim]      id, name, statement, source, published, protocol, deviations, testable (bool),
 //                untestable_reason
 //   [[stage]]    name, recipe, variants = [...], set = [...], smoke = [...], full = [...],
-//                init_from = "STAGE/FILE"
+//                init_from = "STAGE/FILE"; or, instead of a recipe, evaluate = "STAGE" with
+//                scales = ["none", "pi:factor=4", ...]: that earlier stage's runs evaluated again
+//                (lexp eval), once per RoPE scaling rule, with `set` as evaluation overrides
 //   [criterion]  see experiments/reproduce/criterion.h
 //   [budget]     smoke_minutes, full_minutes (measured on 2 cores; the header says on what)
 //
@@ -28,6 +30,14 @@ struct ClaimStage {
   std::vector<std::string> variants;  // the recipe's run.variants kept, by NAME (empty: all)
   // "STAGE/FILE": train.init_from is that earlier stage's run file (fine-tuning chains).
   std::string init_from;
+  // An evaluation-only stage (no recipe, no training): every run of the earlier stage `evaluate`
+  // is evaluated again under each of `scales` (lexp eval --scale; "none" leaves the frequencies
+  // unchanged, "none:log_n=true" adds only log-n scaling), with `set`, `smoke` and `full` as the
+  // evaluation's overrides. Its files are <label>+<rule>[x<factor>][-<option><value>].h5 (rope+pix4,
+  // rope+none, rope+none-log_ntrue), the labels its criterion names.
+  std::string evaluate;
+  std::vector<std::string> scales;
+  bool EvaluatesOnly() const { return !evaluate.empty(); }
 };
 
 // What a claim compares (experiments/reproduce/criterion.h says how it is judged).
@@ -59,13 +69,18 @@ struct Claim {
 Claim ParseClaim(const std::string& toml_text, const std::string& source);
 
 // One comparison of criterion.holds: "A > B" or "A < B" between two run labels, or between a
-// label and a number ("rope-full > 1": a loss ratio that rises).
+// label and a number ("rope-full > 1": a loss ratio that rises); "... at LO..HI" judges it over
+// its own span of lengths instead of the criterion's (a claim about short and long lengths).
 struct Comparison {
   std::string a, b;
   bool greater = true;   // ">" : A above B
   bool b_is_number = false;
   double b_value = 0;    // B when it is a number
-  std::string Text() const { return a + (greater ? " > " : " < ") + b; }
+  int lo = 0, hi = 0;    // its own span of lengths (0: the criterion's)
+  std::string Text() const {
+    return a + (greater ? " > " : " < ") + b +
+           (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
+  }
 };
 Comparison ParseComparison(const std::string& text, const std::string& where);
 

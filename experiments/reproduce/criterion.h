@@ -11,6 +11,7 @@
 //   one run, or the best of several, of an accuracy without relative_to: Clopper-Pearson of that
 //     run's pooled counts (sum over the lengths of score x samples out of the samples);
 //   otherwise (a loss of one run, a ratio): none (the interval is the point, stated as such).
+// A comparison "A > B at LO..HI" scores both sides over its own span instead.
 // A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
 // direction when the scores alone are ordered so. B may be a number (a point). A label without an
 // interval (its interval is its point) can hold in direction only: it cannot separate.
@@ -40,9 +41,15 @@ struct GroupScore {
   std::vector<double> length, curve_mean, curve_min, curve_max;
 };
 
+// A side's score and 95% interval over the comparison's span.
+struct SideScore {
+  double score = 0, lo = 0, hi = 0;
+};
+
 struct ComparisonResult {
   Comparison comparison;
   bool in_direction = false, beyond_intervals = false;
+  SideScore a, b;  // A's and B's (B a number: the number)
 };
 
 struct Verdict {
@@ -54,7 +61,8 @@ struct Verdict {
 };
 
 // The run files (recursively) of `runs_dir`: every *.h5 with a lexp-run format attribute that is
-// not a summary, checkpoint or evaluation output.
+// not a summary or checkpoint (evaluations under a rule included: rope-seed1+pix4.h5 groups
+// under rope+pix4).
 std::vector<std::string> ClaimRunFiles(const std::string& runs_dir);
 
 // Judges `criterion` on these run files (a claim's: the judged stage's plan, of criterion.task);

@@ -1,15 +1,19 @@
 #include "experiments/reproduce/gallery.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/verdict_file.h"
+#include "experiments/training/eval_command.h"
 #include "experiments/training/sweep.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -62,7 +66,58 @@ std::string Measured(const VerdictRecord& r) {
     }
     s += fmt::format("{} {:.3f} [{:.3f}, {:.3f}]", g.label, g.score, g.lo, g.hi);
   }
+  // Comparisons over their own spans give their own numbers.
+  for (const auto& c : r.verdict.comparisons) {
+    if (c.comparison.lo == 0) continue;
+    s += fmt::format("; at {}..{}: {} {:.3f} [{:.3f}, {:.3f}] vs {}", c.comparison.lo,
+                     c.comparison.hi, c.comparison.a, c.a.score, c.a.lo, c.a.hi, c.comparison.b);
+    if (!c.comparison.b_is_number)
+      s += fmt::format(" {:.3f} [{:.3f}, {:.3f}]", c.b.score, c.b.lo, c.b.hi);
+  }
   return s;
+}
+
+// An evaluating stage's overrides at a budget: `set`, then the budget's own.
+std::vector<std::string> EvaluationOverrides(const ClaimStage& stage, const std::string& budget) {
+  std::vector<std::string> sets = stage.set;
+  const auto& more = budget == "full" ? stage.full : stage.smoke;
+  sets.insert(sets.end(), more.begin(), more.end());
+  return sets;
+}
+
+// Every completed run of the evaluated stage, evaluated again under each rule of the stage
+// (lexp eval --scale); an evaluation already completed is kept unless --overwrite. A source run
+// that did not complete is skipped: its labels then have no run, and the criterion says so.
+std::vector<std::string> EvaluateStage(const ClaimStage& stage,
+                                       const std::vector<std::string>& sources,
+                                       const ReproduceOptions& opt, const std::string& out_dir,
+                                       const std::function<void(const std::string&)>& say) {
+  std::vector<std::string> files;
+  fs::create_directories(out_dir);
+  for (const auto& source : sources) {
+    if (!RunCompleted(source)) {
+      say("skipped '" + source + "', which did not complete");
+      continue;
+    }
+    for (const auto& scale : stage.scales) {
+      EvalCommandOptions eo;
+      eo.run_file = source;
+      eo.scale = scale;
+      eo.sets = EvaluationOverrides(stage, opt.budget);
+      eo.out_dir = out_dir;
+      eo.force = true;
+      eo.progress = say;
+      const std::string file = EvaluationFile(eo);
+      files.push_back(file);
+      if (!opt.overwrite && RunCompleted(file)) {
+        say("kept completed " + file);
+        continue;
+      }
+      EvaluateRunFile(eo);
+    }
+  }
+  if (opt.figures && !files.empty()) DrawAllFigures(out_dir);
+  return files;
 }
 
 }  // namespace
@@ -120,6 +175,28 @@ RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std:
   }
 }
 
+std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& budget,
+                                       const std::string& claim_dir) {
+  std::vector<RecipeConfig> recipes;
+  for (const auto& stage : claim.stages) {
+    if (!stage.EvaluatesOnly()) {
+      recipes.push_back(StageRecipe(claim, stage, budget, claim_dir));
+      continue;
+    }
+    size_t k = 0;  // the evaluated stage, an earlier one (ParseClaim checked it)
+    while (claim.stages[k].name != stage.evaluate) ++k;
+    RecipeConfig check = recipes[k];
+    try {
+      ApplyOverrides(check, EvaluationOverrides(stage, budget));
+      ValidateRecipe(check);
+    } catch (const InputError& e) {
+      FailInput("claim '" + claim.file + "', stage '" + stage.name + "': " + e.what());
+    }
+    recipes.push_back(check);
+  }
+  return recipes;
+}
+
 std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt) {
   return (fs::path(opt.out_root) / opt.budget / claim.DirName()).string();
 }
@@ -136,17 +213,25 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   rec.claim = claim;
   rec.budget = opt.budget;
   // Every stage's recipe is checked before the first one trains.
-  std::vector<RecipeConfig> recipes;
-  for (const auto& stage : claim.stages)
-    recipes.push_back(StageRecipe(claim, stage, opt.budget, dir));
+  const std::vector<RecipeConfig> recipes = StageRecipes(claim, opt.budget, dir);
   if (!claim.testable) {
     rec.verdict.verdict = "not testable";
     rec.verdict.reason = claim.untestable_reason;
   } else {
-    std::vector<std::string> judged_files;
+    std::map<std::string, std::vector<std::string>> stage_files;  // planned run files by stage
     std::string blocked;  // why a fine-tuning stage could not start
     for (size_t i = 0; i < claim.stages.size() && blocked.empty(); ++i) {
       const ClaimStage& stage = claim.stages[i];
+      const std::string out_dir = (fs::path(dir) / "runs" / stage.name).string();
+      auto stage_say = [&](const std::string& s) { say(stage.name + ": " + s); };
+      if (stage.EvaluatesOnly()) {
+        say(fmt::format("stage {} of {}: {} (evaluates stage {} under {}) into {}", i + 1,
+                        claim.stages.size(), stage.name, stage.evaluate,
+                        fmt::join(stage.scales, ", "), out_dir));
+        stage_files[stage.name] =
+            EvaluateStage(stage, stage_files[stage.evaluate], opt, out_dir, stage_say);
+        continue;
+      }
       RecipeConfig cfg = recipes[i];
       if (!stage.init_from.empty() && !RunCompleted(cfg.init_from)) {
         // The earlier stage's run diverged or failed: its file says why; this claim is untested.
@@ -156,20 +241,21 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
       }
       if (opt.jobs > 0) cfg.jobs = opt.jobs;
       SweepOptions so;
-      so.out_dir = (fs::path(dir) / "runs" / stage.name).string();
+      so.out_dir = out_dir;
       so.resume = !opt.overwrite;
       so.overwrite = opt.overwrite;
       so.figures = opt.figures;
-      so.progress = [&](const std::string& s) { say(stage.name + ": " + s); };
+      so.progress = stage_say;
       say(fmt::format("stage {} of {}: {} (recipe {}, {} budget) into {}", i + 1,
                       claim.stages.size(), stage.name, stage.recipe, opt.budget, so.out_dir));
       RunRecipe(cfg, so);
       // Only the runs this budget planned are judged (not files an earlier definition left).
-      if (stage.name == claim.criterion.stage)
-        for (const auto& row : SweepPlan(cfg, so.out_dir))
-          if (claim.criterion.task.empty() || row.task == claim.criterion.task)
-            judged_files.push_back(row.file);
+      for (const auto& row : SweepPlan(cfg, so.out_dir))
+        if (claim.criterion.task.empty() || stage.name != claim.criterion.stage ||
+            row.task == claim.criterion.task)
+          stage_files[stage.name].push_back(row.file);
     }
+    const std::vector<std::string> judged_files = stage_files[claim.criterion.stage];
     if (blocked.empty()) {
       rec.verdict = JudgeCriterion(claim.criterion, judged_files,
                                    (fs::path(dir) / "runs" / claim.criterion.stage).string());
@@ -189,7 +275,7 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   return path;
 }
 
-std::string WriteGalleryTable(const std::string& budget_dir) {
+std::string WriteGalleryTable(const std::string& budget_dir, const std::string& table_path) {
   std::vector<VerdictRecord> records;
   std::map<std::string, std::string> dir_of;
   if (fs::is_directory(budget_dir))
@@ -202,12 +288,17 @@ std::string WriteGalleryTable(const std::string& budget_dir) {
   std::sort(records.begin(), records.end(), [](const VerdictRecord& a, const VerdictRecord& b) {
     return ClaimBefore(a.claim, b.claim);
   });
-  const std::string path = (fs::path(budget_dir) / "REPRODUCTIONS.md").string();
+  const std::string path =
+      table_path.empty() ? (fs::path(budget_dir) / "REPRODUCTIONS.md").string() : table_path;
   fs::create_directories(budget_dir);
+  const fs::path table_dir = fs::absolute(path).parent_path();
   std::ofstream out(path + ".tmp");
   out << "# Reproductions: published claims judged on small models\n\n"
-      << "Generated by `lexp reproduce` from the verdict files of this directory (each "
-         "`<id>_<name>/verdict.h5`, layout in data/README.md); do not edit by hand. Each claim's "
+      << "Generated by `lexp reproduce --budget "
+      << fs::path(budget_dir).filename().string() << "` from the verdict files `"
+      << (fs::absolute(budget_dir).lexically_normal().lexically_relative(table_dir) / "")
+             .string()
+      << "<id>_<name>/verdict.h5` (layout in data/README.md); do not edit by hand. Each claim's "
          "criterion was written in its file (experiments/reproductions/) before it ran. "
          "Intervals are 95%: Student-t over seeds, or Clopper-Pearson over the sequences of one "
          "run.\n\n"
@@ -215,12 +306,17 @@ std::string WriteGalleryTable(const std::string& budget_dir) {
       << "|---|---|---|---|---|---|---|\n";
   for (const auto& r : records) {
     const std::string dir = dir_of[r.claim.id + r.claim.name];
-    const bool has_figure = fs::exists(fs::path(budget_dir) / dir / "figures" / "reproduction.png");
+    const fs::path figure = fs::path(budget_dir) / dir / "figures" / "reproduction.png";
+    const bool has_figure = fs::exists(figure);
+    // Linked relative to the table, wherever it is written.
+    const std::string link =
+        has_figure ? fs::absolute(figure).lexically_normal().lexically_relative(table_dir).string()
+                   : "";
     out << "| " << r.claim.id << " | " << Cell(r.claim.statement) << " | " << Cell(r.claim.source)
         << " | " << Cell(r.claim.published) << " | "
         << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | **"
         << r.verdict.verdict << "**: " << Cell(r.verdict.reason) << " | "
-        << (has_figure ? "[figure](" + dir + "/figures/reproduction.png)" : std::string("-"))
+        << (has_figure ? "[figure](" + link + ")" : std::string("-"))
         << " |\n";
   }
   out.close();

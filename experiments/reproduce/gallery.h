@@ -2,7 +2,8 @@
 // verdict file and figure, and the table of every verdict (REPRODUCTIONS.md).
 //
 // Layout under the output root (default data/reproductions):
-//   <budget>/<id>_<name>/runs/<stage>/   the stage's run files (a recipe run, `lexp run` layout)
+//   <budget>/<id>_<name>/runs/<stage>/   the stage's run files (a recipe run, `lexp run` layout;
+//                                        a stage that evaluates: `lexp eval` files, <label>+<rule>.h5)
 //   <budget>/<id>_<name>/verdict.h5      the verdict (experiments/reproduce/verdict_file.h)
 //   <budget>/<id>_<name>/figures/        reproduction.{png,gp,dat} (notebooks_cpp/18_reproduction.cc)
 //   <budget>/REPRODUCTIONS.md            one row per verdict of that budget
@@ -35,6 +36,11 @@ std::vector<Claim> SelectClaims(const std::vector<std::string>& ids);
 RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std::string& budget,
                          const std::string& claim_dir);
 
+// Every stage's recipe at a budget, checked (input errors name the claim and the stage); for a
+// stage that evaluates, the evaluated stage's recipe with the evaluation's overrides.
+std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& budget,
+                                       const std::string& claim_dir);
+
 // <out_root>/<budget>/<id>_<name>.
 std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt);
 
@@ -42,7 +48,9 @@ std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt);
 // figure; returns the verdict file's path.
 std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt);
 
-// Regenerates <out_root>/<budget>/REPRODUCTIONS.md from every verdict.h5 there; returns its path.
-std::string WriteGalleryTable(const std::string& budget_dir);
+// Regenerates the table of every verdict.h5 under budget_dir, at table_path (default
+// <budget_dir>/REPRODUCTIONS.md; the full budget's is also written at the top of the checkout),
+// figures linked relative to it; returns its path.
+std::string WriteGalleryTable(const std::string& budget_dir, const std::string& table_path = "");
 
 }  // namespace lexp

@@ -90,6 +90,11 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
     s.SetAttr("text", r.comparison.Text());
     s.SetAttr("in_direction", r.in_direction);
     s.SetAttr("beyond_intervals", r.beyond_intervals);
+    for (const auto& [side, x] : {std::pair{"a", r.a}, std::pair{"b", r.b}}) {
+      s.SetAttr(std::string(side) + "_score", x.score);
+      s.SetAttr(std::string(side) + "_lo", x.lo);
+      s.SetAttr(std::string(side) + "_hi", x.hi);
+    }
   }
   root.CreateGroup("status").SetAttr("state", "completed");
   w.Commit();
@@ -149,6 +154,10 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
     cr.comparison = ParseComparison(s.AttrString("text"), path);
     cr.in_direction = s.AttrInt("in_direction") != 0;
     cr.beyond_intervals = s.AttrInt("beyond_intervals") != 0;
+    if (s.HasAttr("a_score")) {  // files of before 2026-12-02 lack the sides' scores
+      cr.a = {s.AttrDouble("a_score"), s.AttrDouble("a_lo"), s.AttrDouble("a_hi")};
+      cr.b = {s.AttrDouble("b_score"), s.AttrDouble("b_lo"), s.AttrDouble("b_hi")};
+    }
     rec.verdict.comparisons.push_back(cr);
   }
   return rec;

@@ -43,26 +43,35 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
   return s;
 }
 
-RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
-  std::string encoding;
-  RecipeConfig cfg = CompletedRunRecipe(opt.run_file, &encoding);
-  ApplyOverrides(cfg, opt.sets);
+namespace {
+
+// What an evaluation will run: the source run's recipe with the rule and overrides applied, and
+// the file it will write.
+struct PreparedEvaluation {
+  RecipeConfig cfg;
+  std::string encoding, name, out_dir;
+};
+
+PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
+  PreparedEvaluation p;
+  p.cfg = CompletedRunRecipe(opt.run_file, &p.encoding);
+  ApplyOverrides(p.cfg, opt.sets);
   // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
   // of one encoding never share a file.
   const std::string source = ReadRunFileHead(opt.run_file).label;
-  std::string name = source + "+eval";
+  p.name = source + "+eval";
   if (!opt.scale.empty()) {
-    LEXP_INPUT_CHECK(encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
-                                             "' was trained with '" + encoding + "'");
+    LEXP_INPUT_CHECK(p.encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
+                                               "' was trained with '" + p.encoding + "'");
     const ScaleSpec spec = ParseScaleSpec(opt.scale);
-    auto& o = cfg.encoding_options[encoding];
+    auto& o = p.cfg.encoding_options[p.encoding];
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
     // The name carries every option given, so two evaluations never share a file.
-    name = source + "+" + spec.rule;
-    if (spec.options.count("factor")) name += "x" + spec.options.at("factor");
+    p.name = source + "+" + spec.rule;
+    if (spec.options.count("factor")) p.name += "x" + spec.options.at("factor");
     for (const auto& [k, v] : spec.options)
-      if (k != "factor") name += "-" + k + v;
+      if (k != "factor") p.name += "-" + k + v;
   }
   // Overrides of the model or its encoding name the output too (rope+eval-patternlambda,
   // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
@@ -72,25 +81,39 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
         (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
       continue;
     const auto dot = set.rfind('.', eq);
-    name += fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
-                        set.substr(eq + 1));
+    p.name += fmt::format("-{}{}",
+                          set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
+                          set.substr(eq + 1));
   }
-  ValidateRecipe(cfg);
-  CheckMemoryFits(cfg);
+  ValidateRecipe(p.cfg);
+  p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
+                                  : opt.out_dir;
+  if (p.out_dir.empty()) p.out_dir = ".";
+  return p;
+}
+
+}  // namespace
+
+std::string EvaluationFile(const EvalCommandOptions& opt) {
+  const PreparedEvaluation p = Prepare(opt);
+  return RunFilePath(p.out_dir, p.name);
+}
+
+RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
+  const PreparedEvaluation p = Prepare(opt);
+  CheckMemoryFits(p.cfg);
   RunOptions ro;
-  ro.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
-                                   : opt.out_dir;
-  if (ro.out_dir.empty()) ro.out_dir = ".";
-  const std::string out = RunFilePath(ro.out_dir, name);
+  ro.out_dir = p.out_dir;
+  const std::string out = RunFilePath(ro.out_dir, p.name);
   LEXP_INPUT_CHECK(opt.force || !std::filesystem::exists(out),
                    "'" + out +
                        "' holds an earlier evaluation of the same name; pass --force to "
                        "replace it, or --out for another directory");
   ro.weights_from = std::filesystem::absolute(opt.run_file).lexically_normal().string();
-  ro.name = name;
-  ro.label = name;
+  ro.name = p.name;
+  ro.label = p.name;
   ro.progress = opt.progress;
-  return TrainAndEvaluate(cfg, encoding, ro);
+  return TrainAndEvaluate(p.cfg, p.encoding, ro);
 }
 
 std::string ScaleComparisonTable(const std::vector<std::string>& run_files) {

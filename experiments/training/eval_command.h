@@ -32,6 +32,8 @@ struct EvalCommandOptions {
 };
 
 RunSummary EvaluateRunFile(const EvalCommandOptions& opt);
+// The file EvaluateRunFile(opt) writes (the rule, options and overrides checked as it would).
+std::string EvaluationFile(const EvalCommandOptions& opt);
 
 // Evaluations of one run under several rules side by side: per probe length, each file's attention
 // entropy and max logit (means over layers and heads, /analysis/entropy_mean and max_logit_mean).

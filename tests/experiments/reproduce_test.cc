@@ -18,6 +18,7 @@
 #include "experiments/reproduce/verdict_file.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_data.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -38,7 +39,10 @@ struct FakeRun {
 
 void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   fs::create_directories(dir);
-  const std::string label = r.label + "-seed" + std::to_string(r.seed);
+  // As lexp names them: rope-seed2.h5, and an evaluation of it rope-seed2+pix4.h5.
+  const auto plus = r.label.find('+');
+  const std::string label = r.label.substr(0, plus) + "-seed" + std::to_string(r.seed) +
+                            (plus == std::string::npos ? "" : r.label.substr(plus));
   h5::Writer w((dir / (label + ".h5")).string());
   const h5::Group& root = w.root();
   root.SetAttr("format", "lexp-run/2");
@@ -55,9 +59,9 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   w.Commit();
 }
 
-// The claim's labels ordered as its comparisons say: level(A) > level(B) for every "A > B" (and
-// the reverse for "<"), by longest chains.
-std::map<std::string, int> Levels(const ClaimCriterion& k) {
+// The claim's labels ordered as the comparisons of one span say: level(A) > level(B) for every
+// "A > B" (and the reverse for "<"), by longest chains.
+std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Comparison>& span) {
   std::map<std::string, int> level;
   for (const auto& h : k.holds) {
     const Comparison c = ParseComparison(h, "test");
@@ -66,8 +70,7 @@ std::map<std::string, int> Levels(const ClaimCriterion& k) {
   }
   for (const auto& a : k.also) level[a];
   for (size_t pass = 0; pass < level.size() + 1; ++pass)
-    for (const auto& h : k.holds) {
-      const Comparison c = ParseComparison(h, "test");
+    for (const Comparison& c : span) {
       if (c.b_is_number) continue;
       const std::string& hi = c.greater ? c.a : c.b;
       const std::string& lo = c.greater ? c.b : c.a;
@@ -76,34 +79,61 @@ std::map<std::string, int> Levels(const ClaimCriterion& k) {
   return level;
 }
 
-// Runs of every label of the claim over three seeds, the metric at each label's level (or its
-// reverse) at the judged lengths, and 1 at the relative_to lengths; all shifted so that the
-// claimed order also passes the comparisons with numbers ("rope > 1").
+// Runs of every label of the claim over three seeds. In each span of lengths (the criterion's,
+// and each comparison's own), every label's value is c + d (level - L0): ordered as that span's
+// comparisons between labels say, and on the claimed side of the number c that its comparisons
+// with a number name (L0 between the levels that must lie below c and those above); reversed,
+// the values are mirrored about c, so every comparison turns round. relative_to lengths hold 1.
 void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
-  const auto level = Levels(k);
-  int top = 0;
-  for (const auto& [l, v] : level) top = std::max(top, v);
-  auto base = [&](const std::string& label, bool rev) {
-    const int lv = level.at(label), rank = rev ? top - lv : lv;
-    return 0.1 + 0.8 * rank / std::max(1, top);
-  };
-  double shift = 0;
+  std::map<std::pair<int, int>, std::vector<Comparison>> spans;
+  spans[{k.length_lo, k.length_hi}];
   for (const auto& h : k.holds) {
     const Comparison c = ParseComparison(h, "test");
-    if (c.b_is_number && c.greater) shift = std::max(shift, c.b_value - base(c.a, false) + 0.05);
+    spans[c.lo > 0 ? std::make_pair(c.lo, c.hi) : std::make_pair(k.length_lo, k.length_hi)]
+        .push_back(c);
   }
-  for (const auto& [label, lv] : level)
+  std::map<std::string, std::map<int64_t, double>> value;  // label -> length -> value (seed 0)
+  for (const auto& [span, comps] : spans) {
+    const auto level = Levels(k, comps);
+    double c = 0.5, below = -1e9, above = 1e9;  // levels that must lie below / above c
+    int top = 0;
+    for (const auto& [l, v] : level) top = std::max(top, v);
+    bool numbers = false;
+    for (const Comparison& x : comps) {
+      if (!x.b_is_number) continue;
+      numbers = true;
+      c = x.b_value;  // the claims compare with one number per span
+      const double lv = level.at(x.a);
+      if (x.greater) {
+        above = std::min(above, lv);
+      } else {
+        below = std::max(below, lv);
+      }
+    }
+    double L0 = top / 2.0;
+    if (below > -1e9 && above < 1e9) {
+      L0 = (below + above) / 2;
+    } else if (above < 1e9) {
+      L0 = above - 0.5;
+    } else if (below > -1e9) {
+      L0 = below + 0.5;
+    }
+    const double d = numbers ? 0.03 : 0.8 / (top + 1);
+    for (const auto& [label, lv] : level)
+      for (const int n : {span.first, span.second})
+        value[label][n] = c + (reverse ? -1 : 1) * d * (lv - L0);
+  }
+  for (const auto& [label, by_length] : value)
     for (int seed = 1; seed <= 3; ++seed) {
-      const double v = base(label, reverse) + shift + 0.002 * seed;
       FakeRun r;
       r.label = label;
       r.seed = seed;
-      r.length = {k.length_lo, k.length_hi};
-      r.value = {v, v};
-      if (k.relative_lo > 0) {
-        r.length.insert(r.length.begin(), {k.relative_lo, k.relative_hi});
-        r.value.insert(r.value.begin(), {1.0, 1.0});
-        // Lengths must be distinct and ascending for a run file; the claims' spans are disjoint.
+      r.samples = 100000;  // Clopper-Pearson intervals (seeds = max) narrower than d / 2
+      std::map<int64_t, double> at = by_length;
+      if (k.relative_lo > 0) at[k.relative_lo] = at[k.relative_hi] = 1.0;
+      for (const auto& [n, v] : at) {
+        r.length.push_back(n);
+        r.value.push_back(v + 0.002 * seed);
       }
       WriteFakeRun(dir, r);
     }
@@ -118,9 +148,7 @@ TEST(Claims, EveryBuiltInClaimParsesAndItsStagesAreValidRecipesAtBothBudgets) {
     EXPECT_EQ(c.file, "experiments/reproductions/" + c.DirName() + ".toml")
         << "a claim's file is named <id>_<name>.toml";
     for (const std::string budget : {"smoke", "full"}) {
-      for (const auto& s : c.stages) {
-        EXPECT_NO_THROW(StageRecipe(c, s, budget, "/tmp/x")) << c.id;
-      }
+      EXPECT_NO_THROW(StageRecipes(c, budget, "/tmp/x")) << c.id;
     }
     if (c.testable) {
       EXPECT_GT(c.smoke_minutes, 0) << c.id << ": state the smoke budget's time";
@@ -322,6 +350,27 @@ holds = ["nope > rope"]
       {with("source = \"src\"\n", ""), "key 'source' is missing"},
       {ClaimError(good + "[budget]\nsmoke_minutes = \"ten\"\n"), "smoke_minutes must be a number"},
       {ClaimError("[claim\n"), "is not valid TOML"},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope > rope at 9..3\"]"),
+       "own span is \"at LO..HI\""},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope > rope at 9\"]"),
+       "own span is \"at LO..HI\""},
+      // A stage that evaluates an earlier one's runs again.
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"nosuch\"\n"
+                         "scales = [\"pi:factor=2\"]\n"),
+       "evaluate = 'nosuch' is not an earlier stage's name"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"),
+       "scales is missing"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "scales = [\"warp:factor=2\"]\n"),
+       "unknown rule 'warp'"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "scales = [\"none\"]\nvariants = [\"a\"]\n"),
+       "takes no variants or init_from"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "recipe = \"default\"\nscales = [\"none\"]\n"),
+       "either recipe"},
+      {with("recipe = \"default\"", "recipe = \"default\"\nscales = [\"none\"]"),
+       "scales belongs to a stage that evaluates"},
   };
   for (const auto& [got, want] : cases) {
     EXPECT_NE(got.find(want), std::string::npos) << "got: " << got << "\nwanted: " << want;
@@ -344,6 +393,106 @@ TEST(Claims, AStageMayRunARecipeFile) {
   EXPECT_EQ(cfg.steps, 7);
   EXPECT_EQ(cfg.source_name, (dir / "mine.toml").string());
   fs::remove_all(dir);
+}
+
+// Runs of a seed sweep, and their evaluations under a rule, group under one label.
+TEST(Criterion, SeedSuffixesAreDroppedBeforeAndAfterAnEvaluationsRule) {
+  EXPECT_EQ(GroupKey("rope-seed2"), "rope");
+  EXPECT_EQ(GroupKey("rope-seed2+pix4"), "rope+pix4");
+  EXPECT_EQ(GroupKey("rope-base10-seed13+none-log_ntrue"), "rope-base10+none-log_ntrue");
+  EXPECT_EQ(GroupKey("rope+pix4"), "rope+pix4");
+  EXPECT_EQ(GroupKey("rope-seedling"), "rope-seedling");
+  EXPECT_EQ(GroupKey("rope-seed"), "rope-seed");
+}
+
+TEST(Criterion, AComparisonOverItsOwnSpanScoresItsLabelsThere) {
+  const Comparison c = ParseComparison("a > b at 2..5", "test");
+  EXPECT_EQ(c.a, "a");
+  EXPECT_EQ(c.b, "b");
+  EXPECT_EQ(c.lo, 2);
+  EXPECT_EQ(c.hi, 5);
+  EXPECT_EQ(c.Text(), "a > b at 2..5");
+  EXPECT_EQ(ParseComparison("a < 0.9 at 1..20", "test").b_value, 0.9);
+  // a above b at short lengths and below it at long ones (three seeds each).
+  const fs::path dir = testing::FreshTempDir("criterion_spans");
+  for (int seed = 1; seed <= 3; ++seed) {
+    const double e = 0.01 * seed;
+    WriteFakeRun(dir, {"a", seed, "completed", {4, 32}, {0.9 + e, 0.1 + e}, 100, 16});
+    WriteFakeRun(dir, {"b", seed, "completed", {4, 32}, {0.5 + e, 0.6 + e}, 100, 16});
+  }
+  ClaimCriterion k = Criterion({"a < b", "a > b at 1..8"});
+  k.length_lo = 17;
+  const Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  ASSERT_EQ(v.comparisons.size(), 2u);
+  EXPECT_NEAR(v.comparisons[1].a.score, 0.92, 1e-12);  // a's mean at length 4
+  EXPECT_NEAR(v.comparisons[1].b.score, 0.52, 1e-12);
+  EXPECT_NEAR(v.groups[0].score, 0.12, 1e-12);  // the groups keep the criterion's span
+  // The same comparisons the other way round fail, at both spans.
+  const Verdict w = JudgeCriterion(Criterion({"a > b", "a < b at 1..8"}), dir.string());
+  EXPECT_EQ(w.verdict, "not reproduced") << w.reason;
+  // A span no run evaluated is an input error naming it.
+  EXPECT_THROW(JudgeCriterion(Criterion({"a > b at 5..6"}), dir.string()), InputError);
+  fs::remove_all(dir);
+}
+
+// A stage that evaluates: an earlier stage's run evaluated again under each rule, with no
+// training, its files judged under the labels <label>+<rule>; kept on a second call.
+TEST(Reproduce, AnEvaluationStageJudgesTheRulesOnTheTrainedRuns) {
+  const fs::path root = testing::FreshTempDir("reproduce_eval_stage");
+  const Claim c = ParseClaim(R"([claim]
+id = "X9"
+name = "rules"
+statement = "s"
+source = "src"
+published = "p"
+protocol = "pr"
+[[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "model.d_model=16", "model.n_heads=2",
+       "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "train.steps=20",
+       "eval.lengths=[2, 4, 8]", "eval.samples=8", "probe.lengths=[4]", "probe.samples=2",
+       "probe.replay=0", "run.seeds=[1, 2]"]
+[[stage]]
+name = "zero_shot"
+evaluate = "train"
+scales = ["none", "pi:factor=2"]
+set = ["eval.lengths=[2, 4, 8]"]
+[criterion]
+metric = "loss"
+lengths = [8, 8]
+holds = ["rope+pix2 < rope+none", "rope+pix2 > rope+none at 2..4"]
+)",
+                             "rules_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const fs::path runs = root / "smoke" / "X9_rules" / "runs";
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  for (const char* f : {"rope-seed1+none.h5", "rope-seed1+pix2.h5", "rope-seed2+none.h5",
+                        "rope-seed2+pix2.h5"})
+    EXPECT_TRUE(fs::exists(runs / "zero_shot" / f)) << f;
+  EXPECT_NE(rec.verdict.verdict, "not testable") << rec.verdict.reason;
+  ASSERT_EQ(rec.verdict.groups.size(), 2u);
+  EXPECT_EQ(rec.verdict.groups[0].label, "rope+pix2");
+  EXPECT_EQ(rec.verdict.groups[0].seeds, (std::vector<int>{1, 2}));
+  EXPECT_EQ(rec.verdict.groups[1].label, "rope+none");
+  ASSERT_EQ(rec.verdict.comparisons.size(), 2u);
+  EXPECT_EQ(rec.verdict.comparisons[1].comparison.lo, 2);
+  // Unscaled evaluation equals the trained run's own evaluation, seed by seed.
+  {
+    h5::Reader a((runs / "train" / "rope-seed1.h5").string());
+    h5::Reader b((runs / "zero_shot" / "rope-seed1+none.h5").string());
+    EXPECT_EQ(a.root().OpenGroup("eval").ReadDoubles("loss"),
+              b.root().OpenGroup("eval").ReadDoubles("loss"));
+  }
+  // A second call keeps the evaluations (same scores, no error about existing files).
+  const auto before = fs::last_write_time(runs / "zero_shot" / "rope-seed1+pix2.h5");
+  const VerdictRecord again = ReadVerdictFile(ReproduceClaim(c, opt));
+  EXPECT_EQ(fs::last_write_time(runs / "zero_shot" / "rope-seed1+pix2.h5"), before);
+  EXPECT_EQ(again.verdict.groups[0].score, rec.verdict.groups[0].score);
+  fs::remove_all(root);
 }
 
 // One claim end to end at a tiny budget: two stages (pre-training, then fine-tuning from it),
