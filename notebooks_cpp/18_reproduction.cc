@@ -3,8 +3,10 @@
 // best seed), the training length marked, the lengths the criterion averages shaded (blue; green:
 // the lengths a ratio divides by), one vertical scale for all, and the published number as a
 // dashed line where the claim gives one.
+// With a trend (the claim judged at several numbers of training steps), a second figure: each
+// label's score with its 95% interval against steps, the verdict at each.
 // Usage: 18_reproduction CLAIM_DIR (holding verdict.h5)
-// (writes CLAIM_DIR/figures/reproduction.{png,gp,dat})
+// (writes CLAIM_DIR/figures/reproduction.{png,gp,dat}, and reproduction_steps.{png,gp,dat})
 // Compiled twice: into the figure library that `lexp` draws from, and with LEXP_FIGURE_PROGRAM as
 // this program on its own; copy the file to make a figure of your own.
 #include <fmt/core.h>
@@ -180,10 +182,78 @@ std::string DrawReproduction(const std::string& claim_dir) {
   return Render(dir, name, s);
 }
 
+std::string DrawReproductionTrend(const std::string& claim_dir) {
+  const std::filesystem::path file = std::filesystem::path(claim_dir) / "verdict.h5";
+  LEXP_INPUT_CHECK(std::filesystem::exists(file),
+                   "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
+  h5::Reader r(file.string());
+  const h5::Group& root = r.root();
+  LEXP_INPUT_CHECK(root.Has("trend"), "'" + file.string() +
+                                          "' has no /trend (the claim has no [trend] steps)");
+  const h5::Group trend = root.OpenGroup("trend");
+  const std::vector<std::string> labels = SplitCommas(root.AttrString("labels"));
+  const std::string metric = root.AttrString("metric");
+  const std::filesystem::path dir = FigureDir(claim_dir);
+  const std::string name = "reproduction_steps";
+  std::ofstream dat(dir / (name + ".dat"));
+  dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
+      << "# steps(training steps of stage " << trend.AttrString("stage") << ") score lo hi "
+      << "(the criterion's score over seeds and its 95% interval)\n";
+  std::string verdicts;
+  std::vector<std::string> points;
+  for (size_t i = 0; trend.Has(fmt::format("{}", i)); ++i) points.push_back(fmt::format("{}", i));
+  for (const auto& p : points) {
+    const h5::Group t = trend.OpenGroup(p);
+    verdicts += fmt::format("{}{} steps{}: {}", verdicts.empty() ? "" : "; ", t.AttrInt("steps"),
+                            t.AttrInt("budget") != 0 ? " (budget)" : "", t.AttrString("verdict"));
+  }
+  for (const auto& label : labels) {
+    dat << "# " << label << "\n";
+    for (const auto& p : points) {
+      const h5::Group t = trend.OpenGroup(p);
+      if (!t.Has(label) || t.OpenGroup(label).AttrInt("runs") == 0) continue;
+      const h5::Group l = t.OpenGroup(label);
+      dat << t.AttrInt("steps") << " " << DatNumber(l.AttrDouble("score")) << " "
+          << DatNumber(l.AttrDouble("lo")) << " " << DatNumber(l.AttrDouble("hi")) << "\n";
+    }
+    dat << "\n\n";
+  }
+  dat.close();
+  std::string s = "# A reproduction's verdict against training steps; data in " + name + ".dat\n";
+  s += "set terminal pngcairo size 720,480 font 'Sans,10' noenhanced\n";
+  s += "set output '" + name + ".png'\n";
+  s += "set title " +
+       MultiLine(fmt::format("{} ({} budget) against training steps\n{}", root.AttrString("id"),
+                             root.AttrString("budget"), verdicts)) +
+       "\n";
+  s += "set logscale x 10\nset xlabel 'training steps of stage " + trend.AttrString("stage") +
+       "'\n";
+  s += "set ylabel " +
+       Quote(metric + " over " + root.AttrString("lengths") +
+             (root.AttrString("relative_to").empty()
+                  ? std::string()
+                  : " / over " + root.AttrString("relative_to")) +
+             " (95% interval)") +
+       "\n";
+  s += "set key outside right\nset offsets graph 0.08, graph 0.08, 0, 0\n";
+  std::string plot = "plot ";
+  for (size_t k = 0; k < labels.size(); ++k)
+    plot += fmt::format(
+        "{}'{}.dat' index {} using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 0.8 title {}",
+        k ? ", " : "", name, k, Quote(labels[k]));
+  s += plot + "\n";
+  return Render(dir, name, s);
+}
+
 }  // namespace lexp
 
 #ifdef LEXP_FIGURE_PROGRAM
 int main(int argc, char** argv) {
-  return lexp::FigureProgramMain(argc, argv, lexp::DrawReproduction);
+  return lexp::FigureProgramMain(argc, argv, [](const std::string& dir) {
+    std::string png = lexp::DrawReproduction(dir);
+    if (lexp::h5::Reader((std::filesystem::path(dir) / "verdict.h5").string()).root().Has("trend"))
+      png = lexp::DrawReproductionTrend(dir);
+    return png;
+  });
 }
 #endif

@@ -41,6 +41,8 @@ std::string DrawPromptCompression(const std::string& run_dir);
 // A reproduction's verdict (CLAIM_DIR/verdict.h5 of lexp reproduce): the criterion's metric
 // against length, one panel per compared run label, training length and published value marked.
 std::string DrawReproduction(const std::string& claim_dir);
+// The verdict against training steps (a claim with a [trend]): figures/reproduction_steps.png.
+std::string DrawReproductionTrend(const std::string& claim_dir);
 // Every figure of RunFigures() that applies to the directory; returns the PNG paths.
 std::vector<std::string> DrawAllFigures(const std::string& run_dir);
 // Tasks with a depth axis (passkey): exact match per (length, depth) cell, one heat map per run.

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
+#include "experiments/reproduce/verdict_file.h"
 #include "nn/check.h"
 #include "notebooks_cpp/figure_kit.h"
 
@@ -38,6 +39,8 @@ class FiguresCommand final : public Command {
     // A reproduction's directory (lexp reproduce): its verdict figure; its runs are in runs/.
     if (fs::exists(fs::path(dir_) / "verdict.h5")) {
       PrintLine("figure: " + DrawReproduction(dir_));
+      if (ReadVerdictFile((fs::path(dir_) / "verdict.h5").string()).trend.size() > 0)
+        PrintLine("figure: " + DrawReproductionTrend(dir_));
       return 0;
     }
     // A sweep directory: the score table, then every task directory holding run files.

@@ -59,6 +59,22 @@ class TableReader {
     }
     return out;
   }
+  // A list of positive integers (empty when absent).
+  std::vector<int> PositiveInts(const std::string& key) {
+    std::vector<int> out;
+    const toml::node* n = Get(key);
+    if (!n) return out;
+    const toml::array* a = n->as_array();
+    const std::string msg = where_ + "." + key + " must be a list of positive integers";
+    LEXP_INPUT_CHECK(a != nullptr, msg);
+    for (const auto& e : *a) {
+      LEXP_INPUT_CHECK(e.is_integer() && *e.value<int64_t>() >= 1 &&
+                           *e.value<int64_t>() <= 100000000,
+                       msg);
+      out.push_back(static_cast<int>(*e.value<int64_t>()));
+    }
+    return out;
+  }
   // [lo, hi] of positive integers, lo <= hi; {0, 0} when absent.
   std::pair<int, int> Range(const std::string& key) {
     const toml::node* n = Get(key);
@@ -180,9 +196,10 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
   const std::string where = "claim '" + source + "'";
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
-    LEXP_INPUT_CHECK(key == "claim" || key == "stage" || key == "criterion" || key == "budget",
+    LEXP_INPUT_CHECK(key == "claim" || key == "stage" || key == "criterion" ||
+                         key == "budget" || key == "trend",
                      where + ": unknown table '" + key +
-                         "'; allowed: [claim], [[stage]], [criterion], [budget]");
+                         "'; allowed: [claim], [[stage]], [criterion], [trend], [budget]");
   }
   Claim c;
   c.file = source;
@@ -313,6 +330,20 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
       LEXP_INPUT_CHECK(IsPlainFileName(a), where + " [criterion].also: '" + a +
                                                "' is not a run label");
     k.published = r.NumberTable("published");
+    r.Finish();
+  }
+  if (const toml::node* n = root.get("trend")) {
+    LEXP_INPUT_CHECK(n->is_table(), where + ": trend must be a table [trend]");
+    TableReader r(*n->as_table(), where + " [trend]", {"stage", "smoke", "full"});
+    ClaimTrend& t = c.trend;
+    t.stage = r.String("stage", true);
+    const auto stage = std::find_if(c.stages.begin(), c.stages.end(),
+                                    [&](const ClaimStage& s) { return s.name == t.stage; });
+    LEXP_INPUT_CHECK(stage != c.stages.end() && !stage->EvaluatesOnly(),
+                     where + " [trend].stage = '" + t.stage +
+                         "' must be the name of a stage that trains");
+    t.smoke = r.PositiveInts("smoke");
+    t.full = r.PositiveInts("full");
     r.Finish();
   }
   if (const toml::node* n = root.get("budget")) {

@@ -9,6 +9,9 @@
 //                scales = ["none", "pi:factor=4", ...]: that earlier stage's runs evaluated again
 //                (lexp eval), once per RoPE scaling rule, with `set` as evaluation overrides
 //   [criterion]  see experiments/reproduce/criterion.h
+//   [trend]      stage, smoke = [steps...], full = [steps...]: the claim judged again with that
+//                stage's train.steps at each value (its own runs under steps<N>/), beside the
+//                budget's own number of steps
 //   [budget]     smoke_minutes, full_minutes (measured on 2 cores; the header says on what)
 //
 // Errors name the file and the key, with what is allowed.
@@ -53,6 +56,14 @@ struct ClaimCriterion {
   std::map<std::string, double> published;  // the paper's number per label, drawn as a reference
 };
 
+// The verdict against training steps: the literature trains far longer than lexp's budgets, so a
+// claim may be judged again at other numbers of steps of one stage (every stage rerun into
+// <claim dir>/steps<N>/runs/, the same criterion), to show the trend rather than one point.
+struct ClaimTrend {
+  std::string stage;               // a stage that trains; empty: no trend
+  std::vector<int> smoke, full;    // train.steps values at each budget (beside the budget's own)
+};
+
 struct Claim {
   std::string file;  // where it was read from, for messages
   std::string id, name, statement, source, published, protocol, deviations;
@@ -60,6 +71,7 @@ struct Claim {
   std::string untestable_reason;
   std::vector<ClaimStage> stages;
   ClaimCriterion criterion;
+  ClaimTrend trend;
   double smoke_minutes = 0, full_minutes = 0;
   // "P2_kazemnejad_copy": the claim's directory under data/reproductions/.
   std::string DirName() const { return id + "_" + name; }

@@ -102,8 +102,8 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
     for (const double s : g.per_seed) sum += s;
     g.score = sum / static_cast<double>(g.per_seed.size());
     const Interval t = MeanInterval(g.per_seed);
-    // An accuracy's interval stays inside [0, 1].
-    g.lo = accuracy ? std::max(0.0, t.lo) : t.lo;
+    // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0.
+    g.lo = std::max(0.0, t.lo);
     g.hi = accuracy ? std::min(1.0, t.hi) : t.hi;
     g.interval = fmt::format("Student-t over {} seeds", g.per_seed.size());
   } else {

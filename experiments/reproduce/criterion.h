@@ -7,7 +7,8 @@
 // count. Over a group's seeds the score is their mean (seeds = "mean") or the best one
 // (seeds = "max": the largest accuracy, the smallest loss), as the claim's source reports.
 // Interval (95%):
-//   mean over n >= 2 seeds: Student-t over the seeds' scores (an accuracy's clipped to [0, 1]);
+//   mean over n >= 2 seeds: Student-t over the seeds' scores (an accuracy's clipped to [0, 1], a
+//     loss's at 0);
 //   one run, or the best of several, of an accuracy without relative_to: Clopper-Pearson of that
 //     run's pooled counts (sum over the lengths of score x samples out of the samples);
 //   otherwise (a loss of one run, a ratio): none (the interval is the point, stated as such).

@@ -201,6 +201,58 @@ std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt) {
   return (fs::path(opt.out_root) / opt.budget / claim.DirName()).string();
 }
 
+namespace {
+
+// Runs every stage of a claim with these recipes into <runs_root>/runs/<stage>/ and judges the
+// criterion on the judged stage's planned files.
+Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& recipes,
+                          const std::string& runs_root, const ReproduceOptions& opt,
+                          const std::function<void(const std::string&)>& say) {
+  std::map<std::string, std::vector<std::string>> stage_files;  // planned run files by stage
+  for (size_t i = 0; i < claim.stages.size(); ++i) {
+    const ClaimStage& stage = claim.stages[i];
+    const std::string out_dir = (fs::path(runs_root) / "runs" / stage.name).string();
+    auto stage_say = [&](const std::string& s) { say(stage.name + ": " + s); };
+    if (stage.EvaluatesOnly()) {
+      say(fmt::format("stage {} of {}: {} (evaluates stage {} under {}) into {}", i + 1,
+                      claim.stages.size(), stage.name, stage.evaluate,
+                      fmt::join(stage.scales, ", "), out_dir));
+      stage_files[stage.name] =
+          EvaluateStage(stage, stage_files[stage.evaluate], opt, out_dir, stage_say);
+      continue;
+    }
+    RecipeConfig cfg = recipes[i];
+    if (!stage.init_from.empty() && !RunCompleted(cfg.init_from)) {
+      // The earlier stage's run diverged or failed: its file says why; this claim is untested.
+      Verdict v;
+      v.verdict = "not testable";
+      v.reason = "stage '" + stage.name + "' starts from '" + stage.init_from +
+                 "', which did not complete";
+      return v;
+    }
+    if (opt.jobs > 0) cfg.jobs = opt.jobs;
+    SweepOptions so;
+    so.out_dir = out_dir;
+    so.resume = !opt.overwrite;
+    so.overwrite = opt.overwrite;
+    so.figures = opt.figures;
+    so.progress = stage_say;
+    say(fmt::format("stage {} of {}: {} (recipe {}, {} budget, {} steps) into {}", i + 1,
+                    claim.stages.size(), stage.name, stage.recipe, opt.budget, cfg.steps,
+                    so.out_dir));
+    RunRecipe(cfg, so);
+    // Only the runs this budget planned are judged (not files an earlier definition left).
+    for (const auto& row : SweepPlan(cfg, so.out_dir))
+      if (claim.criterion.task.empty() || stage.name != claim.criterion.stage ||
+          row.task == claim.criterion.task)
+        stage_files[stage.name].push_back(row.file);
+  }
+  return JudgeCriterion(claim.criterion, stage_files[claim.criterion.stage],
+                        (fs::path(runs_root) / "runs" / claim.criterion.stage).string());
+}
+
+}  // namespace
+
 std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   LEXP_INPUT_CHECK(opt.budget == "smoke" || opt.budget == "full",
                    "--budget '" + opt.budget + "'; allowed: smoke, full");
@@ -212,64 +264,64 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   VerdictRecord rec;
   rec.claim = claim;
   rec.budget = opt.budget;
-  // Every stage's recipe is checked before the first one trains.
+  // Every stage's recipe is checked before the first one trains, at every step count of the
+  // trend too.
   const std::vector<RecipeConfig> recipes = StageRecipes(claim, opt.budget, dir);
+  const std::vector<int> trend_steps =
+      opt.budget == "full" ? claim.trend.full : claim.trend.smoke;
+  std::vector<std::pair<int, std::vector<RecipeConfig>>> trend;
+  size_t trend_stage = 0;
+  if (!trend_steps.empty()) {
+    while (claim.stages[trend_stage].name != claim.trend.stage) ++trend_stage;
+    rec.trend_stage = claim.trend.stage;
+    for (const int steps : trend_steps) {
+      if (steps == recipes[trend_stage].steps) continue;  // the budget's own point
+      const std::string root = (fs::path(dir) / fmt::format("steps{}", steps)).string();
+      std::vector<RecipeConfig> r = StageRecipes(claim, opt.budget, root);
+      try {
+        ApplyOverrides(r[trend_stage], {fmt::format("train.steps={}", steps)});
+        ValidateRecipe(r[trend_stage]);
+      } catch (const InputError& e) {
+        FailInput("claim '" + claim.file + "' [trend]: " + e.what());
+      }
+      trend.emplace_back(steps, std::move(r));
+    }
+  }
   if (!claim.testable) {
     rec.verdict.verdict = "not testable";
     rec.verdict.reason = claim.untestable_reason;
   } else {
-    std::map<std::string, std::vector<std::string>> stage_files;  // planned run files by stage
-    std::string blocked;  // why a fine-tuning stage could not start
-    for (size_t i = 0; i < claim.stages.size() && blocked.empty(); ++i) {
-      const ClaimStage& stage = claim.stages[i];
-      const std::string out_dir = (fs::path(dir) / "runs" / stage.name).string();
-      auto stage_say = [&](const std::string& s) { say(stage.name + ": " + s); };
-      if (stage.EvaluatesOnly()) {
-        say(fmt::format("stage {} of {}: {} (evaluates stage {} under {}) into {}", i + 1,
-                        claim.stages.size(), stage.name, stage.evaluate,
-                        fmt::join(stage.scales, ", "), out_dir));
-        stage_files[stage.name] =
-            EvaluateStage(stage, stage_files[stage.evaluate], opt, out_dir, stage_say);
-        continue;
-      }
-      RecipeConfig cfg = recipes[i];
-      if (!stage.init_from.empty() && !RunCompleted(cfg.init_from)) {
-        // The earlier stage's run diverged or failed: its file says why; this claim is untested.
-        blocked = "stage '" + stage.name + "' starts from '" + stage.init_from +
-                  "', which did not complete";
-        break;
-      }
-      if (opt.jobs > 0) cfg.jobs = opt.jobs;
-      SweepOptions so;
-      so.out_dir = out_dir;
-      so.resume = !opt.overwrite;
-      so.overwrite = opt.overwrite;
-      so.figures = opt.figures;
-      so.progress = stage_say;
-      say(fmt::format("stage {} of {}: {} (recipe {}, {} budget) into {}", i + 1,
-                      claim.stages.size(), stage.name, stage.recipe, opt.budget, so.out_dir));
-      RunRecipe(cfg, so);
-      // Only the runs this budget planned are judged (not files an earlier definition left).
-      for (const auto& row : SweepPlan(cfg, so.out_dir))
-        if (claim.criterion.task.empty() || stage.name != claim.criterion.stage ||
-            row.task == claim.criterion.task)
-          stage_files[stage.name].push_back(row.file);
+    rec.verdict = RunStagesAndJudge(claim, recipes, dir, opt, say);
+    if (!trend.empty())
+      rec.trend.push_back({recipes[trend_stage].steps, true, rec.verdict});
+    for (const auto& [steps, r] : trend) {
+      say(fmt::format("trend: stage {} at {} steps", claim.trend.stage, steps));
+      const std::string root = (fs::path(dir) / fmt::format("steps{}", steps)).string();
+      const Verdict v = RunStagesAndJudge(claim, r, root, opt, [&](const std::string& s) {
+        say(fmt::format("{} steps: {}", steps, s));
+      });
+      say(fmt::format("trend: {} steps: {} ({})", steps, v.verdict, v.reason));
+      rec.trend.push_back({steps, false, v});
     }
-    const std::vector<std::string> judged_files = stage_files[claim.criterion.stage];
-    if (blocked.empty()) {
-      rec.verdict = JudgeCriterion(claim.criterion, judged_files,
-                                   (fs::path(dir) / "runs" / claim.criterion.stage).string());
-    } else {
-      rec.verdict.verdict = "not testable";
-      rec.verdict.reason = blocked;
-    }
+    std::sort(rec.trend.begin(), rec.trend.end(),
+              [](const TrendPoint& a, const TrendPoint& b) { return a.steps < b.steps; });
   }
   rec.minutes =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / 60;
   fs::create_directories(dir);
   const std::string path = (fs::path(dir) / "verdict.h5").string();
+  // Runs kept from earlier calls were timed by those calls: their verdict's minutes count too,
+  // so the time is that of every run the verdict was judged on (an --overwrite starts again).
+  if (!opt.overwrite && fs::exists(path)) {
+    try {
+      rec.minutes += ReadVerdictFile(path).minutes;
+    } catch (const Error&) {
+      // An unreadable earlier verdict is replaced; its time is unknown.
+    }
+  }
   WriteVerdictFile(path, rec);
   if (opt.figures && !rec.verdict.groups.empty()) DrawReproduction(dir);
+  if (opt.figures && !rec.trend.empty()) DrawReproductionTrend(dir);
   say(fmt::format("{} ({}); {:.1f} min; {}", rec.verdict.verdict, rec.verdict.reason, rec.minutes,
                   path));
   return path;
@@ -306,18 +358,26 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
       << "|---|---|---|---|---|---|---|\n";
   for (const auto& r : records) {
     const std::string dir = dir_of[r.claim.id + r.claim.name];
-    const fs::path figure = fs::path(budget_dir) / dir / "figures" / "reproduction.png";
-    const bool has_figure = fs::exists(figure);
-    // Linked relative to the table, wherever it is written.
-    const std::string link =
-        has_figure ? fs::absolute(figure).lexically_normal().lexically_relative(table_dir).string()
-                   : "";
+    // Figures linked relative to the table, wherever it is written.
+    auto link = [&](const std::string& png, const std::string& text) {
+      const fs::path figure = fs::path(budget_dir) / dir / "figures" / png;
+      if (!fs::exists(figure)) return std::string();
+      return "[" + text + "](" +
+             fs::absolute(figure).lexically_normal().lexically_relative(table_dir).string() + ")";
+    };
+    std::string figures = link("reproduction.png", "figure");
+    if (const std::string t = link("reproduction_steps.png", "against steps"); !t.empty())
+      figures += (figures.empty() ? "" : ", ") + t;
+    // The verdict at every number of steps of the trend.
+    std::string trend;
+    for (const auto& p : r.trend)
+      trend += fmt::format("{}{} steps{}: {}", trend.empty() ? "; with steps: " : ", ", p.steps,
+                           p.budget ? " (this budget)" : "", p.verdict.verdict);
     out << "| " << r.claim.id << " | " << Cell(r.claim.statement) << " | " << Cell(r.claim.source)
         << " | " << Cell(r.claim.published) << " | "
         << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | **"
-        << r.verdict.verdict << "**: " << Cell(r.verdict.reason) << " | "
-        << (has_figure ? "[figure](" + link + ")" : std::string("-"))
-        << " |\n";
+        << r.verdict.verdict << "**: " << Cell(r.verdict.reason + trend) << " | "
+        << (figures.empty() ? std::string("-") : figures) << " |\n";
   }
   out.close();
   fs::rename(path + ".tmp", path);

@@ -96,6 +96,25 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
       s.SetAttr(std::string(side) + "_hi", x.hi);
     }
   }
+  if (!rec.trend.empty()) {
+    const h5::Group trend = root.CreateGroup("trend");
+    trend.SetAttr("stage", rec.trend_stage);
+    for (size_t i = 0; i < rec.trend.size(); ++i) {
+      const TrendPoint& p = rec.trend[i];
+      const h5::Group t = trend.CreateGroup(fmt::format("{}", i));
+      t.SetAttr("steps", static_cast<int64_t>(p.steps));
+      t.SetAttr("budget", p.budget);
+      t.SetAttr("verdict", p.verdict.verdict);
+      t.SetAttr("reason", p.verdict.reason);
+      for (const auto& g : p.verdict.groups) {
+        const h5::Group l = t.CreateGroup(g.label);
+        l.SetAttr("score", g.score);
+        l.SetAttr("lo", g.lo);
+        l.SetAttr("hi", g.hi);
+        l.SetAttr("runs", static_cast<int64_t>(g.per_seed.size()));
+      }
+    }
+  }
   root.CreateGroup("status").SetAttr("state", "completed");
   w.Commit();
 }
@@ -159,6 +178,29 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
       cr.b = {s.AttrDouble("b_score"), s.AttrDouble("b_lo"), s.AttrDouble("b_hi")};
     }
     rec.verdict.comparisons.push_back(cr);
+  }
+  if (root.Has("trend")) {
+    const h5::Group trend = root.OpenGroup("trend");
+    rec.trend_stage = trend.AttrString("stage");
+    for (size_t i = 0; trend.Has(fmt::format("{}", i)); ++i) {
+      const h5::Group t = trend.OpenGroup(fmt::format("{}", i));
+      TrendPoint p;
+      p.steps = static_cast<int>(t.AttrInt("steps"));
+      p.budget = t.AttrInt("budget") != 0;
+      p.verdict.verdict = t.AttrString("verdict");
+      p.verdict.reason = t.AttrString("reason");
+      for (const auto& g : rec.verdict.groups) {
+        if (!t.Has(g.label)) continue;
+        const h5::Group l = t.OpenGroup(g.label);
+        GroupScore x;
+        x.label = g.label;
+        x.score = l.AttrDouble("score");
+        x.lo = l.AttrDouble("lo");
+        x.hi = l.AttrDouble("hi");
+        p.verdict.groups.push_back(x);
+      }
+      rec.trend.push_back(p);
+    }
   }
   return rec;
 }

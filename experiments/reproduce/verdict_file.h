@@ -11,11 +11,20 @@
 
 namespace lexp {
 
+// The claim judged at one number of training steps of its trend stage.
+struct TrendPoint {
+  int steps = 0;
+  bool budget = false;  // the budget's own point (the verdict of the record)
+  Verdict verdict;      // read back: verdict, reason and each label's score, lo, hi
+};
+
 struct VerdictRecord {
   Claim claim;  // the claim's text fields and criterion (stages are not stored)
   std::string budget;
   Verdict verdict;
   double minutes = 0;  // wall time of the runs and the judgement, on this machine
+  std::string trend_stage;          // [trend].stage, when the claim has a trend
+  std::vector<TrendPoint> trend;    // by steps, the budget's own point among them
 };
 
 void WriteVerdictFile(const std::string& path, const VerdictRecord& record);

@@ -371,6 +371,10 @@ holds = ["nope > rope"]
        "either recipe"},
       {with("recipe = \"default\"", "recipe = \"default\"\nscales = [\"none\"]"),
        "scales belongs to a stage that evaluates"},
+      {ClaimError(good + "[trend]\nstage = \"nosuch\"\nfull = [1000]\n"),
+       "[trend].stage = 'nosuch' must be the name of a stage that trains"},
+      {ClaimError(good + "[trend]\nstage = \"train\"\nfull = [0]\n"),
+       "full must be a list of positive integers"},
   };
   for (const auto& [got, want] : cases) {
     EXPECT_NE(got.find(want), std::string::npos) << "got: " << got << "\nwanted: " << want;
@@ -578,6 +582,68 @@ full_minutes = 1
   EXPECT_FALSE(lines.empty());
   // Again: the finished runs are kept (no error about existing run files).
   EXPECT_NO_THROW(ReproduceClaim(c, opt));
+  fs::remove_all(root);
+}
+
+// A claim with a trend is judged again at each number of steps of its trend stage, each in its
+// own directory; the verdict file keeps every point in order of steps, the budget's own among
+// them; the table gives the verdict at each and links the figure against steps.
+TEST(Reproduce, ATrendJudgesTheClaimAgainAtEachNumberOfSteps) {
+  const fs::path root = testing::FreshTempDir("reproduce_trend");
+  const Claim c = ParseClaim(R"([claim]
+id = "P9"
+name = "trend"
+statement = "s"
+source = "src"
+published = "p"
+protocol = "pr"
+[[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"nope\", \"rope\"]", "model.d_model=16", "model.n_heads=2",
+       "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "train.steps=12",
+       "eval.lengths=[2, 4, 6]", "eval.samples=8", "probe.lengths=[4]", "probe.samples=2",
+       "probe.replay=0"]
+[criterion]
+metric = "token_accuracy"
+lengths = [6, 6]
+holds = ["nope > rope"]
+[trend]
+stage = "train"
+smoke = [24, 6, 12]
+)",
+                             "trend_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  const fs::path dir = root / "smoke" / "P9_trend";
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  EXPECT_TRUE(fs::exists(dir / "runs" / "train" / "rope.h5"));
+  EXPECT_TRUE(fs::exists(dir / "steps6" / "runs" / "train" / "rope.h5"));
+  EXPECT_TRUE(fs::exists(dir / "steps24" / "runs" / "train" / "nope.h5"));
+  EXPECT_FALSE(fs::exists(dir / "steps12")) << "12 is the budget's own point";
+  {
+    h5::Reader r((dir / "steps24" / "runs" / "train" / "rope.h5").string());
+    EXPECT_EQ(r.root().OpenGroup("train").ReadDoubles("loss").size(), 24u);
+  }
+  EXPECT_EQ(rec.trend_stage, "train");
+  ASSERT_EQ(rec.trend.size(), 3u);
+  EXPECT_EQ(rec.trend[0].steps, 6);
+  EXPECT_EQ(rec.trend[1].steps, 12);
+  EXPECT_EQ(rec.trend[2].steps, 24);
+  EXPECT_TRUE(rec.trend[1].budget);
+  EXPECT_FALSE(rec.trend[0].budget);
+  EXPECT_EQ(rec.trend[1].verdict.verdict, rec.verdict.verdict);
+  ASSERT_EQ(rec.trend[1].verdict.groups.size(), 2u);
+  EXPECT_EQ(rec.trend[1].verdict.groups[1].score, rec.verdict.groups[1].score);
+  EXPECT_TRUE(fs::exists(dir / "figures" / "reproduction_steps.png"));
+  EXPECT_FALSE(fs::exists(dir / "figures" / "reproduction_steps.log"));
+  std::ifstream in(WriteGalleryTable((root / "smoke").string()));
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("with steps: 6 steps: "), std::string::npos) << text;
+  EXPECT_NE(text.find("12 steps (this budget): "), std::string::npos) << text;
+  EXPECT_NE(text.find("[against steps](P9_trend/figures/reproduction_steps.png)"),
+            std::string::npos)
+      << text;
   fs::remove_all(root);
 }
 
