@@ -40,16 +40,24 @@ std::string MultiLine(const std::string& text) {
   return out + "\"";
 }
 
-}  // namespace
-
-std::string DrawReproduction(const std::string& claim_dir) {
+// CLAIM_DIR/verdict.h5, checked to be a verdict file.
+std::filesystem::path VerdictFile(const std::string& claim_dir) {
   const std::filesystem::path file = std::filesystem::path(claim_dir) / "verdict.h5";
   LEXP_INPUT_CHECK(std::filesystem::exists(file),
                    "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
   h5::Reader r(file.string());
+  LEXP_INPUT_CHECK(
+      r.root().HasAttr("format") && r.root().AttrString("format") == "lexp-verdict/1",
+      "'" + file.string() + "' is not a lexp verdict file");
+  return file;
+}
+
+}  // namespace
+
+std::string DrawReproduction(const std::string& claim_dir) {
+  const std::filesystem::path file = VerdictFile(claim_dir);
+  h5::Reader r(file.string());
   const h5::Group& root = r.root();
-  LEXP_INPUT_CHECK(root.HasAttr("format") && root.AttrString("format") == "lexp-verdict/1",
-                   "'" + file.string() + "' is not a lexp verdict file");
   const std::vector<std::string> labels = SplitCommas(root.AttrString("labels"));
   LEXP_INPUT_CHECK(!labels.empty(), "'" + file.string() + "' compares no run (verdict: " +
                                         root.AttrString("verdict") + ")");
@@ -183,9 +191,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
 }
 
 std::string DrawReproductionTrend(const std::string& claim_dir) {
-  const std::filesystem::path file = std::filesystem::path(claim_dir) / "verdict.h5";
-  LEXP_INPUT_CHECK(std::filesystem::exists(file),
-                   "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
+  const std::filesystem::path file = VerdictFile(claim_dir);
   h5::Reader r(file.string());
   const h5::Group& root = r.root();
   LEXP_INPUT_CHECK(root.Has("trend"), "'" + file.string() +

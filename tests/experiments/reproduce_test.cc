@@ -440,24 +440,25 @@ TEST(Criterion, AComparisonOverItsOwnSpanScoresItsLabelsThere) {
   fs::remove_all(dir);
 }
 
+// The [claim] table of a test claim, and the overrides that make the default recipe's models tiny.
+std::string ClaimHead(const std::string& id, const std::string& name) {
+  return "[claim]\nid = \"" + id + "\"\nname = \"" + name +
+         "\"\nstatement = \"s\"\nsource = \"src\"\npublished = \"p\"\nprotocol = \"pr\"\n";
+}
+const char* const kTinyModel =
+    "\"model.d_model=16\", \"model.n_heads=2\", \"model.n_layers=1\", \"train.batch_size=8\", "
+    "\"train.max_length=4\", \"eval.samples=8\", \"probe.lengths=[4]\", \"probe.samples=2\", "
+    "\"probe.replay=0\"";
+
 // A stage that evaluates: an earlier stage's run evaluated again under each rule, with no
 // training, its files judged under the labels <label>+<rule>; kept on a second call.
 TEST(Reproduce, AnEvaluationStageJudgesTheRulesOnTheTrainedRuns) {
   const fs::path root = testing::FreshTempDir("reproduce_eval_stage");
-  const Claim c = ParseClaim(R"([claim]
-id = "X9"
-name = "rules"
-statement = "s"
-source = "src"
-published = "p"
-protocol = "pr"
-[[stage]]
+  const Claim c = ParseClaim(ClaimHead("X9", "rules") + R"([[stage]]
 name = "train"
 recipe = "default"
-set = ["model.encodings=[\"rope\"]", "model.d_model=16", "model.n_heads=2",
-       "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "train.steps=20",
-       "eval.lengths=[2, 4, 8]", "eval.samples=8", "probe.lengths=[4]", "probe.samples=2",
-       "probe.replay=0", "run.seeds=[1, 2]"]
+set = ["model.encodings=[\"rope\"]", "train.steps=20", "eval.lengths=[2, 4, 8]",
+       "run.seeds=[1, 2]", )" + kTinyModel + R"(]
 [[stage]]
 name = "zero_shot"
 evaluate = "train"
@@ -590,20 +591,11 @@ full_minutes = 1
 // them; the table gives the verdict at each and links the figure against steps.
 TEST(Reproduce, ATrendJudgesTheClaimAgainAtEachNumberOfSteps) {
   const fs::path root = testing::FreshTempDir("reproduce_trend");
-  const Claim c = ParseClaim(R"([claim]
-id = "P9"
-name = "trend"
-statement = "s"
-source = "src"
-published = "p"
-protocol = "pr"
-[[stage]]
+  const Claim c = ParseClaim(ClaimHead("P9", "trend") + R"([[stage]]
 name = "train"
 recipe = "default"
-set = ["model.encodings=[\"nope\", \"rope\"]", "model.d_model=16", "model.n_heads=2",
-       "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "train.steps=12",
-       "eval.lengths=[2, 4, 6]", "eval.samples=8", "probe.lengths=[4]", "probe.samples=2",
-       "probe.replay=0"]
+set = ["model.encodings=[\"nope\", \"rope\"]", "train.steps=12", "eval.lengths=[2, 4, 6]",
+       )" + kTinyModel + R"(]
 [criterion]
 metric = "token_accuracy"
 lengths = [6, 6]
