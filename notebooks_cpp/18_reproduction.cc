@@ -2,7 +2,9 @@
 // criterion metric against the evaluation length (mean over seeds, the band from the worst to the
 // best seed), the training length marked, the lengths the criterion averages shaded (blue; green:
 // the lengths a ratio divides by), one vertical scale for all, and the published number as a
-// dashed line where the claim gives one.
+// dashed line where the claim gives one. A claim judged at equal training compute draws the
+// metric against the compute spent before each evaluation during training instead, the compute
+// every run is judged at marked.
 // With a trend (the claim judged at several numbers of training steps), a second figure: each
 // label's score with its 95% interval against steps, the verdict at each.
 // Usage: 18_reproduction CLAIM_DIR (holding verdict.h5)
@@ -63,6 +65,10 @@ std::string DrawReproduction(const std::string& claim_dir) {
                                         root.AttrString("verdict") + ")");
   const std::string metric = root.AttrString("metric");
   const int64_t train = root.AttrInt("train_max_length");
+  // A criterion at equal compute draws the metric against the training compute (older files have
+  // no such attribute: lengths).
+  const std::string compute = root.HasAttr("compute") ? root.AttrString("compute") : "";
+  const std::string x_name = compute.empty() ? "length" : "compute";
   auto span_of = [&](const std::string& attr) {
     std::string s = root.AttrString(attr);
     const auto dots = s.find("..");
@@ -74,8 +80,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const std::string name = "reproduction";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
-      << "# length(task length n) " << metric << "_mean " << metric << "_min(worst seed) "
-      << metric << "_max(best seed)\n";
+      << "# " << (compute.empty() ? "length(task length n)" : "compute(" + compute + ")") << " "
+      << metric << "_mean " << metric << "_min(worst seed) " << metric << "_max(best seed)\n";
   double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = -1e300;
   struct Panel {
     std::string label, title;
@@ -87,7 +93,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const h5::Group groups = root.OpenGroup("groups");
   for (const auto& label : labels) {
     const h5::Group g = groups.OpenGroup(label);
-    const auto length = g.ReadDoubles("length"), mean = g.ReadDoubles("curve_mean"),
+    const auto length = g.ReadDoubles(x_name), mean = g.ReadDoubles("curve_mean"),
                lo = g.ReadDoubles("curve_min"), hi = g.ReadDoubles("curve_max");
     dat << "# " << label << "\n";
     for (size_t i = 0; i < length.size(); ++i) {
@@ -119,7 +125,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
   dat.close();
   const int n = static_cast<int>(panels.size()), cols = std::min(n, 3),
             rows = (n + cols - 1) / cols;
-  const bool log_x = x_hi > 20 * std::max(1.0, x_lo);
+  const bool log_x = compute.empty() && x_hi > 20 * std::max(1.0, x_lo);
   std::string s = "# A reproduction's verdict; data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n", 480 * cols,
                    120 + 330 * rows);
@@ -143,10 +149,23 @@ std::string DrawReproduction(const std::string& claim_dir) {
                             root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
       1.0 - (50.0 + 16.0 * title_lines) / (120 + 330 * rows));
   s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
-  s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
-  s += "set ylabel " + Quote(metric + (metric == "loss" ? " (nats per graded token)" : "")) + "\n";
+  if (compute.empty()) {
+    s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
+  } else {
+    const std::string axis = compute == "flops"    ? "training FLOPs (matrix products)"
+                             : compute == "tokens" ? "training tokens"
+                                                   : "training seconds (wall clock)";
+    s += "set xlabel " + Quote(axis + " before the evaluation at " + root.AttrString("lengths")) +
+         "\n";
+  }
+  const bool fraction = metric == "exact_match" || metric == "token_accuracy";
+  s += "set ylabel " +
+       Quote(metric == "loss"              ? "loss (nats per graded token)"
+             : metric == "js_to_reference" ? "JS divergence to NoPE (nats, closest heads)"
+                                           : metric) +
+       "\n";
   // One vertical scale for every panel, so that the labels compare at a glance.
-  if (metric != "loss") {
+  if (fraction) {
     s += "set yrange [0:1.05]\n";
   } else if (y_lo < y_hi) {
     const double pad = 0.05 * (y_hi - y_lo);
@@ -154,14 +173,17 @@ std::string DrawReproduction(const std::string& claim_dir) {
   }
   // The key where the curves are not: accuracies fall with length, losses rise.
   s += std::string("set style fill transparent solid 0.25 noborder\nset key ") +
-       (metric == "loss" ? "top left" : "bottom left") + "\n";
+       (fraction ? "bottom left" : "top left") + "\n";
   for (int k = 0; k < n; ++k) {
     const Panel& p = panels[k];
     s += "unset arrow\nunset object\n";
+    // The training length, or the compute every run is judged at.
+    const double mark =
+        compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute");
     s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
-                     train, train);
+                     mark, mark);
     // The judged lengths shaded blue, the lengths a ratio is taken against green.
-    if (span.size() == 2)
+    if (span.size() == 2 && compute.empty())
       s += fmt::format(
           "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '#e8e8ff' "
           "fillstyle solid 1.0 noborder behind\n",

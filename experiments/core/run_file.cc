@@ -194,6 +194,9 @@ void RunFile::Write(const std::string& path) const {
   tg.WriteInts("step", train.step, {S}, "step");
   tg.WriteInts("length", train.length, {S}, "step", "tokens (requested task length n)");
   tg.WriteInts("batch_size", train.batch_size, {S}, "step", "sequences");
+  tg.WriteInts("tokens", train.tokens, {S}, "step", "model tokens");
+  tg.WriteDoubles("flops", train.flops, {S}, "step",
+                  "matrix-product FLOPs of the step, forward and backward (nn/model/flops.h)");
   tg.WriteDoubles("loss", train.loss, {S}, "step", "nats per scored token");
   tg.WriteDoubles("lr", train.lr, {S}, "step");
   tg.WriteDoubles("grad_norm", train.grad_norm, {S}, "step", "L2 norm before clipping");
@@ -371,6 +374,9 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     f.train.length = tg.ReadIntsShaped("length", {S});
     // Format 2 files written before train.length_schedule existed have no batch sizes.
     if (tg.Has("batch_size")) f.train.batch_size = tg.ReadIntsShaped("batch_size", {S});
+    // Files written before 2026-12-02 have no compute per step.
+    if (tg.Has("tokens")) f.train.tokens = tg.ReadIntsShaped("tokens", {S});
+    if (tg.Has("flops")) f.train.flops = tg.ReadDoublesShaped("flops", {S});
     f.train.loss = tg.ReadDoublesShaped("loss", {S});
     f.train.lr = tg.ReadDoublesShaped("lr", {S});
     f.train.grad_norm = tg.ReadDoublesShaped("grad_norm", {S});

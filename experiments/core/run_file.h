@@ -33,6 +33,8 @@ bool HasFinalWeights(const std::string& state);
 // Training history, one entry per logged step.
 struct TrainHistory {
   std::vector<int64_t> step, length, batch_size;
+  std::vector<int64_t> tokens;  // model tokens of the step (sequences x tokens per sequence)
+  std::vector<double> flops;    // the step's matrix-product FLOPs (nn/model/flops.h)
   std::vector<double> loss, lr, grad_norm, tokens_per_s;
 };
 

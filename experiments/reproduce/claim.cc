@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "experiments/core/recipe.h"
+#include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/embedded_files.h"
 #include "experiments/training/eval_command.h"
 #include "nn/check.h"
@@ -303,7 +304,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
   if (c.testable) {
     TableReader r(RequiredTable(root, "criterion", source), where + " [criterion]",
                   {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "also",
-                   "published"});
+                   "published", "compute", "at_compute"});
     ClaimCriterion& k = c.criterion;
     k.stage = r.String("stage", false, c.stages.back().name);
     LEXP_INPUT_CHECK(std::any_of(c.stages.begin(), c.stages.end(),
@@ -311,13 +312,27 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                      where + " [criterion].stage = '" + k.stage + "' is not a stage's name");
     k.task = r.String("task", false);
     k.metric = r.String("metric", true);
-    LEXP_INPUT_CHECK(k.metric == "exact_match" || k.metric == "token_accuracy" ||
-                         k.metric == "loss",
-                     where + " [criterion].metric = '" + k.metric +
-                         "'; allowed: exact_match, token_accuracy, loss");
+    const CriterionMetric& metric = FindCriterionMetric(k.metric, where + " [criterion].metric");
     std::tie(k.length_lo, k.length_hi) = r.Range("lengths");
     LEXP_INPUT_CHECK(k.length_lo > 0, where + " [criterion]: key 'lengths' is missing ([LO, HI])");
     std::tie(k.relative_lo, k.relative_hi) = r.Range("relative_to");
+    k.compute = r.String("compute", false);
+    k.at_compute = r.Number("at_compute", 0);
+    if (!k.compute.empty()) {
+      std::string axes;
+      for (const auto& [axis, meaning] : ComputeAxes()) axes += (axes.empty() ? "" : ", ") + axis;
+      LEXP_INPUT_CHECK(std::any_of(ComputeAxes().begin(), ComputeAxes().end(),
+                                   [&](const auto& a) { return a.first == k.compute; }),
+                       where + " [criterion].compute = '" + k.compute + "'; allowed: " + axes);
+      LEXP_INPUT_CHECK(metric.from_eval, where + " [criterion].compute: metric '" + k.metric +
+                                             "' is not evaluated during training; allowed with "
+                                             "compute: exact_match, token_accuracy, loss");
+      LEXP_INPUT_CHECK(k.relative_lo == 0, where +
+                                               " [criterion]: relative_to and compute "
+                                               "exclude each other");
+    }
+    LEXP_INPUT_CHECK(k.at_compute >= 0 && (k.at_compute == 0 || !k.compute.empty()),
+                     where + " [criterion].at_compute must be a positive number, with compute");
     k.seeds = r.String("seeds", false, "mean");
     LEXP_INPUT_CHECK(k.seeds == "mean" || k.seeds == "max",
                      where + " [criterion].seeds = '" + k.seeds + "'; allowed: mean, max");

@@ -47,8 +47,14 @@ struct ClaimStage {
 struct ClaimCriterion {
   std::string stage;    // the stage whose runs are judged (default: the last)
   std::string task;     // in a task sweep, the task whose runs are judged ("" = the only one)
-  std::string metric;   // an /eval dataset: exact_match | token_accuracy | loss
+  std::string metric;   // CriterionMetrics(): exact_match | token_accuracy | loss | js_to_reference
   int length_lo = 0, length_hi = 0;     // mean over the evaluated lengths in [lo, hi]
+  // Judged at equal training compute rather than at the end of training: "tokens", "flops" or
+  // "seconds" ("" = off). The metric is then read from /train/eval_history at the lengths in
+  // [lo, hi] against the training compute spent before each evaluation, and taken at
+  // at_compute (0: the least total compute of any compared run, where every run has a value).
+  std::string compute;
+  double at_compute = 0;
   int relative_lo = 0, relative_hi = 0; // optional: divided by the mean over [lo, hi] (0 = none)
   std::string seeds = "mean";           // over seeds: mean | max
   std::vector<std::string> holds;       // "A > B" / "A < B" between run labels

@@ -14,17 +14,152 @@
 #include "notebooks_cpp/figure_data.h"
 
 namespace lexp {
+
+const std::vector<CriterionMetric>& CriterionMetrics() {
+  static const std::vector<CriterionMetric> metrics = {
+      {"exact_match", "exact match (fraction of sequences)", true, true, true},
+      {"token_accuracy", "token accuracy (fraction of graded tokens)", true, true, true},
+      {"loss", "loss (nats per graded token)", false, false, true},
+      {"js_to_reference",
+       "JS divergence to the reference NoPE run (nats; per layer the closest pair of heads, mean "
+       "over layers)",
+       false, false, false},
+  };
+  return metrics;
+}
+
+const CriterionMetric& FindCriterionMetric(const std::string& name, const std::string& where) {
+  std::string names;
+  for (const auto& m : CriterionMetrics()) {
+    if (m.name == name) return m;
+    names += (names.empty() ? "" : ", ") + m.name;
+  }
+  FailInput(where + " = '" + name + "'; allowed: " + names);
+}
+
+const std::vector<std::pair<std::string, std::string>>& ComputeAxes() {
+  static const std::vector<std::pair<std::string, std::string>> axes = {
+      {"tokens", "training tokens"},
+      {"flops", "training FLOPs (matrix products, forward and backward)"},
+      {"seconds", "training seconds (wall clock of the steps)"},
+  };
+  return axes;
+}
+
 namespace {
 
 namespace fs = std::filesystem;
 
+// One value a run file gives the criterion: at an evaluated length (x = the length), or at an
+// evaluation during training (x = the compute spent before it).
+struct RunPoint {
+  double x = 0, length = 0, metric = 0, samples = 0;
+  int64_t step = 0;
+};
+
 struct RunScores {
   std::string label, state;
   int seed = 0, train_max_length = 0;
-  std::vector<double> length, metric, samples;
+  std::vector<RunPoint> points;
+  double total_compute = 0;  // a compute criterion: the whole training's
 };
 
-RunScores ReadRun(const std::string& path, const std::string& metric) {
+// /eval/<metric> at every evaluated length.
+void ReadEvalPoints(const h5::Group& root, const std::string& path, const std::string& metric,
+                    RunScores& s) {
+  const h5::Group eval = root.OpenGroup("eval");
+  LEXP_INPUT_CHECK(eval.Has(metric), "run file '" + path + "' has no /eval/" + metric);
+  const std::vector<int64_t> length = eval.ReadInts("length");
+  const uint64_t L = length.size();
+  const std::vector<double> value = eval.ReadDoublesShaped(metric, {L});
+  const std::vector<int64_t> samples = eval.ReadIntsShaped("samples", {L});
+  for (uint64_t i = 0; i < L; ++i) {
+    const double n = static_cast<double>(length[i]);
+    s.points.push_back({n, n, value[i], static_cast<double>(samples[i]), 0});
+  }
+}
+
+// js_to_reference at every probe length of /analysis/geometry: per layer the smallest divergence
+// over (head, reference head), mean over layers (Kazemnejad et al. 2023, eq. 2 and their mean
+// over layers).
+void ReadJsPoints(const h5::Group& root, const std::string& path, RunScores& s) {
+  const std::string missing =
+      "run file '" + path +
+      "' has no JS divergence to a reference run (/analysis/geometry/length_<n>/js_vs_reference: "
+      "the NoPE run beside it with the same seed must have completed when it was analysed; "
+      "`lexp analyze " +
+      path + " --reference NOPE_RUN` adds it)";
+  LEXP_INPUT_CHECK(root.Has("analysis") && root.OpenGroup("analysis").Has("geometry"), missing);
+  const h5::Group geo = root.OpenGroup("analysis").OpenGroup("geometry");
+  for (const std::string& child : geo.Children()) {
+    if (child.rfind("length_", 0) != 0) continue;
+    const h5::Group g = geo.OpenGroup(child);
+    LEXP_INPUT_CHECK(g.Has("js_vs_reference"), missing);
+    std::vector<uint64_t> dims;
+    const std::vector<double> js = g.ReadDoublesShaped(
+        "js_vs_reference", {h5::Group::kAnySize, h5::Group::kAnySize, h5::Group::kAnySize}, &dims);
+    double sum = 0;
+    int layers = 0;
+    for (uint64_t l = 0; l < dims[0]; ++l) {
+      double least = std::numeric_limits<double>::infinity();
+      for (uint64_t i = 0; i < dims[1] * dims[2]; ++i) {
+        const double v = js[l * dims[1] * dims[2] + i];
+        if (std::isfinite(v)) least = std::min(least, v);
+      }
+      if (!std::isfinite(least)) continue;
+      sum += least;
+      ++layers;
+    }
+    if (layers == 0) continue;
+    const double n = static_cast<double>(g.AttrInt("length"));
+    s.points.push_back({n, n, sum / layers, 0, 0});
+  }
+  std::sort(s.points.begin(), s.points.end(),
+            [](const RunPoint& a, const RunPoint& b) { return a.x < b.x; });
+  LEXP_INPUT_CHECK(!s.points.empty(), missing);
+}
+
+// /train/eval_history's metric at every evaluation, against the compute of the steps before it.
+void ReadComputePoints(const h5::Group& root, const std::string& path, const std::string& metric,
+                       const std::string& compute, RunScores& s) {
+  const h5::Group train = root.OpenGroup("train");
+  LEXP_INPUT_CHECK(train.Has("eval_history"),
+                   "run file '" + path +
+                       "' has no /train/eval_history: a criterion at equal compute needs "
+                       "train.eval_every > 0");
+  const char* per_step = compute == "flops" ? "flops" : "tokens";
+  LEXP_INPUT_CHECK(train.Has(per_step), "run file '" + path + "' has no /train/" + per_step +
+                                            " (run files of before 2026-12-02 do not)");
+  std::vector<uint64_t> got;
+  const std::vector<int64_t> steps = train.ReadIntsShaped("step", {h5::Group::kAnySize}, &got);
+  const uint64_t S = got[0];
+  std::vector<double> cost(S);
+  if (compute == "flops") {
+    cost = train.ReadDoublesShaped("flops", {S});
+  } else {
+    const std::vector<int64_t> tokens = train.ReadIntsShaped("tokens", {S});
+    const std::vector<double> rate =
+        compute == "seconds" ? train.ReadDoublesShaped("tokens_per_s", {S}) : std::vector<double>{};
+    for (uint64_t i = 0; i < S; ++i)
+      cost[i] = static_cast<double>(tokens[i]) / (compute == "seconds" ? rate[i] : 1.0);
+  }
+  // before[t]: the compute of the steps trained before step t.
+  std::vector<double> before(S + 1, 0.0);
+  for (uint64_t i = 0; i < S; ++i) before[i + 1] = before[i] + cost[i];
+  s.total_compute = before[S];
+  const h5::Group h = train.OpenGroup("eval_history");
+  const std::vector<int64_t> step = h.ReadIntsShaped("step", {h5::Group::kAnySize}, &got);
+  const uint64_t R = got[0];
+  const std::vector<int64_t> length = h.ReadIntsShaped("length", {R});
+  const std::vector<double> value = h.ReadDoublesShaped(metric, {R});
+  for (uint64_t r = 0; r < R; ++r) {
+    LEXP_INPUT_CHECK(step[r] >= 0 && static_cast<uint64_t>(step[r]) <= S,
+                     "run file '" + path + "': /train/eval_history/step beyond /train");
+    s.points.push_back({before[step[r]], static_cast<double>(length[r]), value[r], 0, step[r]});
+  }
+}
+
+RunScores ReadRun(const std::string& path, const ClaimCriterion& k) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
   RunScores s;
@@ -33,26 +168,58 @@ RunScores ReadRun(const std::string& path, const std::string& metric) {
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
   if (s.state != "completed") return s;
-  const h5::Group eval = root.OpenGroup("eval");
-  LEXP_INPUT_CHECK(eval.Has(metric), "run file '" + path + "' has no /eval/" + metric);
-  for (const int64_t n : eval.ReadInts("length")) s.length.push_back(static_cast<double>(n));
-  const uint64_t L = s.length.size();
-  s.metric = eval.ReadDoublesShaped(metric, {L});
-  for (const int64_t n : eval.ReadIntsShaped("samples", {L}))
-    s.samples.push_back(static_cast<double>(n));
+  if (!k.compute.empty()) {
+    ReadComputePoints(root, path, k.metric, k.compute, s);
+  } else if (k.metric == "js_to_reference") {
+    ReadJsPoints(root, path, s);
+  } else {
+    ReadEvalPoints(root, path, k.metric, s);
+  }
   return s;
 }
 
-// Mean of the metric over the evaluated lengths in [lo, hi]; NaN when none is.
-double MeanOver(const RunScores& r, int lo, int hi, double* samples = nullptr,
-                double* successes = nullptr) {
+// A compute criterion's curve of one run: at each evaluation during training (its step), the
+// compute before it and the metric's mean over the lengths in [lo, hi].
+std::vector<RunPoint> ComputeCurve(const RunScores& r, int lo, int hi) {
+  std::vector<RunPoint> curve;
+  std::vector<int> count;
+  for (const RunPoint& p : r.points) {
+    if (p.length < lo || p.length > hi) continue;
+    if (curve.empty() || curve.back().step != p.step) {
+      curve.push_back({p.x, 0, 0, 0, p.step});
+      count.push_back(0);
+    }
+    curve.back().metric += p.metric;
+    ++count.back();
+  }
+  for (size_t i = 0; i < curve.size(); ++i) curve[i].metric /= count[i];
+  return curve;
+}
+
+// The metric of a curve at compute c, linearly between the evaluations around it; NaN outside.
+double AtCompute(const std::vector<RunPoint>& curve, double c) {
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (curve[i].x == c) return curve[i].metric;
+    if (i + 1 < curve.size() && curve[i].x < c && c < curve[i + 1].x) {
+      const double w = (c - curve[i].x) / (curve[i + 1].x - curve[i].x);
+      return (1 - w) * curve[i].metric + w * curve[i + 1].metric;
+    }
+  }
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+// One run's score over the lengths [lo, hi] (see criterion.h); NaN when it has no value there.
+// An /eval accuracy also gives its pooled counts (samples, and successes = score x samples).
+double ScoreRun(const RunScores& r, const ClaimCriterion& k, int lo, int hi, double at_compute,
+                double* samples = nullptr, double* successes = nullptr) {
+  if (!k.compute.empty()) return AtCompute(ComputeCurve(r, lo, hi), at_compute);
   double sum = 0, n = 0, trials = 0, hits = 0;
-  for (size_t i = 0; i < r.length.size(); ++i)
-    if (r.length[i] >= lo && r.length[i] <= hi) {
-      sum += r.metric[i];
+  for (const RunPoint& p : r.points)
+    if (p.length >= lo && p.length <= hi) {
+      sum += p.metric;
       n += 1;
-      trials += r.samples[i];
-      hits += std::round(r.metric[i] * r.samples[i]);
+      trials += p.samples;
+      hits += std::round(p.metric * p.samples);
     }
   if (samples) *samples = trials;
   if (successes) *successes = hits;
@@ -61,8 +228,9 @@ double MeanOver(const RunScores& r, int lo, int hi, double* samples = nullptr,
 
 // One label's score over the lengths [lo, hi] (see criterion.h), its interval and its curve.
 GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& runs,
-                      const ClaimCriterion& k, int lo, int hi) {
-  const bool accuracy = k.metric != "loss";  // larger is better; a loss: smaller
+                      const ClaimCriterion& k, int lo, int hi, double at_compute) {
+  const CriterionMetric& metric = FindCriterionMetric(k.metric, "criterion.metric");
+  const bool larger_better = metric.larger_is_better;
   GroupScore g;
   g.label = label;
   std::vector<const RunScores*> done;
@@ -77,12 +245,17 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
             [](const RunScores* a, const RunScores* b) { return a->seed < b->seed; });
   int best = -1;
   for (const RunScores* r : done) {
-    double s = MeanOver(*r, lo, hi);
-    LEXP_INPUT_CHECK(!std::isnan(s), fmt::format("criterion: run '{}' (seed {}) evaluated no "
-                                                 "length in [{}, {}]",
-                                                 label, r->seed, lo, hi));
+    double s = ScoreRun(*r, k, lo, hi, at_compute);
+    LEXP_INPUT_CHECK(
+        !std::isnan(s),
+        k.compute.empty()
+            ? fmt::format("criterion: run '{}' (seed {}) evaluated no length in [{}, {}]", label,
+                          r->seed, lo, hi)
+            : fmt::format("criterion: run '{}' (seed {}) has no evaluation during training at a "
+                          "length in [{}, {}] around {} {:.4g}",
+                          label, r->seed, lo, hi, k.compute, at_compute));
     if (k.relative_lo > 0) {
-      const double base = MeanOver(*r, k.relative_lo, k.relative_hi);
+      const double base = ScoreRun(*r, k, k.relative_lo, k.relative_hi, at_compute);
       LEXP_INPUT_CHECK(!std::isnan(base),
                        fmt::format("criterion: run '{}' (seed {}) evaluated no length in "
                                    "relative_to [{}, {}]",
@@ -92,7 +265,7 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
     g.seeds.push_back(r->seed);
     g.per_seed.push_back(s);
     const double cur = g.per_seed.back();
-    if (best < 0 || (accuracy ? cur > g.per_seed[best] : cur < g.per_seed[best]))
+    if (best < 0 || (larger_better ? cur > g.per_seed[best] : cur < g.per_seed[best]))
       best = static_cast<int>(g.per_seed.size()) - 1;
   }
   if (done.empty()) return g;
@@ -104,15 +277,15 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
     const Interval t = MeanInterval(g.per_seed);
     // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0.
     g.lo = std::max(0.0, t.lo);
-    g.hi = accuracy ? std::min(1.0, t.hi) : t.hi;
+    g.hi = metric.is_fraction ? std::min(1.0, t.hi) : t.hi;
     g.interval = fmt::format("Student-t over {} seeds", g.per_seed.size());
   } else {
     g.score = g.per_seed[best];
     const std::string which =
         done.size() == 1 ? "1 run" : fmt::format("the best of {} seeds", done.size());
-    if (accuracy && k.relative_lo == 0) {
+    if (metric.is_fraction && k.relative_lo == 0 && k.compute.empty()) {
       double trials = 0, hits = 0;
-      MeanOver(*done[best], lo, hi, &trials, &hits);
+      ScoreRun(*done[best], k, lo, hi, at_compute, &trials, &hits);
       const Interval cp = ClopperPearson(static_cast<long>(hits), static_cast<long>(trials));
       g.lo = cp.lo;
       g.hi = cp.hi;
@@ -123,21 +296,27 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
       g.interval = "none (" + which + ")";
     }
   }
-  // The curve over every length the runs evaluated (the first run's lengths).
-  g.length = done[0]->length;
-  for (size_t i = 0; i < g.length.size(); ++i) {
-    double sum = 0, least = std::numeric_limits<double>::infinity(), most = -least;
+  // The curve over every length the runs evaluated (the first run's lengths), or over the
+  // evaluations during training, matched by step (x: the mean compute over the runs).
+  std::vector<std::vector<RunPoint>> curves;
+  for (const RunScores* r : done)
+    curves.push_back(k.compute.empty() ? r->points : ComputeCurve(*r, k.length_lo, k.length_hi));
+  for (size_t i = 0; i < curves[0].size(); ++i) {
+    double sum = 0, x = 0, least = std::numeric_limits<double>::infinity(), most = -least;
     int n = 0;
-    for (const RunScores* r : done) {
-      if (i >= r->metric.size() || r->length[i] != g.length[i]) continue;
-      sum += r->metric[i];
-      least = std::min(least, r->metric[i]);
-      most = std::max(most, r->metric[i]);
+    for (const auto& c : curves) {
+      if (i >= c.size() || c[i].length != curves[0][i].length || c[i].step != curves[0][i].step)
+        continue;
+      sum += c[i].metric;
+      x += c[i].x;
+      least = std::min(least, c[i].metric);
+      most = std::max(most, c[i].metric);
       ++n;
     }
-    g.curve_mean.push_back(n ? sum / n : std::numeric_limits<double>::quiet_NaN());
-    g.curve_min.push_back(n ? least : std::numeric_limits<double>::quiet_NaN());
-    g.curve_max.push_back(n ? most : std::numeric_limits<double>::quiet_NaN());
+    g.x.push_back(x / n);
+    g.curve_mean.push_back(sum / n);
+    g.curve_min.push_back(least);
+    g.curve_max.push_back(most);
   }
   return g;
 }
@@ -185,16 +364,20 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
   for (const auto& l : k.also) add(l);
   std::map<std::string, std::vector<RunScores>> runs;
   Verdict v;
+  double least_total = std::numeric_limits<double>::infinity();
   for (const auto& path : run_files) {
     if (!fs::exists(path)) continue;  // a planned run that never started: no completed run
-    RunScores r = ReadRun(path, k.metric);
+    RunScores r = ReadRun(path, k);
     if (std::find(labels.begin(), labels.end(), r.label) == labels.end()) continue;
     v.train_max_length = std::max(v.train_max_length, r.train_max_length);
+    if (r.state == "completed") least_total = std::min(least_total, r.total_compute);
     runs[r.label].push_back(std::move(r));
   }
+  // Equal compute: the claim's, or the most that every compared run spent.
+  if (!k.compute.empty()) v.at_compute = k.at_compute > 0 ? k.at_compute : least_total;
   std::vector<std::string> missing;
   for (const auto& label : labels) {
-    v.groups.push_back(ScoreGroup(label, runs[label], k, k.length_lo, k.length_hi));
+    v.groups.push_back(ScoreGroup(label, runs[label], k, k.length_lo, k.length_hi, v.at_compute));
     if (v.groups.back().per_seed.empty()) missing.push_back(label);
   }
   if (!missing.empty()) {
@@ -216,10 +399,12 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
   int direction = 0, beyond = 0;
   for (const auto& c : comparisons) {
     // A comparison over its own span scores its labels there; otherwise the groups' scores.
-    const GroupScore a = c.lo > 0 ? ScoreGroup(c.a, runs[c.a], k, c.lo, c.hi) : group(c.a);
+    const GroupScore a =
+        c.lo > 0 ? ScoreGroup(c.a, runs[c.a], k, c.lo, c.hi, v.at_compute) : group(c.a);
     GroupScore b;  // B as a number: a point with no interval
     b.score = b.lo = b.hi = c.b_value;
-    if (!c.b_is_number) b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi) : group(c.b);
+    if (!c.b_is_number)
+      b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi, v.at_compute) : group(c.b);
     // A side without an interval (one run's loss or ratio) orders, it does not separate.
     const bool intervals = a.lo < a.hi && (c.b_is_number || b.lo < b.hi);
     ComparisonResult r{c, c.greater ? a.score > b.score : a.score < b.score,

@@ -1,17 +1,28 @@
 // The verdict on a claim, from its run files alone (no model is rebuilt): each run label's score,
 // its 95% interval, and every comparison of the claim's criterion.
 //
-// Score of one run: the mean of /eval/<metric> over the evaluated lengths in [lo, hi]; with
-// relative_to = [lo', hi'] that mean divided by the mean over [lo', hi'] (loss growth: 1 = flat).
+// Score of one run, by the criterion's metric (CriterionMetrics):
+//   /eval metrics (exact_match, token_accuracy, loss): the mean over the evaluated lengths in
+//     [lo, hi]; with relative_to = [lo', hi'] that mean divided by the mean over [lo', hi'] (loss
+//     growth: 1 = flat);
+//   js_to_reference: the same mean over the probe lengths of /analysis/geometry, where a length's
+//     value is Kazemnejad et al.'s distance between two models' attention: per layer the smallest
+//     Jensen-Shannon divergence over pairs of heads (this run's, the reference NoPE run's), mean
+//     over layers;
+//   with compute = tokens | flops | seconds: the metric of /train/eval_history at the lengths in
+//     [lo, hi] (their mean at each evaluation) against the training compute spent before the
+//     evaluation, linearly interpolated at one compute C, the same for every run (at_compute, or
+//     the least total compute of the compared runs): a comparison at equal compute.
 // Runs are grouped by label (the `label` attribute without its "-seed<s>"); only completed runs
 // count. Over a group's seeds the score is their mean (seeds = "mean") or the best one
 // (seeds = "max": the largest accuracy, the smallest loss), as the claim's source reports.
 // Interval (95%):
 //   mean over n >= 2 seeds: Student-t over the seeds' scores (an accuracy's clipped to [0, 1], a
-//     loss's at 0);
-//   one run, or the best of several, of an accuracy without relative_to: Clopper-Pearson of that
-//     run's pooled counts (sum over the lengths of score x samples out of the samples);
-//   otherwise (a loss of one run, a ratio): none (the interval is the point, stated as such).
+//     loss's or divergence's at 0);
+//   one run, or the best of several, of an /eval accuracy without relative_to: Clopper-Pearson of
+//     that run's pooled counts (sum over the lengths of score x samples out of the samples);
+//   otherwise (a loss of one run, a ratio, a divergence, a value at a compute): none (the interval
+//     is the point, stated as such).
 // A comparison "A > B at LO..HI" scores both sides over its own span instead.
 // A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
 // direction when the scores alone are ordered so. B may be a number (a point). A label without an
@@ -31,6 +42,20 @@
 
 namespace lexp {
 
+// A metric a criterion can judge: where it is read and which way is better.
+struct CriterionMetric {
+  std::string name;
+  std::string meaning;    // for messages, the verdict table and the figure's axis
+  bool larger_is_better;  // accuracies; a loss or a divergence: smaller
+  bool is_fraction;       // in [0, 1], one success count per sequence (Clopper-Pearson applies)
+  bool from_eval;         // an /eval dataset (also in /train/eval_history: compute criteria)
+};
+const std::vector<CriterionMetric>& CriterionMetrics();
+// The metric of that name; an input error naming `where` and the allowed names otherwise.
+const CriterionMetric& FindCriterionMetric(const std::string& name, const std::string& where);
+// The compute axes of a criterion judged at equal compute, with their units.
+const std::vector<std::pair<std::string, std::string>>& ComputeAxes();
+
 struct GroupScore {
   std::string label;
   std::vector<int> seeds;           // of the completed runs
@@ -38,8 +63,10 @@ struct GroupScore {
   int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
   double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
   std::string interval;             // how the interval was made, for the table
-  // The metric at every evaluated length: mean, min and max over the completed runs.
-  std::vector<double> length, curve_mean, curve_min, curve_max;
+  // The metric's curve: at every evaluated length, or with a compute criterion at every
+  // evaluation during training against the compute spent before it (x: the mean over the runs);
+  // mean, min and max over the completed runs.
+  std::vector<double> x, curve_mean, curve_min, curve_max;
 };
 
 // A side's score and 95% interval over the comparison's span.
@@ -59,6 +86,7 @@ struct Verdict {
   std::vector<GroupScore> groups;  // the labels compared (then `also`), in order of appearance
   std::vector<ComparisonResult> comparisons;
   int train_max_length = 0;  // of the judged runs (the largest), for the figure
+  double at_compute = 0;     // a compute criterion: the compute C every run was judged at
 };
 
 // The run files (recursively) of `runs_dir`: every *.h5 with a lexp-run format attribute that is

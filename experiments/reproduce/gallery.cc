@@ -55,7 +55,11 @@ bool RunCompleted(const std::string& path) {
 
 std::string Measured(const VerdictRecord& r) {
   if (r.verdict.groups.empty()) return "";
-  std::string s = r.claim.criterion.metric + ": ";
+  const ClaimCriterion& k = r.claim.criterion;
+  std::string s =
+      k.metric +
+      (k.compute.empty() ? "" : fmt::format(" at {:.3g} {}", r.verdict.at_compute, k.compute)) +
+      ": ";
   bool first = true;
   for (const auto& g : r.verdict.groups) {
     s += first ? "" : "; ";

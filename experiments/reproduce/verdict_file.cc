@@ -59,6 +59,8 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
   root.SetAttr("lengths", fmt::format("{}..{}", k.length_lo, k.length_hi));
   root.SetAttr("relative_to",
                k.relative_lo > 0 ? fmt::format("{}..{}", k.relative_lo, k.relative_hi) : "");
+  root.SetAttr("compute", k.compute);
+  root.SetAttr("at_compute", rec.verdict.at_compute);
   root.SetAttr("train_max_length", static_cast<int64_t>(rec.verdict.train_max_length));
   root.SetAttr("minutes", rec.minutes);
   root.SetAttr("labels", [&] {
@@ -78,10 +80,12 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
     std::vector<int64_t> seeds(g.seeds.begin(), g.seeds.end());
     s.WriteInts("seed", seeds, {seeds.size()}, "seed");
     WriteVector(s, "per_seed", g.per_seed, "seed");
-    WriteVector(s, "length", g.length, "length");
-    WriteVector(s, "curve_mean", g.curve_mean, "length");
-    WriteVector(s, "curve_min", g.curve_min, "length");
-    WriteVector(s, "curve_max", g.curve_max, "length");
+    // The curve's axis: the evaluated lengths, or the compute before each evaluation.
+    const std::string x = k.compute.empty() ? "length" : "compute";
+    WriteVector(s, x, g.x, x);
+    WriteVector(s, "curve_mean", g.curve_mean, x);
+    WriteVector(s, "curve_min", g.curve_min, x);
+    WriteVector(s, "curve_max", g.curve_max, x);
   }
   const h5::Group comps = root.CreateGroup("comparisons");
   for (size_t i = 0; i < rec.verdict.comparisons.size(); ++i) {
@@ -147,6 +151,10 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
   rec.verdict.verdict = root.AttrString("verdict");
   rec.verdict.reason = root.AttrString("reason");
   rec.verdict.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+  if (root.HasAttr("compute")) {  // older files judge over lengths only
+    c.criterion.compute = root.AttrString("compute");
+    rec.verdict.at_compute = root.AttrDouble("at_compute");
+  }
   const h5::Group groups = root.OpenGroup("groups");
   for (const auto& label : SplitCommas(root.AttrString("labels"))) {
     const h5::Group s = groups.OpenGroup(label);
@@ -160,7 +168,7 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
     if (s.HasAttr("published")) c.criterion.published[label] = s.AttrDouble("published");
     for (const int64_t x : s.ReadInts("seed")) g.seeds.push_back(static_cast<int>(x));
     g.per_seed = s.ReadDoubles("per_seed");
-    g.length = s.ReadDoubles("length");
+    g.x = s.ReadDoubles(c.criterion.compute.empty() ? "length" : "compute");
     g.curve_mean = s.ReadDoubles("curve_mean");
     g.curve_min = s.ReadDoubles("curve_min");
     g.curve_max = s.ReadDoubles("curve_max");

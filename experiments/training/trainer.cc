@@ -21,6 +21,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/model/capture_sites.h"
 #include "nn/model/checkpoint.h"
+#include "nn/model/flops.h"
 #include "nn/model/transformer.h"
 #include "nn/ops/cross_entropy.h"
 #include "nn/optim/adamw.h"
@@ -176,6 +177,8 @@ class Runner {
     ex.ints["hist_step"] = hist_.step;
     ex.ints["hist_length"] = hist_.length;
     ex.ints["hist_batch_size"] = hist_.batch_size;
+    ex.ints["hist_tokens"] = hist_.tokens;
+    ex.doubles["hist_flops"] = hist_.flops;
     ex.doubles["hist_loss"] = hist_.loss;
     ex.doubles["hist_lr"] = hist_.lr;
     ex.doubles["hist_grad_norm"] = hist_.grad_norm;
@@ -207,6 +210,14 @@ class Runner {
     hist_.step = ex.ints["hist_step"];
     hist_.length = ex.ints["hist_length"];
     hist_.batch_size = ex.ints["hist_batch_size"];
+    hist_.tokens = ex.ints["hist_tokens"];
+    hist_.flops = ex.doubles["hist_flops"];
+    if (!ex.ints.count("hist_tokens") && hist_.length.size() == hist_.batch_size.size()) {
+      // A checkpoint of before 2026-12-02: the compute of its steps, from their lengths.
+      for (size_t i = 0; i < hist_.length.size(); ++i)
+        RecordCompute(static_cast<int>(hist_.batch_size[i]),
+                      layout_.SequenceLengthFor(static_cast<int>(hist_.length[i])));
+    }
     hist_.loss = ex.doubles["hist_loss"];
     hist_.lr = ex.doubles["hist_lr"];
     hist_.grad_norm = ex.doubles["hist_grad_norm"];
@@ -223,7 +234,8 @@ class Runner {
                      bad + "the evaluation history's columns disagree");
     const size_t S = hist_.step.size();
     LEXP_INPUT_CHECK(step >= 0 && step <= cfg_.steps && hist_.length.size() == S &&
-                         hist_.batch_size.size() == S && hist_.loss.size() == S &&
+                         hist_.batch_size.size() == S && hist_.tokens.size() == S &&
+                         hist_.flops.size() == S && hist_.loss.size() == S &&
                          hist_.lr.size() == S && hist_.grad_norm.size() == S &&
                          hist_.tokens_per_s.size() == S,
                      bad + "the step and the training history disagree");
@@ -273,6 +285,7 @@ class Runner {
       hist_.step.push_back(step);
       hist_.length.push_back(n);
       hist_.batch_size.push_back(b.B);
+      RecordCompute(b.B, b.T);
       hist_.loss.push_back(loss);
       hist_.lr.push_back(lr);
       hist_.grad_norm.push_back(gnorm);
@@ -309,6 +322,13 @@ class Runner {
         return;
       }
     }
+  }
+
+  // The compute of a training step over B sequences of T tokens, into the history: its tokens and
+  // its matrix-product FLOPs (forward and backward) under the training pattern.
+  void RecordCompute(int B, int T) {
+    hist_.tokens.push_back(static_cast<int64_t>(B) * T);
+    hist_.flops.push_back(3 * ForwardMatmulFlops(model_->config(), model_->pattern(), B, T));
   }
 
   // train.eval_every: the eval_every_lengths on the end-of-training evaluation's sequences (their

@@ -84,6 +84,10 @@ class Transformer {
   const ModelConfig& config() const { return cfg_; }
   PositionEncoding<S>& encoding() { return *enc_; }
   void set_pattern(const AttentionPattern* p) { pattern_override_ = p; }
+  // The pattern the next pass uses: set_pattern's, or the model's own causal or bidirectional one.
+  const AttentionPattern& pattern() const {
+    return pattern_override_ ? *pattern_override_ : pattern_;
+  }
 
   void Init(Rng& rng);
   void ZeroGrad();

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "analysis/binomial.h"
 #include "experiments/reproduce/claim.h"
@@ -32,9 +34,18 @@ struct FakeRun {
   int seed = 1;
   std::string state = "completed";
   std::vector<int64_t> length;
-  std::vector<double> value;  // the metric at each length (every /eval metric gets it)
+  // The metric at each length: every /eval metric gets it, and so does the JS divergence to the
+  // reference at that probe length (js_vs_reference, one layer and head) and every evaluation
+  // during training at that length (10 steps of 1 FLOP, 1 token and 1 second each, evaluated at
+  // steps 0 and 10; a run's own `history` replaces them).
+  std::vector<double> value;
   int samples = 100;
   int train_max_length = 16;
+  // Its own evaluations during training: {step, length, value} rows, and the FLOPs of each step.
+  std::vector<std::tuple<int64_t, int64_t, double>> history = {};
+  std::vector<double> step_flops = {};
+  // Its own JS divergences at every probe length, [2 layers, 2 heads, 2 reference heads].
+  std::vector<double> js = {};
 };
 
 void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
@@ -56,6 +67,44 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   for (const char* m : {"exact_match", "token_accuracy", "loss"})
     eval.WriteDoubles(m, r.value, {L}, "length");
   eval.WriteInts("samples", std::vector<int64_t>(L, r.samples), {L}, "length");
+  const h5::Group geo = root.CreateGroup("analysis").CreateGroup("geometry");
+  for (uint64_t i = 0; i < L; ++i) {
+    const h5::Group g = geo.CreateGroup("length_" + std::to_string(r.length[i]));
+    g.SetAttr("length", r.length[i]);
+    if (r.js.empty()) {
+      g.WriteDoubles("js_vs_reference", {r.value[i]}, {1, 1, 1}, "layer,head,reference_head");
+    } else {
+      g.WriteDoubles("js_vs_reference", r.js, {2, 2, 2}, "layer,head,reference_head");
+    }
+  }
+  std::vector<double> flops = r.step_flops;
+  auto history = r.history;
+  if (flops.empty()) {
+    flops.assign(10, 1.0);
+    for (uint64_t i = 0; i < L; ++i)
+      for (const int64_t step : {0, 10}) history.emplace_back(step, r.length[i], r.value[i]);
+    std::sort(history.begin(), history.end());
+  }
+  const uint64_t S = flops.size(), R = history.size();
+  const h5::Group train = root.CreateGroup("train");
+  std::vector<int64_t> steps(S), tokens(S, 1);
+  for (uint64_t i = 0; i < S; ++i) steps[i] = static_cast<int64_t>(i);
+  train.WriteInts("step", steps, {S}, "step");
+  train.WriteInts("tokens", tokens, {S}, "step");
+  train.WriteDoubles("flops", flops, {S}, "step");
+  train.WriteDoubles("tokens_per_s", std::vector<double>(S, 1.0), {S}, "step");
+  const h5::Group h = train.CreateGroup("eval_history");
+  std::vector<int64_t> h_step, h_length;
+  std::vector<double> h_value;
+  for (const auto& [step, length, value] : history) {
+    h_step.push_back(step);
+    h_length.push_back(length);
+    h_value.push_back(value);
+  }
+  h.WriteInts("step", h_step, {R}, "row");
+  h.WriteInts("length", h_length, {R}, "row");
+  for (const char* m : {"exact_match", "token_accuracy", "loss"})
+    h.WriteDoubles(m, h_value, {R}, "row");
   w.Commit();
 }
 
@@ -206,7 +255,7 @@ TEST(Criterion, ScoresTheMeanOverTheSpanWithAStudentTIntervalOverSeeds) {
   EXPECT_NEAR(g.lo, t.lo, 1e-12);
   EXPECT_NEAR(g.hi, t.hi, 1e-12);
   EXPECT_EQ(v.groups[1].incomplete, 1) << "the diverged run is counted, not scored";
-  EXPECT_EQ(g.length, (std::vector<double>{8, 17, 32, 64}));
+  EXPECT_EQ(g.x, (std::vector<double>{8, 17, 32, 64}));
   // t interval 0.6 +- 0.248 against 0.1 +- 0: beyond.
   EXPECT_EQ(v.verdict, "reproduced");
   EXPECT_EQ(v.train_max_length, 16);
@@ -279,6 +328,100 @@ TEST(Criterion, LossRatiosAndSmallerIsBetter) {
   fs::remove_all(dir);
 }
 
+// Kazemnejad et al.'s distance between two models' attention: per layer the closest pair of
+// heads, then the mean over layers; smaller is closer.
+TEST(Criterion, JsToReferenceIsTheClosestPairOfHeadsPerLayerMeanOverLayers) {
+  const fs::path dir = testing::FreshTempDir("criterion_js");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  FakeRun t5{"t5", 1, "completed", {8, 32}, {0, 0}};
+  // Layer 0: closest pair 0.1; layer 1: 0.25 (a NaN entry is skipped). Mean 0.175.
+  t5.js = {0.3, 0.1, 0.2, 0.4, 0.5, nan, 0.25, 0.6};
+  WriteFakeRun(dir, t5);
+  FakeRun rope{"rope", 1, "completed", {8, 32}, {0, 0}};
+  rope.js = {0.3, 0.3, 0.3, 0.3, 0.2, 0.2, 0.2, 0.2};  // 0.25
+  WriteFakeRun(dir, rope);
+  ClaimCriterion k = Criterion({"t5 < rope"});
+  k.metric = "js_to_reference";
+  k.length_lo = 8;
+  k.length_hi = 32;
+  const Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_NEAR(v.groups[0].score, 0.175, 1e-12);
+  EXPECT_NEAR(v.groups[1].score, 0.25, 1e-12);
+  EXPECT_EQ(v.groups[0].x, (std::vector<double>{8, 32}));
+  EXPECT_EQ(v.groups[0].interval, "none (1 run)") << "a divergence has no counts";
+  EXPECT_TRUE(v.comparisons[0].in_direction);
+  k.holds = {"rope < t5"};
+  EXPECT_FALSE(JudgeCriterion(k, dir.string()).comparisons[0].in_direction);
+  // A run analysed without its NoPE reference names the command that adds it.
+  h5::Writer w((dir / "alibi-seed1.h5").string());
+  w.root().SetAttr("format", "lexp-run/2");
+  w.root().SetAttr("label", "alibi-seed1");
+  w.root().SetAttr("seed", 1);
+  w.root().SetAttr("train_max_length", 16);
+  w.root().CreateGroup("status").SetAttr("state", "completed");
+  w.root().CreateGroup("analysis").CreateGroup("geometry");
+  w.Commit();
+  k.holds = {"t5 < alibi"};
+  std::string error;
+  try {
+    JudgeCriterion(k, dir.string());
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("alibi-seed1.h5' has no JS divergence"), std::string::npos) << error;
+  EXPECT_NE(error.find("--reference"), std::string::npos) << error;
+  fs::remove_all(dir);
+}
+
+// At equal compute: every run is read from its evaluations during training at the compute every
+// compared run reached (the least total, or the claim's), between evaluations linearly; the axis
+// decides (at equal tokens the longer run wins here, at equal FLOPs the cheaper one).
+TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
+  const fs::path dir = testing::FreshTempDir("criterion_compute");
+  FakeRun grow{"grow", 1, "completed", {}, {}};
+  grow.step_flops.assign(10, 1.0);  // 10 FLOPs in all
+  grow.history = {{0, 64, 3.0}, {5, 64, 2.0}, {5, 16, 9.0}, {10, 64, 1.2}};
+  WriteFakeRun(dir, grow);
+  FakeRun fixed{"fixed", 1, "completed", {}, {}};
+  fixed.step_flops.assign(10, 1.5);  // 15 FLOPs: evaluations at 0, 7.5 and 15
+  fixed.history = {{0, 64, 3.0}, {5, 64, 1.4}, {10, 64, 1.0}};
+  WriteFakeRun(dir, fixed);
+  ClaimCriterion k = Criterion({"grow < fixed"});
+  k.metric = "loss";
+  k.length_lo = k.length_hi = 64;
+  k.compute = "flops";
+  Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.at_compute, 10.0) << "the least total compute";
+  EXPECT_NEAR(v.groups[0].score, 1.2, 1e-12) << "the length 16 row is not judged";
+  EXPECT_NEAR(v.groups[1].score, 1.4 * 2 / 3 + 1.0 / 3, 1e-12) << "between 7.5 and 15 FLOPs";
+  EXPECT_EQ(v.groups[0].interval, "none (1 run)");
+  EXPECT_EQ(v.groups[1].x, (std::vector<double>{0, 7.5, 15}));
+  EXPECT_EQ(v.groups[1].curve_mean, (std::vector<double>{3.0, 1.4, 1.0}));
+  EXPECT_EQ(v.verdict, "partly") << "ordered; one run each cannot separate";
+  // At 5 FLOPs the cheaper run is not ahead yet: 2.0 against 3 (1/3) + 1.4 (2/3).
+  k.at_compute = 5;
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_NEAR(v.groups[1].score, 3.0 / 3 + 1.4 * 2 / 3, 1e-12);
+  EXPECT_EQ(v.verdict, "not reproduced");
+  // At equal tokens (one per step) both end at 10 tokens, where the longer-trained run is lower.
+  k.at_compute = 0;
+  k.compute = "tokens";
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_NEAR(v.groups[1].score, 1.0, 1e-12);
+  EXPECT_EQ(v.verdict, "not reproduced");
+  // A length with no evaluation during training is an input error naming the span.
+  k.length_lo = k.length_hi = 32;
+  std::string error;
+  try {
+    JudgeCriterion(k, dir.string());
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("no evaluation during training at a length in [32, 32]"), std::string::npos)
+      << error;
+  fs::remove_all(dir);
+}
+
 TEST(Criterion, ALabelWithoutACompletedRunIsNotTestableAndSaysWhich) {
   const fs::path dir = testing::FreshTempDir("criterion_missing");
   WriteFakeRun(dir, {"nope", 1, "completed", {20}, {0.5}});
@@ -338,7 +481,14 @@ holds = ["nope > rope"]
       {with("recipe = \"default\"", "recipe = \"/no/such/r.toml\""),
        "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
-       "allowed: exact_match, token_accuracy, loss"},
+       "allowed: exact_match, token_accuracy, loss, js_to_reference"},
+      {with("[criterion]", "[criterion]\ncompute = \"hours\""),
+       "compute = 'hours'; allowed: tokens, flops, seconds"},
+      {with("metric = \"exact_match\"", "metric = \"js_to_reference\"\ncompute = \"flops\""),
+       "metric 'js_to_reference' is not evaluated during training"},
+      {with("[criterion]", "[criterion]\ncompute = \"flops\"\nrelative_to = [1, 2]"),
+       "relative_to and compute exclude each other"},
+      {with("[criterion]", "[criterion]\nat_compute = 5.0"), "at_compute must be a positive"},
       {with("lengths = [17, 32]", "lengths = [32, 17]"), "lengths must be [LO, HI]"},
       {with("holds = [\"nope > rope\"]", "holds = [\"nope >> rope\"]"), "is not a comparison"},
       {with("holds = [\"nope > rope\"]", "holds = []"), "holds is empty"},
@@ -358,8 +508,7 @@ holds = ["nope > rope"]
       {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"nosuch\"\n"
                          "scales = [\"pi:factor=2\"]\n"),
        "evaluate = 'nosuch' is not an earlier stage's name"},
-      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"),
-       "scales is missing"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"), "scales is missing"},
       {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
                          "scales = [\"warp:factor=2\"]\n"),
        "unknown rule 'warp'"},
@@ -558,7 +707,7 @@ full_minutes = 1
       << rec.verdict.verdict;
   ASSERT_EQ(rec.verdict.groups.size(), 2u);
   EXPECT_EQ(rec.verdict.groups[0].seeds, (std::vector<int>{1}));
-  EXPECT_EQ(rec.verdict.groups[0].length, (std::vector<double>{2, 4, 6}));
+  EXPECT_EQ(rec.verdict.groups[0].x, (std::vector<double>{2, 4, 6}));
   EXPECT_EQ(rec.claim.criterion.published.at("nope"), 0.5);
   EXPECT_EQ(rec.verdict.train_max_length, 4);
   {

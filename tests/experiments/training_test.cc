@@ -14,9 +14,11 @@
 #include "experiments/training/sweep.h"
 #include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
+#include "nn/model/flops.h"
 #include "nn/model/transformer.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
+#include "pe/patterns.h"
 #include "pe/registry.h"
 #include "tests/testing/process_memory.h"
 #include "tests/testing/run_files.h"
@@ -457,6 +459,49 @@ TEST(Training, ALengthScheduleGrowsTheLengthAndKeepsTheTokensPerStep) {
   const RecipeConfig plain = testing::TinyCopyRecipe();
   EXPECT_EQ(plain.PhaseAt(0, plain.LengthSchedule()).batch_size, 8);
   EXPECT_EQ(plain.PhaseAt(0, plain.LengthSchedule()).max_length, 5);
+  std::filesystem::remove_all(dir);
+}
+
+// The compute of every step is recorded: its model tokens, and its products' FLOPs (a training
+// step is three forward passes' worth) under the training pattern, which a window lowers.
+TEST(Training, EveryStepRecordsItsTokensAndFlops) {
+  const auto dir = testing::FreshTempDir("step_compute");
+  RunOptions o;
+  o.out_dir = dir.string();
+  for (const std::string pattern : {"full", "sliding_window"}) {
+    std::vector<std::string> sets = {"train.steps=12", "train.length_schedule=0:2,6:5",
+                                     "model.encodings=alibi"};
+    if (pattern != "full")
+      sets.insert(sets.end(), {"model.pattern=\"" + pattern + "\"", "model.pattern_window=3",
+                               "model.pattern_when=\"always\""});
+    const RecipeConfig c = testing::TinyCopyRecipe(sets);
+    o.name = pattern;
+    ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "completed");
+    h5::Reader r(RunFilePath(o.out_dir, pattern));
+    const h5::Group train = r.root().OpenGroup("train");
+    const auto batch = train.ReadInts("batch_size"), tokens = train.ReadInts("tokens");
+    const auto flops = train.ReadDoubles("flops");
+    ASSERT_EQ(tokens.size(), 12u);
+    ASSERT_EQ(flops.size(), 12u);
+    std::vector<uint64_t> emb;
+    r.root().OpenGroup("model").ReadDoublesShaped("tok_emb", {h5::Group::kAnySize, 16}, &emb);
+    ModelConfig m;
+    m.vocab = static_cast<int>(emb[0]);
+    m.d_model = 16;
+    m.n_heads = 2;
+    m.n_layers = 2;
+    const SlidingWindowPattern window(3);
+    const AttentionPattern causal(true);
+    for (int s = 0; s < 12; ++s) {
+      ASSERT_EQ(tokens[s] % batch[s], 0) << s;
+      const int B = static_cast<int>(batch[s]), T = static_cast<int>(tokens[s] / batch[s]);
+      const double want = 3 * ForwardMatmulFlops(m, pattern == "full" ? causal : window, B, T);
+      EXPECT_DOUBLE_EQ(flops[s], want) << pattern << " step " << s;
+      if (pattern != "full" && T > 3) {
+        EXPECT_LT(flops[s], 3 * ForwardMatmulFlops(m, causal, B, T)) << "the window costs less";
+      }
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
