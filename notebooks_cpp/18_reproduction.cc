@@ -69,6 +69,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
   // no such attribute: lengths).
   const std::string compute = root.HasAttr("compute") ? root.AttrString("compute") : "";
   const std::string x_name = compute.empty() ? "length" : "compute";
+  // Compute is drawn in a unit of its size: GFLOP, thousands of tokens, seconds.
+  const double x_unit = compute == "flops" ? 1e9 : compute == "tokens" ? 1e3 : 1.0;
   auto span_of = [&](const std::string& attr) {
     std::string s = root.AttrString(attr);
     const auto dots = s.find("..");
@@ -80,7 +82,10 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const std::string name = "reproduction";
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
-      << "# " << (compute.empty() ? "length(task length n)" : "compute(" + compute + ")") << " "
+      << "# "
+      << (compute.empty() ? "length(task length n)"
+                          : fmt::format("compute({} / {:g})", compute, x_unit))
+      << " "
       << metric << "_mean " << metric << "_min(worst seed) " << metric << "_max(best seed)\n";
   double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = -1e300;
   struct Panel {
@@ -93,8 +98,10 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const h5::Group groups = root.OpenGroup("groups");
   for (const auto& label : labels) {
     const h5::Group g = groups.OpenGroup(label);
-    const auto length = g.ReadDoubles(x_name), mean = g.ReadDoubles("curve_mean"),
-               lo = g.ReadDoubles("curve_min"), hi = g.ReadDoubles("curve_max");
+    auto length = g.ReadDoubles(x_name);
+    const auto mean = g.ReadDoubles("curve_mean"), lo = g.ReadDoubles("curve_min"),
+               hi = g.ReadDoubles("curve_max");
+    for (double& x : length) x /= x_unit;
     dat << "# " << label << "\n";
     for (size_t i = 0; i < length.size(); ++i) {
       dat << DatNumber(length[i]) << " " << DatNumber(mean[i]) << " " << DatNumber(lo[i]) << " "
@@ -128,7 +135,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const bool log_x = compute.empty() && x_hi > 20 * std::max(1.0, x_lo);
   std::string s = "# A reproduction's verdict; data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n", 480 * cols,
-                   120 + 330 * rows);
+                   150 + 330 * rows);
   s += "set output '" + name + ".png'\n";
   // The title: the verdict, then the claim wrapped at words.
   std::string statement = root.AttrString("statement"), wrapped;
@@ -147,16 +154,21 @@ std::string DrawReproduction(const std::string& claim_dir) {
       rows, cols,
       MultiLine(fmt::format("{} ({} budget): {}{}", root.AttrString("id"),
                             root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
-      1.0 - (50.0 + 16.0 * title_lines) / (120 + 330 * rows));
+      1.0 - (80.0 + 16.0 * title_lines) / (150 + 330 * rows));
   s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
   if (compute.empty()) {
     s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
   } else {
-    const std::string axis = compute == "flops"    ? "training FLOPs (matrix products)"
-                             : compute == "tokens" ? "training tokens"
-                                                   : "training seconds (wall clock)";
-    s += "set xlabel " + Quote(axis + " before the evaluation at " + root.AttrString("lengths")) +
+    const std::string axis = compute == "flops"    ? "training GFLOP"
+                             : compute == "tokens" ? "training tokens (thousands)"
+                                                   : "training seconds";
+    const std::vector<std::string> at = span_of("lengths");
+    s += "set xlabel " +
+         Quote(axis + " before each evaluation (n = " +
+               (at.size() == 2 && at[0] == at[1] ? at[0] : root.AttrString("lengths")) + ")") +
          "\n";
+    // One horizontal scale for every panel: the runs' compute differs by design.
+    s += fmt::format("set xrange [0:{}]\n", x_hi * 1.02);
   }
   const bool fraction = metric == "exact_match" || metric == "token_accuracy";
   s += "set ylabel " +
@@ -179,7 +191,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
     s += "unset arrow\nunset object\n";
     // The training length, or the compute every run is judged at.
     const double mark =
-        compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute");
+        compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute") / x_unit;
     s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
                      mark, mark);
     // The judged lengths shaded blue, the lengths a ratio is taken against green.

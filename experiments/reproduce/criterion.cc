@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "analysis/binomial.h"
 #include "nn/check.h"
@@ -159,11 +160,15 @@ void ReadComputePoints(const h5::Group& root, const std::string& path, const std
   }
 }
 
-RunScores ReadRun(const std::string& path, const ClaimCriterion& k) {
+// The run's scores, when its label is one of `labels` (the values are read only then: a run the
+// criterion does not compare may lack them, as the NoPE reference lacks a divergence to itself).
+std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
+                                 const std::vector<std::string>& labels) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
   RunScores s;
   s.label = GroupKey(RunLabel(root));  // a seed sweep's runs group under their label
+  if (std::find(labels.begin(), labels.end(), s.label) == labels.end()) return std::nullopt;
   s.seed = static_cast<int>(root.AttrInt("seed"));
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
@@ -367,8 +372,9 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
   double least_total = std::numeric_limits<double>::infinity();
   for (const auto& path : run_files) {
     if (!fs::exists(path)) continue;  // a planned run that never started: no completed run
-    RunScores r = ReadRun(path, k);
-    if (std::find(labels.begin(), labels.end(), r.label) == labels.end()) continue;
+    std::optional<RunScores> read = ReadRun(path, k, labels);
+    if (!read) continue;
+    RunScores& r = *read;
     v.train_max_length = std::max(v.train_max_length, r.train_max_length);
     if (r.state == "completed") least_total = std::min(least_total, r.total_compute);
     runs[r.label].push_back(std::move(r));
@@ -410,7 +416,27 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     ComparisonResult r{c, c.greater ? a.score > b.score : a.score < b.score,
                        intervals && (c.greater ? a.lo > b.hi : a.hi < b.lo),
                        {a.score, a.lo, a.hi},
-                       {b.score, b.lo, b.hi}};
+                       {b.score, b.lo, b.hi},
+                       {},
+                       0};
+    if (k.paired && !c.b_is_number) {
+      // Seed by seed: the differences of the seeds both labels have, and their t interval.
+      std::vector<double> d;
+      for (size_t i = 0; i < a.seeds.size(); ++i) {
+        const auto j = std::find(b.seeds.begin(), b.seeds.end(), a.seeds[i]);
+        if (j != b.seeds.end()) d.push_back(a.per_seed[i] - b.per_seed[j - b.seeds.begin()]);
+      }
+      r.paired_seeds = static_cast<int>(d.size());
+      if (d.size() >= 2) {
+        double sum = 0;
+        for (const double x : d) sum += x;
+        const Interval t = MeanInterval(d);
+        r.difference = {sum / static_cast<double>(d.size()), t.lo, t.hi};
+        r.beyond_intervals = c.greater ? t.lo > 0 : t.hi < 0;
+      } else {
+        r.beyond_intervals = false;  // fewer than 2 common seeds: no interval to separate
+      }
+    }
     direction += r.in_direction;
     beyond += r.beyond_intervals;
     v.comparisons.push_back(r);
@@ -423,8 +449,8 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
   } else {
     v.verdict = "not reproduced";
   }
-  v.reason = fmt::format("{} of {} comparisons hold beyond the 95% intervals, {} in direction",
-                         beyond, n, direction);
+  v.reason = fmt::format("{} of {} comparisons hold beyond the 95% intervals{}, {} in direction",
+                         beyond, n, k.paired ? " of the seeds' differences" : "", direction);
   return v;
 }
 

@@ -27,6 +27,9 @@
 // A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
 // direction when the scores alone are ordered so. B may be a number (a point). A label without an
 // interval (its interval is its point) can hold in direction only: it cannot separate.
+// paired = true (labels that are the same trained models evaluated two ways): a comparison of two
+// labels is judged on the differences A - B of the seeds both have instead, beyond the intervals
+// when the Student-t interval of their mean lies on the claimed side of 0 (at least 2 seeds).
 // Verdict:
 //   reproduced      every comparison holds beyond the intervals;
 //   partly          not all, but at least half hold in direction;
@@ -78,6 +81,9 @@ struct ComparisonResult {
   Comparison comparison;
   bool in_direction = false, beyond_intervals = false;
   SideScore a, b;  // A's and B's (B a number: the number)
+  // paired: the mean of A - B over the seeds both have, with its 95% interval, and their number.
+  SideScore difference;
+  int paired_seeds = 0;
 };
 
 struct Verdict {

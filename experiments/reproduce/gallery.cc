@@ -70,6 +70,11 @@ std::string Measured(const VerdictRecord& r) {
     }
     s += fmt::format("{} {:.3f} [{:.3f}, {:.3f}]", g.label, g.score, g.lo, g.hi);
   }
+  // Paired comparisons give the mean difference over seeds with its interval.
+  for (const auto& c : r.verdict.comparisons)
+    if (c.paired_seeds > 0)
+      s += fmt::format("; {}: difference {:.3f} [{:.3f}, {:.3f}] over {} seeds", c.comparison.Text(),
+                       c.difference.score, c.difference.lo, c.difference.hi, c.paired_seeds);
   // Comparisons over their own spans give their own numbers.
   for (const auto& c : r.verdict.comparisons) {
     if (c.comparison.lo == 0) continue;

@@ -53,6 +53,7 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
            {"reason", rec.verdict.reason},
            {"metric", k.metric},
            {"seeds", k.seeds},
+           {"paired", k.paired ? "true" : "false"},
            {"holds", fmt::format("{}", fmt::join(k.holds, "; "))},
            {"task", k.task}})
     root.SetAttr(key, value);
@@ -98,6 +99,12 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
       s.SetAttr(std::string(side) + "_score", x.score);
       s.SetAttr(std::string(side) + "_lo", x.lo);
       s.SetAttr(std::string(side) + "_hi", x.hi);
+    }
+    if (k.paired && !r.comparison.b_is_number) {
+      s.SetAttr("paired_seeds", static_cast<int64_t>(r.paired_seeds));
+      s.SetAttr("difference", r.difference.score);
+      s.SetAttr("difference_lo", r.difference.lo);
+      s.SetAttr("difference_hi", r.difference.hi);
     }
   }
   if (!rec.trend.empty()) {
@@ -151,6 +158,7 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
   rec.verdict.verdict = root.AttrString("verdict");
   rec.verdict.reason = root.AttrString("reason");
   rec.verdict.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
+  c.criterion.paired = root.HasAttr("paired") && root.AttrString("paired") == "true";
   if (root.HasAttr("compute")) {  // older files judge over lengths only
     c.criterion.compute = root.AttrString("compute");
     rec.verdict.at_compute = root.AttrDouble("at_compute");
@@ -184,6 +192,11 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
     if (s.HasAttr("a_score")) {  // files of before 2026-12-02 lack the sides' scores
       cr.a = {s.AttrDouble("a_score"), s.AttrDouble("a_lo"), s.AttrDouble("a_hi")};
       cr.b = {s.AttrDouble("b_score"), s.AttrDouble("b_lo"), s.AttrDouble("b_hi")};
+    }
+    if (s.HasAttr("paired_seeds")) {
+      cr.paired_seeds = static_cast<int>(s.AttrInt("paired_seeds"));
+      cr.difference = {s.AttrDouble("difference"), s.AttrDouble("difference_lo"),
+                       s.AttrDouble("difference_hi")};
     }
     rec.verdict.comparisons.push_back(cr);
   }

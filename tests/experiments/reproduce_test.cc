@@ -422,6 +422,43 @@ TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
   fs::remove_all(dir);
 }
 
+// Two evaluations of the same trained models share the seeds' spread: paired, the comparison is
+// judged on the seeds' differences, which separate where the labels' own intervals overlap.
+TEST(Criterion, PairedComparisonsJudgeTheSeedsDifferences) {
+  const fs::path dir = testing::FreshTempDir("criterion_paired");
+  const std::vector<double> a = {1.0, 2.0, 3.0}, d = {-0.10, -0.12, -0.08};
+  for (int s = 0; s < 3; ++s) {
+    WriteFakeRun(dir, {"rope+cut", s + 1, "completed", {128}, {a[s] + d[s]}});
+    WriteFakeRun(dir, {"rope+none", s + 1, "completed", {128}, {a[s]}});
+  }
+  WriteFakeRun(dir, {"rope+other", 1, "completed", {128}, {0.5}});
+  WriteFakeRun(dir, {"rope+other", 4, "completed", {128}, {0.6}});
+  ClaimCriterion k = Criterion({"rope+cut < rope+none"});
+  k.metric = "loss";
+  k.length_lo = k.length_hi = 128;
+  Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_FALSE(v.comparisons[0].beyond_intervals) << "unpaired, the seeds' spread hides it";
+  k.paired = true;
+  v = JudgeCriterion(k, dir.string());
+  const ComparisonResult& c = v.comparisons[0];
+  EXPECT_EQ(c.paired_seeds, 3);
+  EXPECT_NEAR(c.difference.score, -0.1, 1e-12);
+  const Interval t = MeanInterval(d);
+  EXPECT_NEAR(c.difference.lo, t.lo, 1e-12);
+  EXPECT_NEAR(c.difference.hi, t.hi, 1e-12);
+  EXPECT_TRUE(c.beyond_intervals);
+  EXPECT_EQ(v.verdict, "reproduced");
+  k.holds = {"rope+cut > rope+none"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  // Only seed 1 in common: one difference has no interval, so it cannot separate.
+  k.holds = {"rope+other < rope+none"};
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.comparisons[0].paired_seeds, 1);
+  EXPECT_TRUE(v.comparisons[0].in_direction);
+  EXPECT_FALSE(v.comparisons[0].beyond_intervals);
+  fs::remove_all(dir);
+}
+
 TEST(Criterion, ALabelWithoutACompletedRunIsNotTestableAndSaysWhich) {
   const fs::path dir = testing::FreshTempDir("criterion_missing");
   WriteFakeRun(dir, {"nope", 1, "completed", {20}, {0.5}});
@@ -489,6 +526,9 @@ holds = ["nope > rope"]
       {with("[criterion]", "[criterion]\ncompute = \"flops\"\nrelative_to = [1, 2]"),
        "relative_to and compute exclude each other"},
       {with("[criterion]", "[criterion]\nat_compute = 5.0"), "at_compute must be a positive"},
+      {with("[criterion]", "[criterion]\npaired = true\nseeds = \"max\""),
+       "paired compares seed by seed: it needs seeds = \"mean\""},
+      {with("[criterion]", "[criterion]\npaired = 1"), "paired must be true or false"},
       {with("lengths = [17, 32]", "lengths = [32, 17]"), "lengths must be [LO, HI]"},
       {with("holds = [\"nope > rope\"]", "holds = [\"nope >> rope\"]"), "is not a comparison"},
       {with("holds = [\"nope > rope\"]", "holds = []"), "holds is empty"},
