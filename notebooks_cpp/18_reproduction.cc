@@ -183,9 +183,13 @@ std::string DrawReproduction(const std::string& claim_dir) {
     const double pad = 0.05 * (y_hi - y_lo);
     s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
   }
-  // The key where the curves are not: accuracies fall with length, losses rise.
+  // The key where the curves are not: accuracies fall with length, losses rise from a low start,
+  // divergences sit high.
   s += std::string("set style fill transparent solid 0.25 noborder\nset key ") +
-       (fraction ? "bottom left" : "top left") + "\n";
+       (fraction                      ? "bottom left"
+        : metric == "js_to_reference" ? "bottom right"
+                                      : "top left") +
+       "\n";
   for (int k = 0; k < n; ++k) {
     const Panel& p = panels[k];
     s += "unset arrow\nunset object\n";

@@ -85,14 +85,17 @@ double AvailableMemoryBytes() {
 MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   const auto task = CreateTask(c.task, c.TaskOpts());
   const SequenceLayout layout(*task, c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
-  const double C = c.model.d_model, H = c.model.n_heads, L = c.model.n_layers, V = layout.Vocab();
+  // A side network's blocks (model.longmem_layers) are blocks too.
+  const double C = c.model.d_model, H = c.model.n_heads, L = c.model.n_layers + c.model.side.layers,
+               V = layout.Vocab();
   const double F = c.model.d_ff > 0 ? c.model.d_ff : 4 * C;
   // Values kept per token row in a forward pass: per layer its cache (LayerNorm inputs and outputs,
   // q|k|v before and after site 3, attention output, residual, MLP in, GELU output and slope,
   // scratch), the residual streams, the final norm and the logits.
   // A memory layer (model.knn_layer) keeps per row and head its retrieved rows and weights, and
   // its output and local branch [C] twice.
-  const double knn = c.model.knn.Active() ? 2 * H * c.model.knn.top_k + 4 * C : 0;
+  const bool memory = c.model.knn.Active() || c.model.side.memory_layer >= 0;
+  const double knn = memory ? 2 * H * c.model.knn.top_k + 4 * C + 3 * C : 0;  // + a side's bank
   const double per_row = L * (13 * C + 2 * F) + (L + 1) * C + 2 * C + V + knn;
   // Landmark attention adds a row after every landmark_block tokens.
   const int landmark = c.model.landmark_block;

@@ -273,7 +273,8 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "task sweep: every task of the list, each in <run dir>/<task>/ (empty = task.name)",
        &c.tasks},
       {"task.scratchpad",
-       "scratchpad before the answer (Kazemnejad et al. 2023; addition, summation, parity, sort, lego): "
+       "scratchpad before the answer (Kazemnejad et al. 2023; addition, summation, parity, sort, "
+       "lego): "
        "components among i (input), c (computation), o (output), v (variable update), r (remaining "
        "input), "
        "in that order, e.g. \"icovr\"; trained on, only the answer graded (\"\" = none)",
@@ -315,12 +316,30 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.knn_merge",
        "gate: a learned per-head gate between memory and local attention (Memorizing "
        "Transformer); softmax: one softmax over both (Focused Transformer, Tworkowski et al. 2023)",
-       &c.knn_merge, 0, 0, {"gate", "softmax"}},
+       &c.knn_merge,
+       0,
+       0,
+       {"gate", "softmax"}},
       {"model.knn_crossbatch",
        "training only: each query also retrieves from the memories of the d - 1 other sequences of "
        "its group of d in the batch, as negatives (the Focused Transformer's crossbatch; 1 = its "
        "own memory only, as at evaluation)",
        &c.model.knn.crossbatch, 1, 4096},
+      {"model.knn_chunk",
+       "memory rows retrieved together, each chunk scored by its mean key (LongMem: 4; 1 = every "
+       "row alone)",
+       &c.model.knn.chunk, 1, 4096},
+      {"model.longmem_layers",
+       "LongMem (Wang et al. 2023): a side network of this many blocks beside the model, whose "
+       "n_layers blocks become a frozen backbone read from train.init_from; side block i starts "
+       "as backbone block r i + r - 1 (r = n_layers / longmem_layers) and adds what its r "
+       "backbone blocks added to the residual stream; only the side network trains (0 = none)",
+       &c.model.side.layers, 0, 1024},
+      {"model.longmem_memory_layer",
+       "LongMem: the side block (0-based) whose attention also reads a retrieved memory of the "
+       "keys and values of the backbone block it copies, which the pattern no longer shows, with "
+       "model.knn_top_k, knn_memory, knn_chunk, knn_merge (-1 = none: the side network alone)",
+       &c.model.side.memory_layer, -1, 1023},
       {"model.knn_memory_gradient",
        "1: in training, the memory's keys and values get their gradient (the Focused "
        "Transformer trains its memory layer differentiably); 0: read-only, as a stored memory",
@@ -349,10 +368,7 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
        "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM), recurrence "
        "(Transformer-XL's segments with a cached memory)",
-       &c.pattern,
-       0,
-       0,
-       PatternNames()},
+       &c.pattern, 0, 0, PatternNames()},
       {"model.pattern_window",
        "sliding window w / bca block l / lambda n_local / sinks recent window / recurrence "
        "segment length (0 = the longest training sequence)",

@@ -54,6 +54,7 @@ struct RecipeConfig {
                     .pre_ln = true,
                     .causal = true,
                     .knn = {},
+                    .side = {},
                     .landmark_block = 0,
                     .landmark_top_k = 0,
                     .landmark_remap = true};

@@ -253,6 +253,57 @@ void ValidateOneTask(const RecipeConfig& c) {
                            "have; use an encoding that acts inside attention (rope, alibi, t5, "
                            "nope, ...)");
   }
+  if (c.model.side.Active()) {
+    const std::string where = KeyLocation(src, "model.longmem_layers");
+    const int S = c.model.side.layers, L = c.model.n_layers;
+    LEXP_INPUT_CHECK(S <= L && L % S == 0,
+                     where + " = " + std::to_string(S) + ": model.n_layers = " + std::to_string(L) +
+                         " must be a multiple (each side block stands for n_layers / "
+                         "longmem_layers backbone blocks)");
+    LEXP_INPUT_CHECK(c.layout == "decoder", where +
+                                                ": LongMem is a decoder; model.layout must "
+                                                "be \"decoder\"");
+    LEXP_INPUT_CHECK(!c.init_from.empty(),
+                     where +
+                         " trains a side network beside a trained backbone; set "
+                         "train.init_from to the backbone's run file");
+    LEXP_INPUT_CHECK(!c.model.knn.Active(),
+                     where +
+                         " and model.knn_layer exclude each other (the side network's memory "
+                         "is model.longmem_memory_layer)");
+    LEXP_INPUT_CHECK(c.lora_rank == 0, where +
+                                           " and train.lora_rank exclude each other (the side "
+                                           "network is what trains)");
+    LEXP_INPUT_CHECK(c.model.landmark_block == 0,
+                     where + " and model.landmark_block exclude each other");
+    LEXP_INPUT_CHECK(c.model.side.memory_layer < S,
+                     KeyLocation(src, "model.longmem_memory_layer") + " = " +
+                         std::to_string(c.model.side.memory_layer) +
+                         " is not a side block; allowed: -1 (none) or 0.." + std::to_string(S - 1));
+  }
+  if (c.model.side.memory_layer >= 0) {
+    const std::string where = KeyLocation(src, "model.longmem_memory_layer");
+    LEXP_INPUT_CHECK(c.model.side.Active(), where +
+                                                " is a side block's; set "
+                                                "model.longmem_layers too");
+    LEXP_INPUT_CHECK(c.pattern != "full",
+                     where +
+                         " reads the keys that model.pattern no longer shows; with pattern = "
+                         "\"full\" there are none (use sliding_window)");
+    LEXP_INPUT_CHECK(c.knn_memory_gradient == 0,
+                     KeyLocation(src, "model.knn_memory_gradient") +
+                         " = 1 cannot train LongMem's memory: it holds the frozen backbone's keys "
+                         "and values");
+  }
+  const bool any_memory = c.model.knn.Active() || c.model.side.memory_layer >= 0;
+  LEXP_INPUT_CHECK(c.model.knn.chunk == 1 || any_memory,
+                   KeyLocation(src, "model.knn_chunk") + " = " + std::to_string(c.model.knn.chunk) +
+                       " groups a memory's rows; set model.knn_layer or "
+                       "model.longmem_memory_layer too");
+  LEXP_INPUT_CHECK(c.model.knn.chunk <= c.model.knn.top_k,
+                   KeyLocation(src, "model.knn_chunk") + " = " + std::to_string(c.model.knn.chunk) +
+                       " exceeds model.knn_top_k = " + std::to_string(c.model.knn.top_k) +
+                       " (the rows retrieved: whole chunks, top_k / chunk of them)");
   LEXP_INPUT_CHECK(c.model.knn.crossbatch == 1 || c.model.knn.Active(),
                    KeyLocation(src, "model.knn_crossbatch") + " = " +
                        std::to_string(c.model.knn.crossbatch) +

@@ -92,14 +92,33 @@ class Runner {
     pos_rng_ = root.Split("positions");
     model_->Init(init);
     params_ = model_->Parameters();
+    // LongMem: the side network's parameters (side<i>.*, side.ln_f.*) beside the backbone's.
+    const bool side = model_->config().side.Active();
+    auto is_side = [](const ParamRef<float>& p) { return p.name.rfind("side", 0) == 0; };
     if (!cfg_.init_from.empty() && opt_.weights_from.empty()) {
       LEXP_INPUT_CHECK(std::filesystem::exists(cfg_.init_from),
                        "train.init_from: '" + cfg_.init_from + "' does not exist");
-      LoadModelWeights(cfg_.init_from, params_);
-      Say("fine-tuning from the weights of " + cfg_.init_from);
+      if (side) {
+        // The backbone from the trained run, the side network a copy of its blocks.
+        std::vector<ParamRef<float>> backbone;
+        for (const auto& p : params_)
+          if (!is_side(p)) backbone.push_back(p);
+        LoadModelWeights(cfg_.init_from, backbone);
+        model_->CopyBackboneIntoSide();
+        Say("LongMem: a side network beside the frozen backbone of " + cfg_.init_from);
+      } else {
+        LoadModelWeights(cfg_.init_from, params_);
+        Say("fine-tuning from the weights of " + cfg_.init_from);
+      }
     }
-    // What the optimizer trains: every weight, or (LoRA) the adapters of the frozen model.
+    // What the optimizer trains: every weight, (LoRA) the adapters of the frozen model, or
+    // (LongMem) the side network beside its frozen backbone.
     trained_ = params_;
+    if (side) {
+      trained_.clear();
+      for (const auto& p : params_)
+        if (is_side(p)) trained_.push_back(p);
+    }
     if (cfg_.lora_rank > 0 && opt_.weights_from.empty()) {
       // LongQLoRA: the frozen layer matrices as NF4 stores them, before the adapters copy W0.
       if (cfg_.lora_base == "nf4")

@@ -59,8 +59,23 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
   LEXP_CHECK(cfg.n_layers > 0, "model: n_layers must be positive");
   LEXP_CHECK(enc != nullptr, "model: an encoding is required (use 'nope' for none)");
   const int C = cfg.d_model, F = cfg.FF(), V = cfg.vocab;
+  const int side = cfg.side.layers;
+  if (cfg.side.Active()) {
+    LEXP_CHECK(side <= cfg.n_layers && cfg.n_layers % side == 0,
+               "model: the backbone's layers must be a multiple of the side network's");
+    LEXP_CHECK(cfg.side.memory_layer >= -1 && cfg.side.memory_layer < side,
+               "model: the side network's memory layer must be one of its blocks (or -1)");
+    LEXP_CHECK(cfg.landmark_block == 0, "model: a side network takes no landmarks");
+    LEXP_CHECK(!cfg.knn.Active() || cfg.knn.layer == cfg.n_layers + cfg.side.memory_layer,
+               "model: with a side network, the memory is its memory layer's");
+    // The side's memory reads the keys and values of the backbone block it copies.
+    if (cfg.side.memory_layer >= 0) {
+      cfg_.knn.layer = cfg.n_layers + cfg.side.memory_layer;
+      cfg_.knn.source_layer = cfg.SideSource(cfg.side.memory_layer);
+    }
+  }
   p_.tok_emb.setZero(V, C);
-  p_.blocks.resize(cfg.n_layers);
+  p_.blocks.resize(cfg.n_layers + side);
   for (auto& b : p_.blocks) {
     InitNorm(b.ln1, C);
     InitNorm(b.ln2, C);
@@ -76,10 +91,12 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
   InitNorm(p_.ln_f, C);
   p_.head.w.setZero(C, V);
   p_.head.b.setZero(V);
+  if (cfg.side.Active()) InitNorm(p_.side_ln_f, C);
   g_ = p_;
   ZeroGrad();
-  cache_.resize(cfg.n_layers);
+  cache_.resize(cfg.n_layers + side);
   xs_.resize(cfg.n_layers + 1);
+  ys_.resize(side + 1);
   if (cfg.landmark_block > 0) {
     LEXP_CHECK(cfg.causal && cfg.landmark_top_k >= 0, "model: landmark attention is causal");
     LEXP_CHECK(!enc->Uses(kSiteEmbedding),
@@ -91,10 +108,13 @@ Transformer<S>::Transformer(const ModelConfig& cfg, PositionEncoding<S>* enc)
     landmark_emb_.setZero(cfg.d_model);
     landmark_emb_grad_.setZero(cfg.d_model);
   }
-  if (cfg.knn.Active()) {
-    LEXP_CHECK(cfg.knn.layer < cfg.n_layers && cfg.knn.top_k >= 1 && cfg.knn.memory >= 0 &&
-                   cfg.knn.crossbatch >= 1,
-               "model: the memory layer must be one of the layers, with top_k, crossbatch >= 1");
+  if (cfg_.knn.Active()) {
+    LEXP_CHECK(cfg_.knn.layer < cfg.n_layers + side && cfg_.knn.top_k >= cfg_.knn.chunk &&
+                   cfg_.knn.chunk >= 1 && cfg_.knn.memory >= 0 && cfg_.knn.crossbatch >= 1,
+               "model: the memory layer must be one of the layers, with top_k >= chunk >= 1, "
+               "crossbatch >= 1");
+    LEXP_CHECK(cfg_.knn.source_layer < 0 || !cfg_.knn.memory_gradient,
+               "model: a memory of another layer's keys and values is read-only");
     LEXP_CHECK(cfg.causal, "model: a retrieved memory holds earlier context (causal layout)");
     knn_gate_.setZero(cfg.n_heads);  // g_h = sigmoid(0) = 1/2: both branches at first
     knn_gate_grad_.setZero(cfg.n_heads);
@@ -117,11 +137,20 @@ void Transformer<S>::Init(Rng& rng) {
   }
   InitNorm(p_.ln_f, C);
   InitLinear(p_.head, C, V, rng, 1.0);
+  if (cfg_.side.Active()) InitNorm(p_.side_ln_f, C);
   // A landmark is one more token: its embedding is drawn as the others are.
   for (long i = 0; i < landmark_emb_.size(); ++i)
     landmark_emb_[i] = static_cast<S>(rng.Normal());
   Rng pe_rng = rng.Split("pe");
   enc_->Init(pe_rng);
+}
+
+template <typename S>
+void Transformer<S>::CopyBackboneIntoSide() {
+  LEXP_CHECK(cfg_.side.Active(), "model: no side network to copy the backbone into");
+  for (int i = 0; i < cfg_.side.layers; ++i)
+    p_.blocks[cfg_.n_layers + i] = p_.blocks[cfg_.SideSource(i)];
+  p_.side_ln_f = p_.ln_f;
 }
 
 template <typename S>
@@ -138,6 +167,7 @@ void Transformer<S>::ZeroGrad() {
   }
   ZeroLike(g_.ln_f, p_.ln_f);
   ZeroLike(g_.head, p_.head);
+  ZeroLike(g_.side_ln_f, p_.side_ln_f);
   knn_gate_grad_.setZero(knn_gate_.size());
   landmark_emb_grad_.setZero(landmark_emb_.size());
   for (auto& r : enc_->Parameters()) std::fill(r.grad, r.grad + r.size, S(0));
@@ -146,9 +176,14 @@ void Transformer<S>::ZeroGrad() {
 template <typename S>
 std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   std::vector<ParamRef<S>> out;
+  // Backbone blocks are layer<l>, side blocks side<i>.
+  auto block_name = [&](int l) {
+    return l < cfg_.n_layers ? "layer" + std::to_string(l)
+                             : "side" + std::to_string(l - cfg_.n_layers);
+  };
   out.push_back({"tok_emb", p_.tok_emb, g_.tok_emb, "token,channel"});
   for (size_t l = 0; l < p_.blocks.size(); ++l) {
-    const std::string n = "layer" + std::to_string(l);
+    const std::string n = block_name(static_cast<int>(l));
     auto& pb = p_.blocks[l];
     auto& gb = g_.blocks[l];
     AddRefs(out, n + ".ln1", pb.ln1, gb.ln1);
@@ -160,11 +195,12 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   }
   AddRefs(out, std::string("ln_f"), p_.ln_f, g_.ln_f);
   AddRefs(out, std::string("head"), p_.head, g_.head);
+  if (cfg_.side.Active()) AddRefs(out, std::string("side.ln_f"), p_.side_ln_f, g_.side_ln_f);
   if (cfg_.landmark_block > 0)
     out.push_back({"landmark_emb", landmark_emb_, landmark_emb_grad_, "channel"});
   if (cfg_.knn.Active() && !cfg_.knn.softmax_merge)
-    out.push_back({"layer" + std::to_string(cfg_.knn.layer) + ".attn.knn_gate", knn_gate_,
-                   knn_gate_grad_, "head"});
+    out.push_back(
+        {block_name(cfg_.knn.layer) + ".attn.knn_gate", knn_gate_, knn_gate_grad_, "head"});
   for (auto& r : enc_->Parameters()) out.push_back(r);
   return out;
 }
@@ -280,30 +316,49 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
 }
 
 template <typename S>
-void Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training) {
+BlockCache<S>& Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out,
+                                            bool training) {
   // Training keeps every layer's activations for Backward, capture every layer's attention; a plain
   // evaluation needs one layer's at a time, so every layer works in the same cache.
   const bool capture = cache_[l].attn.capture_logits;
   const bool keep = training || capture;
   auto& c = keep ? cache_[l] : cache_[0];
   BlockQkv(l, x_in, c, /*split=*/true);
+  const int el = EncodingLayer(l);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(l, c.q, B_, T_, T_, pos_, true, false);
-    ApplyQKTransform(l, c.k, B_, T_, T_, pos_, false, false);
+    ApplyQKTransform(el, c.q, B_, T_, T_, pos_, true, false);
+    ApplyQKTransform(el, c.k, B_, T_, T_, pos_, false, false);
   }
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   const bool knn = l == cfg_.knn.layer;
   c.attn.keep_lse = knn && cfg_.knn.softmax_merge;
-  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, keep, c.attn, c.att);
+  AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, keep, c.attn, c.att);
   if (knn) KnnMerge(c, training);
   BlockAfterAttention(l, x_in, c, x_out, training || (capture && capture_sites_));
+  return c;
+}
+
+template <typename S>
+void Transformer<S>::SideForward(bool training) {
+  const int L = cfg_.n_layers, r = cfg_.SideReduction();
+  ys_[0] = xs_[0];
+  for (int i = 0; i < cfg_.side.layers; ++i) {
+    BlockForward(L + i, ys_[i], ys_[i + 1], training);
+    // y_{i+1} = Side_i(y_i) + (h_{r(i+1)} - h_{ri}): what its backbone blocks added.
+    ParallelChunks(ys_[i + 1].rows(), kRowGrain, [&](long r0, long r1) {
+      ys_[i + 1].middleRows(r0, r1 - r0) +=
+          xs_[r * (i + 1)].middleRows(r0, r1 - r0) - xs_[r * i].middleRows(r0, r1 - r0);
+    });
+  }
+  LayerNormForward(ys_[cfg_.side.layers], p_.side_ln_f, hf_, lnf_cache_);
 }
 
 template <typename S>
 void Transformer<S>::KnnMerge(BlockCache<S>& c, bool training) {
   const int H = cfg_.n_heads, D = cfg_.HeadDim(), T = T_;
   KnnMemoryForward(c.qkv, B_, T, H, ActivePattern(), cfg_.knn, knn_,
-                   training ? cfg_.knn.crossbatch : 1);
+                   training ? cfg_.knn.crossbatch : 1,
+                   cfg_.knn.source_layer >= 0 ? &mem_qkv_ : nullptr);
   if (training) knn_local_ = c.att;
   ParallelChunks(c.att.rows(), kRowGrain, [&](long r0, long r1) {
     for (long r = r0; r < r1; ++r)
@@ -402,11 +457,19 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   }
   enc_->Prepare(pos_, ActivePattern().MaxDistance(PositionSpan(pos_)));
   if (enc_->Uses(kSiteEmbedding)) enc_->AddEmbedding(pos_, tokens, B, xs_[0]);
-  // Backward and the residual read-out need every stream; a plain evaluation alternates two.
-  const bool all_streams = training || capture || keep_residuals_;
+  // Backward and the residual read-out need every stream (and so does a side network, which reads
+  // the backbone's); a plain evaluation alternates two.
+  const bool side = cfg_.side.Active();
+  const bool all_streams = training || capture || keep_residuals_ || side;
   auto stream = [&](int l) -> Mat<S>& { return all_streams ? xs_[l] : xs_[l % 2]; };
-  for (int l = 0; l < cfg_.n_layers; ++l) BlockForward(l, stream(l), stream(l + 1), training);
-  if (landmarks) {
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    // A side network's backbone is frozen: it keeps nothing for a backward pass.
+    const BlockCache<S>& c = BlockForward(l, stream(l), stream(l + 1), training && !side);
+    if (side && l == cfg_.knn.source_layer) mem_qkv_ = c.qkv;  // the side memory's bank
+  }
+  if (side) {
+    SideForward(training);
+  } else if (landmarks) {
     RealRows(stream(cfg_.n_layers), B, T, land_x_);  // the landmarks' outputs are never read
     LayerNormForward(land_x_, p_.ln_f, hf_, lnf_cache_);
     if (!training && all_streams) KeepRealTokensOnly(B, T, capture);
@@ -497,19 +560,21 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     ResizeZero(d_k_mem_, N, C);
     ResizeZero(d_v_mem_, N, C);
   }
-  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, l, c.attn, d_att_, d_q_, d_k_,
+  const int el = EncodingLayer(l);
+  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
                     d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(l, d_q_, B_, T_, T_, pos_, true, true);
-    ApplyQKTransform(l, d_k_, B_, T_, T_, pos_, false, true);
-    if (memory) ApplyQKTransform(l, d_k_mem_, B_, T_, T_, pos_, false, true);
+    ApplyQKTransform(el, d_q_, B_, T_, T_, pos_, true, true);
+    ApplyQKTransform(el, d_k_, B_, T_, T_, pos_, false, true);
+    if (memory) ApplyQKTransform(el, d_k_mem_, B_, T_, T_, pos_, false, true);
   }
   // The memory's retrieval read q (and k, v) before the encoding's transform; a differentiable
   // memory (model.knn_memory_gradient) sends its keys and values their gradient too.
   if (knn) {
     const bool grad = cfg_.knn.memory_gradient;
     KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_,
-                      grad ? &d_k_ : nullptr, grad ? &d_v_ : nullptr);
+                      grad ? &d_k_ : nullptr, grad ? &d_v_ : nullptr,
+                      cfg_.knn.source_layer >= 0 ? &mem_qkv_ : nullptr);
   }
   Resize(d_qkv_, N, 3 * C);
   d_qkv_.leftCols(C) = d_q_;
@@ -549,6 +614,16 @@ template <typename S>
 void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_logits) {
   const long N = static_cast<long>(B_) * T_, C = cfg_.d_model;
   const bool landmarks = cfg_.landmark_block > 0;
+  if (cfg_.side.Active()) {
+    // Through the side network only: the backbone (its head too) is frozen and the side reads its
+    // streams as constants. InputGradient() is then the gradient with respect to the side's input.
+    LinearInputGrad(p_.head, d_logits, d_h_, GradWrite::kOverwrite, &linear_scratch_);
+    ResizeZero(d_x_, N, C);
+    LayerNormBackward(p_.side_ln_f, lnf_cache_, d_h_, d_x_, g_.side_ln_f);
+    for (int i = cfg_.side.layers - 1; i >= 0; --i)
+      BlockBackward(cfg_.n_layers + i, ys_[i], d_x_);  // the added backbone deltas pass d_x_ on
+    return;
+  }
   LinearBackward(hf_, p_.head, d_logits, &d_h_, g_.head, GradWrite::kOverwrite, &linear_scratch_);
   if (landmarks) {
     // The real tokens' gradient into their inner rows; the landmarks' outputs had none.
@@ -590,7 +665,7 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_pos_all_ = pos;
   // A retrieved memory is searched again at every step: the whole prefix is recomputed.
   dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength() ||
-                   cfg_.knn.Active() || cfg_.landmark_block > 0;
+                   cfg_.knn.Active() || cfg_.landmark_block > 0 || cfg_.side.Active();
   if (dec_recompute_) {
     dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);
     return;

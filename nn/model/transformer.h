@@ -3,6 +3,19 @@
 // LayerNorm and an untied output head (Vaswani et al. 2017, arXiv:1706.03762; pre-LN as in Xiong et
 // al. 2020, arXiv:2002.04745). The encoding enters only through nn/position_hooks.h.
 //
+// With a side network (LongMem, Wang et al. 2023, arXiv:2306.07174; ModelConfig::side), the L
+// blocks are a backbone that a trainer freezes, and S = side.layers further blocks, each standing
+// for r = L / S backbone blocks, make the output:
+//   h_0 = embedded input, h_{l+1} = Block_l(h_l)                 the backbone (l < L)
+//   y_0 = h_0,  y_{i+1} = Side_i(y_i) + (h_{r(i+1)} - h_{ri})    the side blocks (i < S): each
+//                                                                 adds what its backbone blocks
+//                                                                 added to the residual stream
+//   logits = head(LN_side(y_S))                                   the backbone's head
+// Side block i starts as a copy of backbone block r i + r - 1 (LongMem: 2i + 1) and the side's
+// final norm as the backbone's (CopyBackboneIntoSide); side block side.memory_layer reads a
+// retrieved memory (nn/ops/knn_memory.h) of the keys and values of the backbone block it copies,
+// LongMem's cached memory bank. The backward pass runs through the side blocks only.
+//
 // Templated on the scalar: float is the fast path, double is the reference for gradient checks.
 #pragma once
 
@@ -23,6 +36,13 @@
 
 namespace lexp {
 
+// LongMem's side network (see above); layers = 0: none.
+struct SideNetConfig {
+  int layers = 0;         // side blocks S; the backbone's L must be a multiple
+  int memory_layer = -1;  // the side block with the retrieved memory (-1: none)
+  bool Active() const { return layers > 0; }
+};
+
 struct ModelConfig {
   int vocab = 0;
   int d_model = 64;
@@ -31,7 +51,10 @@ struct ModelConfig {
   int d_ff = 0;  // 0 means 4 * d_model
   bool pre_ln = true;
   bool causal = true;
-  KnnMemoryConfig knn;  // one layer with a retrieved memory (nn/ops/knn_memory.h), or none
+  // One layer with a retrieved memory (nn/ops/knn_memory.h), or none. With a side network, its
+  // layer is L + side.memory_layer and its source_layer the backbone block that side block copies.
+  KnnMemoryConfig knn;
+  SideNetConfig side;
   // Landmark attention (nn/ops/landmark.h): a landmark row after every landmark_block tokens
   // (0: none), and each query's top landmark_top_k blocks at evaluation (0: every block).
   int landmark_block = 0;
@@ -39,6 +62,10 @@ struct ModelConfig {
   bool landmark_remap = true;  // retrieved blocks seen just before the query's (top_k > 0)
   int FF() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   int HeadDim() const { return d_model / n_heads; }
+  // With a side network: backbone blocks per side block, and the backbone block side block i
+  // copies (and whose keys and values its memory reads).
+  int SideReduction() const { return n_layers / side.layers; }
+  int SideSource(int i) const { return SideReduction() * (i + 1) - 1; }
 };
 
 template <typename S>
@@ -53,9 +80,10 @@ struct BlockParams {
 template <typename S>
 struct ModelParams {
   Mat<S> tok_emb;  // [V, C]
-  std::vector<BlockParams<S>> blocks;
+  std::vector<BlockParams<S>> blocks;  // the L blocks, then the side network's S
   LayerNormParams<S> ln_f;
   LinearParams<S> head;  // [C, V]
+  LayerNormParams<S> side_ln_f;  // the side network's final norm (empty without one)
 };
 
 template <typename S>
@@ -90,6 +118,9 @@ class Transformer {
   }
 
   void Init(Rng& rng);
+  // A side network's start (LongMem): side block i = backbone block SideSource(i), the side's
+  // final norm = the backbone's.
+  void CopyBackboneIntoSide();
   void ZeroGrad();
   // Model parameters then the encoding's ("pe.*"), in a fixed order.
   std::vector<ParamRef<S>> Parameters();
@@ -146,7 +177,15 @@ class Transformer {
   void RealRows(const Mat<S>& inner, int B, int T, Mat<S>& out) const;
   // After a forward pass that keeps maps or streams: those of the real tokens only.
   void KeepRealTokensOnly(int B, int T, bool capture);
-  void BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
+  // Returns the cache the block used (a plain evaluation shares one among the layers).
+  BlockCache<S>& BlockForward(int l, const Mat<S>& x_in, Mat<S>& x_out, bool training);
+  // The side network over the backbone's streams xs_ (ys_), its final norm into hf_.
+  void SideForward(bool training);
+  // The layer an encoding sees for block l: its own, or for a side block the backbone block it
+  // copies (encodings with per-layer parameters have L of them).
+  int EncodingLayer(int l) const {
+    return l < cfg_.n_layers ? l : cfg_.SideSource(l - cfg_.n_layers);
+  }
   void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split);
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
@@ -173,6 +212,8 @@ class Transformer {
   int B_ = 0, T_ = 0;
   std::vector<double> pos_;
   std::vector<Mat<S>> xs_;  // L+1 residual streams; xs_[0] is the embedded input
+  std::vector<Mat<S>> ys_;  // the side network's S+1 streams (ys_[0] = xs_[0])
+  Mat<S> mem_qkv_;          // the side memory's source: its backbone block's q | k | v
   std::vector<BlockCache<S>> cache_;
   Mat<S> hf_;  // [N, C] final-norm output
   LayerNormCache<S> lnf_cache_;

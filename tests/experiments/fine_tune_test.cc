@@ -145,6 +145,47 @@ TEST_F(LoraFineTune, TrainsOnlyItsAdaptersAndResumes) {
   EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("layer1.attn.qkv.w"), w);
 }
 
+// LongMem: the side network (a copy of backbone block 1, plus its final norm and its memory's
+// gate) is all that trains; the backbone is the source's bit for bit, the counts say so, and the
+// run resumes to the same file.
+TEST_F(LoraFineTune, LongMemTrainsItsSideNetworkOnly) {
+  const RecipeConfig longmem =
+      FromSource({"train.steps=20", "model.longmem_layers=1", "model.longmem_memory_layer=0",
+                  "model.pattern=\"sliding_window\"", "model.pattern_window=3",
+                  "model.pattern_when=\"always\"", "model.knn_top_k=4", "model.knn_chunk=2",
+                  "train.lr=1e-2", "train.checkpoint_every=1000"});
+  RunOptions ob = Into("longmem");
+  ASSERT_EQ(TrainAndEvaluate(longmem, "rope", ob).state, "completed");
+  h5::Reader ra(source_), rb(RunFilePath(ob.out_dir, "rope"));
+  const h5::Group ma = ra.root().OpenGroup("model"), mb = rb.root().OpenGroup("model");
+  for (const std::string& name : ma.Children())
+    EXPECT_EQ(ma.ReadDoubles(name), mb.ReadDoubles(name)) << name << " is the frozen backbone";
+  // The side block started as block 1 and trained.
+  for (const std::string part : {"attn.qkv.w", "mlp.fc1.w", "ln2.g"}) {
+    const auto side = mb.ReadDoubles("side0." + part), start = ma.ReadDoubles("layer1." + part);
+    ASSERT_EQ(side.size(), start.size());
+    double moved = 0;
+    for (size_t i = 0; i < side.size(); ++i) moved = std::max(moved, std::abs(side[i] - start[i]));
+    EXPECT_GT(moved, 1e-4) << part;
+  }
+  const int64_t C = 16, F = 64,
+                block = 2 * 2 * C + (C * 3 * C + 3 * C) + (C * C + C) + (C * F + F) + (F * C + C);
+  EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), block + 2 * C + 2);  // + norm + gate
+  EXPECT_EQ(rb.root().AttrInt("total_parameters"),
+            ra.root().AttrInt("total_parameters") + block + 2 * C + 2);
+  RunOptions oc = Into("longmem_resumed");
+  oc.stop_after_steps = 8;
+  ASSERT_EQ(TrainAndEvaluate(longmem, "rope", oc).state, "interrupted");
+  oc.stop_after_steps = 0;
+  oc.resume = true;
+  ASSERT_EQ(TrainAndEvaluate(longmem, "rope", oc).state, "completed");
+  h5::Reader rc(RunFilePath(oc.out_dir, "rope"));
+  EXPECT_EQ(rc.root().OpenGroup("train").ReadDoubles("loss"),
+            rb.root().OpenGroup("train").ReadDoubles("loss"));
+  EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("side0.attn.qkv.w"),
+            mb.ReadDoubles("side0.attn.qkv.w"));
+}
+
 // LongLoRA's fine-tuning: the adapters, the token embedding and every LayerNorm train; the other
 // weights stay the source's.
 TEST_F(LoraFineTune, LongLoraAlsoTrainsEmbeddingsAndNorms) {

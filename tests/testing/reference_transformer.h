@@ -1,8 +1,9 @@
 // The textbook transformer built from lexp's ops in double, block by block, for tests whose
 // reference changes what one block sees: Transformer-XL segment by segment with a constant memory
-// (tests/nn/segment_recurrence_test.cc), a retrieved memory held fixed (tests/nn/knn_memory_test.cc).
-// It reads the weights of a Transformer<double> by name at every call, so finite differences that
-// perturb the model's storage perturb it too.
+// (tests/nn/segment_recurrence_test.cc), a retrieved memory held fixed
+// (tests/nn/knn_memory_test.cc), LongMem's side network beside its backbone
+// (tests/nn/longmem_test.cc). It reads the weights of a Transformer<double> by name at every call,
+// so finite differences that perturb the model's storage perturb it too.
 #pragma once
 
 #include <functional>
@@ -21,6 +22,9 @@ struct ReferenceWeights {
   LayerNormParams<double> ln_f;
   LinearParams<double> head;
   std::map<std::string, RowVec<double>> extra;  // any other parameter, flat (e.g. a memory gate)
+  // A side network's (LongMem): its blocks side<i> and final norm side.ln_f.
+  std::vector<BlockParams<double>> side_blocks;
+  LayerNormParams<double> side_ln_f;
 };
 
 inline ReferenceWeights ReadWeights(Transformer<double>& model) {
@@ -32,10 +36,8 @@ inline ReferenceWeights ReadWeights(Transformer<double>& model) {
   };
   auto row = [&](const std::string& n, long c) { return RowVec<double>(mat(n, 1, c)); };
   const long C = cfg.d_model, F = cfg.FF(), V = cfg.vocab;
-  ReferenceWeights w;
-  w.tok_emb = mat("tok_emb", V, C);
-  for (int l = 0; l < cfg.n_layers; ++l) {
-    const std::string p = "layer" + std::to_string(l) + ".";
+  auto block = [&](const std::string& name) {
+    const std::string p = name + ".";
     BlockParams<double> b;
     b.ln1 = {row(p + "ln1.g", C), row(p + "ln1.b", C)};
     b.ln2 = {row(p + "ln2.g", C), row(p + "ln2.b", C)};
@@ -43,10 +45,16 @@ inline ReferenceWeights ReadWeights(Transformer<double>& model) {
     b.proj = {mat(p + "attn.proj.w", C, C), row(p + "attn.proj.b", C)};
     b.fc1 = {mat(p + "mlp.fc1.w", C, F), row(p + "mlp.fc1.b", F)};
     b.fc2 = {mat(p + "mlp.fc2.w", F, C), row(p + "mlp.fc2.b", C)};
-    w.blocks.push_back(b);
-  }
+    return b;
+  };
+  ReferenceWeights w;
+  w.tok_emb = mat("tok_emb", V, C);
+  for (int l = 0; l < cfg.n_layers; ++l) w.blocks.push_back(block("layer" + std::to_string(l)));
   w.ln_f = {row("ln_f.g", C), row("ln_f.b", C)};
   w.head = {mat("head.w", C, V), row("head.b", V)};
+  for (int i = 0; i < cfg.side.layers; ++i)
+    w.side_blocks.push_back(block("side" + std::to_string(i)));
+  if (cfg.side.Active()) w.side_ln_f = {row("side.ln_f.g", C), row("side.ln_f.b", C)};
   for (const auto& [name, p] : by_name)
     if (name.find("knn_gate") != std::string::npos) w.extra[name] = row(name, p.size);
   return w;
@@ -101,14 +109,15 @@ inline MatD ReferenceBlock(const BlockParams<double>& p, PositionEncoding<double
   return y;
 }
 
-// The final LayerNorm, head and masked cross-entropy of x [rows, C]: the sum of -log p over the
-// masked rows and their count.
+// The final LayerNorm (the side network's with `side`), head and masked cross-entropy of x [rows,
+// C]: the sum of -log p over the masked rows and their count.
 inline std::pair<double, long> ReferenceHeadLoss(const ReferenceWeights& w, const MatD& x,
                                                  const std::vector<int>& targets,
-                                                 const std::vector<uint8_t>& mask) {
+                                                 const std::vector<uint8_t>& mask,
+                                                 bool side = false) {
   LayerNormCache<double> ln;
   MatD hf, logits;
-  LayerNormForward(x, w.ln_f, hf, ln);
+  LayerNormForward(x, side ? w.side_ln_f : w.ln_f, hf, ln);
   LinearForward(hf, w.head, logits);
   const auto ce =
       CrossEntropyForwardBackward<double>(logits, targets, mask, nullptr, nullptr, nullptr);
