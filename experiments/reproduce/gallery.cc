@@ -362,7 +362,9 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
       << "<id>_<name>/verdict.h5` (layout in data/README.md); do not edit by hand. Each claim's "
          "criterion was written in its file (experiments/reproductions/) before it ran. "
          "Intervals are 95%: Student-t over seeds, or Clopper-Pearson over the sequences of one "
-         "run.\n\n"
+         "run; a paired claim (the same trained models evaluated two ways) judges each comparison "
+         "on the seeds' differences; a claim about cost reads every run at the same training "
+         "compute.\n\n"
       << "| id | claim | source | published | lexp measured (budget, minutes) | verdict | figure |\n"
       << "|---|---|---|---|---|---|---|\n";
   for (const auto& r : records) {
