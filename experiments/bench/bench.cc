@@ -219,7 +219,7 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
       fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {}; products: {}, libxsmm "
                   "kernels: {})",
                   CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
-                  Eigen::SimdInstructionSetsInUse(), GemmBackendName(), GemmJitTarget()));
+                  CompiledSimd(), GemmBackendName(), GemmJitTarget()));
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));

@@ -14,5 +14,8 @@ std::string UtcNow();  // ISO 8601, seconds
 void WriteProvenance(const h5::Group& root, int threads);
 std::string CpuModel();            // /proc/cpuinfo "model name"
 std::string CpuInstructionSets();  // "x86-64-v4 (sse4.2 avx avx2 fma avx512f)"
+// The SIMD instruction sets this build was compiled for, from the compiler's own macros
+// ("AVX512F, AVX2, FMA, AVX, SSE4.2, ..."; Eigen 3.4's own string says "AVX" for AVX2 builds).
+std::string CompiledSimd();
 
 }  // namespace lexp
