@@ -284,6 +284,7 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
     g.lo = std::max(0.0, t.lo);
     g.hi = metric.is_fraction ? std::min(1.0, t.hi) : t.hi;
     g.interval = fmt::format("Student-t over {} seeds", g.per_seed.size());
+    g.has_interval = true;
   } else {
     g.score = g.per_seed[best];
     const std::string which =
@@ -296,6 +297,7 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
       g.hi = cp.hi;
       g.interval =
           fmt::format("Clopper-Pearson, {} ({} sequences)", which, static_cast<long>(trials));
+      g.has_interval = true;
     } else {
       g.lo = g.hi = g.score;
       g.interval = "none (" + which + ")";
@@ -412,7 +414,7 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     if (!c.b_is_number)
       b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi, v.at_compute) : group(c.b);
     // A side without an interval (one run's loss or ratio) orders, it does not separate.
-    const bool intervals = a.lo < a.hi && (c.b_is_number || b.lo < b.hi);
+    const bool intervals = a.has_interval && (c.b_is_number || b.has_interval);
     ComparisonResult r{c, c.greater ? a.score > b.score : a.score < b.score,
                        intervals && (c.greater ? a.lo > b.hi : a.hi < b.lo),
                        {a.score, a.lo, a.hi},

@@ -26,7 +26,9 @@
 // A comparison "A > B at LO..HI" scores both sides over its own span instead.
 // A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
 // direction when the scores alone are ordered so. B may be a number (a point). A label without an
-// interval (its interval is its point) can hold in direction only: it cannot separate.
+// interval (one run's loss or ratio: its interval is its point) can hold in direction only: it
+// cannot separate. Seeds that agree exactly (every seed's accuracy 1) have a Student-t interval of
+// zero width, which is an interval: it separates.
 // paired = true (labels that are the same trained models evaluated two ways): a comparison of two
 // labels is judged on the differences A - B of the seeds both have instead, beyond the intervals
 // when the Student-t interval of their mean lies on the claimed side of 0 (at least 2 seeds).
@@ -66,6 +68,7 @@ struct GroupScore {
   int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
   double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
   std::string interval;             // how the interval was made, for the table
+  bool has_interval = false;         // false: none (lo = hi = score stand for the point)
   // The metric's curve: at every evaluated length, or with a compute criterion at every
   // evaluation during training against the compute spent before it (x: the mean over the runs);
   // mean, min and max over the completed runs.

@@ -226,6 +226,16 @@ TEST(Claims, EveryCriterionPassesOnTheClaimedOrderAndFailsOnTheReverse) {
   }
 }
 
+// The input error judging `k` on the runs of `dir` raises (empty when there is none).
+std::string JudgeError(const ClaimCriterion& k, const fs::path& dir) {
+  try {
+    JudgeCriterion(k, dir.string());
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 ClaimCriterion Criterion(std::vector<std::string> holds, std::string seeds = "mean") {
   ClaimCriterion k;
   k.metric = "exact_match";
@@ -259,6 +269,27 @@ TEST(Criterion, ScoresTheMeanOverTheSpanWithAStudentTIntervalOverSeeds) {
   // t interval 0.6 +- 0.248 against 0.1 +- 0: beyond.
   EXPECT_EQ(v.verdict, "reproduced");
   EXPECT_EQ(v.train_max_length, 16);
+  fs::remove_all(dir);
+}
+
+// Three seeds that all score 1 have a Student-t interval of zero width: an interval, which
+// separates (one run's loss has none, and cannot).
+TEST(Criterion, SeedsThatAgreeExactlySeparate) {
+  const fs::path dir = testing::FreshTempDir("criterion_exact_seeds");
+  const std::vector<double> other = {0.10, 0.30, 0.20};
+  for (int s = 0; s < 3; ++s) {
+    WriteFakeRun(dir, {"memtrm", s + 1, "completed", {256}, {1.0}});
+    WriteFakeRun(dir, {"window", s + 1, "completed", {256}, {other[s]}});
+  }
+  ClaimCriterion k = Criterion({"memtrm > window"});
+  k.length_lo = k.length_hi = 256;
+  const Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.groups[0].lo, 1.0);
+  EXPECT_EQ(v.groups[0].hi, 1.0);
+  EXPECT_TRUE(v.groups[0].has_interval);
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  k.holds = {"window > memtrm"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
   fs::remove_all(dir);
 }
 
@@ -362,12 +393,7 @@ TEST(Criterion, JsToReferenceIsTheClosestPairOfHeadsPerLayerMeanOverLayers) {
   w.root().CreateGroup("analysis").CreateGroup("geometry");
   w.Commit();
   k.holds = {"t5 < alibi"};
-  std::string error;
-  try {
-    JudgeCriterion(k, dir.string());
-  } catch (const InputError& e) {
-    error = e.what();
-  }
+  const std::string error = JudgeError(k, dir);
   EXPECT_NE(error.find("alibi-seed1.h5' has no JS divergence"), std::string::npos) << error;
   EXPECT_NE(error.find("--reference"), std::string::npos) << error;
   fs::remove_all(dir);
@@ -411,12 +437,7 @@ TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
   EXPECT_EQ(v.verdict, "not reproduced");
   // A length with no evaluation during training is an input error naming the span.
   k.length_lo = k.length_hi = 32;
-  std::string error;
-  try {
-    JudgeCriterion(k, dir.string());
-  } catch (const InputError& e) {
-    error = e.what();
-  }
+  const std::string error = JudgeError(k, dir);
   EXPECT_NE(error.find("no evaluation during training at a length in [32, 32]"), std::string::npos)
       << error;
   fs::remove_all(dir);
@@ -471,12 +492,7 @@ TEST(Criterion, ALabelWithoutACompletedRunIsNotTestableAndSaysWhich) {
   // A span the runs did not evaluate is an input error naming it.
   k.length_lo = 30;
   k.length_hi = 40;
-  std::string error;
-  try {
-    JudgeCriterion(k, dir.string());
-  } catch (const InputError& e) {
-    error = e.what();
-  }
+  const std::string error = JudgeError(k, dir);
   EXPECT_NE(error.find("evaluated no length in [30, 40]"), std::string::npos) << error;
   fs::remove_all(dir);
 }
