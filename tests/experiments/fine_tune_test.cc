@@ -87,6 +87,22 @@ class LoraFineTune : public ::testing::Test {
     o.out_dir = (dir_ / name).string();
     return o;
   }
+  // Stopped after 8 steps and resumed into `name`: the same training history and `weight` as the
+  // uninterrupted run `done`.
+  static void ExpectResumeEquals(const RecipeConfig& recipe, const std::string& name,
+                                 const h5::Reader& done, const std::string& weight) {
+    RunOptions o = Into(name);
+    o.stop_after_steps = 8;
+    ASSERT_EQ(TrainAndEvaluate(recipe, "rope", o).state, "interrupted");
+    o.stop_after_steps = 0;
+    o.resume = true;
+    ASSERT_EQ(TrainAndEvaluate(recipe, "rope", o).state, "completed");
+    h5::Reader r(RunFilePath(o.out_dir, "rope"));
+    EXPECT_EQ(r.root().OpenGroup("train").ReadDoubles("loss"),
+              done.root().OpenGroup("train").ReadDoubles("loss"));
+    EXPECT_EQ(r.root().OpenGroup("model").ReadDoubles(weight),
+              done.root().OpenGroup("model").ReadDoubles(weight));
+  }
 
   static inline fs::path dir_;
   static inline std::string source_;
@@ -132,17 +148,7 @@ TEST_F(LoraFineTune, TrainsOnlyItsAdaptersAndResumes) {
   EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), 2 * 2 * (16 * 2 + 2 * 16));
   EXPECT_EQ(rb.root().AttrInt("total_parameters"),
             ra.root().AttrInt("total_parameters") + 2 * 2 * (16 * 2 + 2 * 16));
-  // Stopped after 8 steps and resumed: the same training history and weights.
-  RunOptions oc = Into("lora_resumed");
-  oc.stop_after_steps = 8;
-  ASSERT_EQ(TrainAndEvaluate(lora, "rope", oc).state, "interrupted");
-  oc.stop_after_steps = 0;
-  oc.resume = true;
-  ASSERT_EQ(TrainAndEvaluate(lora, "rope", oc).state, "completed");
-  h5::Reader rc(RunFilePath(oc.out_dir, "rope"));
-  EXPECT_EQ(rc.root().OpenGroup("train").ReadDoubles("loss"),
-            rb.root().OpenGroup("train").ReadDoubles("loss"));
-  EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("layer1.attn.qkv.w"), w);
+  ExpectResumeEquals(lora, "lora_resumed", rb, "layer1.attn.qkv.w");
 }
 
 // LongMem: the side network (a copy of backbone block 1, plus its final norm and its memory's
@@ -173,17 +179,7 @@ TEST_F(LoraFineTune, LongMemTrainsItsSideNetworkOnly) {
   EXPECT_EQ(rb.root().AttrInt("trainable_parameters"), block + 2 * C + 2);  // + norm + gate
   EXPECT_EQ(rb.root().AttrInt("total_parameters"),
             ra.root().AttrInt("total_parameters") + block + 2 * C + 2);
-  RunOptions oc = Into("longmem_resumed");
-  oc.stop_after_steps = 8;
-  ASSERT_EQ(TrainAndEvaluate(longmem, "rope", oc).state, "interrupted");
-  oc.stop_after_steps = 0;
-  oc.resume = true;
-  ASSERT_EQ(TrainAndEvaluate(longmem, "rope", oc).state, "completed");
-  h5::Reader rc(RunFilePath(oc.out_dir, "rope"));
-  EXPECT_EQ(rc.root().OpenGroup("train").ReadDoubles("loss"),
-            rb.root().OpenGroup("train").ReadDoubles("loss"));
-  EXPECT_EQ(rc.root().OpenGroup("model").ReadDoubles("side0.attn.qkv.w"),
-            mb.ReadDoubles("side0.attn.qkv.w"));
+  ExpectResumeEquals(longmem, "longmem_resumed", rb, "side0.attn.qkv.w");
 }
 
 // LongLoRA's fine-tuning: the adapters, the token embedding and every LayerNorm train; the other
