@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -56,8 +57,11 @@ std::string RecipeKeysHelp() {
   std::string s =
       "Recipe keys (TOML sections [run] [task] [model] [train] [eval] [probe]; "
       "defaults in brackets):\n";
-  for (const auto& f : Fields(c))
-    s += fmt::format("  {:<22} {:<16} {}  [{}]\n", f.key, FieldTypeName(f), f.help,
+  const auto fields = Fields(c);
+  size_t width = 0;  // the longest key's: every type starts in one column
+  for (const auto& f : fields) width = std::max(width, f.key.size());
+  for (const auto& f : fields)
+    s += fmt::format("  {:<{}} {:<16} {}  [{}]\n", f.key, width, FieldTypeName(f), f.help,
                      FieldValueString(f));
   s += "  encoding_options.<encoding>.<option>   per-encoding options (lexp list encodings)\n";
   return s;
