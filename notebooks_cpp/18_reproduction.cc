@@ -243,13 +243,18 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
   dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
       << "# steps(training steps of stage " << trend.AttrString("stage") << ") score lo hi "
       << "(the criterion's score over seeds and its 95% interval)\n";
-  std::string verdicts;
+  std::string verdicts, xtics;
   std::vector<std::string> points;
   for (size_t i = 0; trend.Has(fmt::format("{}", i)); ++i) points.push_back(fmt::format("{}", i));
+  int64_t fewest = 0, most = 0;  // the steps axis: the points, a factor of 1.5 beyond each end
   for (const auto& p : points) {
     const h5::Group t = trend.OpenGroup(p);
-    verdicts += fmt::format("{}{} steps{}: {}", verdicts.empty() ? "" : "; ", t.AttrInt("steps"),
+    const int64_t steps = t.AttrInt("steps");
+    verdicts += fmt::format("{}{} steps{}: {}", verdicts.empty() ? "" : "; ", steps,
                             t.AttrInt("budget") != 0 ? " (budget)" : "", t.AttrString("verdict"));
+    xtics += fmt::format("{}\"{}\" {}", xtics.empty() ? "" : ", ", steps, steps);
+    fewest = fewest == 0 ? steps : std::min(fewest, steps);
+    most = std::max(most, steps);
   }
   for (const auto& label : labels) {
     dat << "# " << label << "\n";
@@ -279,7 +284,14 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
                   : " / over " + root.AttrString("relative_to")) +
              " (95% interval)") +
        "\n";
-  s += "set key outside right\nset offsets graph 0.08, graph 0.08, 0, 0\n";
+  if (most > 0)
+    s += fmt::format("set xrange [{}:{}]\nset xtics ({})\n", DatNumber(fewest / 1.5),
+                     DatNumber(most * 1.5), xtics);
+  // Fractions on their own scale, as in the verdict figure; other metrics padded by 5%.
+  s += metric == "exact_match" || metric == "token_accuracy"
+           ? "set yrange [0:1.05]\n"
+           : "set offsets 0, 0, graph 0.05, graph 0.05\n";
+  s += "set key outside right\n";
   std::string plot = "plot ";
   for (size_t k = 0; k < labels.size(); ++k)
     plot += fmt::format(
