@@ -11,6 +11,7 @@
 #include "nn/ops/gelu.h"
 #include "nn/ops/layernorm.h"
 #include "nn/ops/linear.h"
+#include "pe/patterns.h"
 #include "pe/registry.h"
 #include "tests/testing/attention_gradcheck.h"
 #include "tests/testing/gradcheck.h"
@@ -211,6 +212,73 @@ INSTANTIATE_TEST_SUITE_P(Encodings, AttentionGradCheck, ::testing::ValuesIn(Atte
                          [](const auto& param_info) {
                            return param_info.param.encoding +
                                   (param_info.param.causal ? "_causal" : "_bidirectional");
+                         });
+
+// Attention under every sparse pattern (per-head masks for dilated and shifted_sparse, remapped
+// distances for lambda and sinks) against finite differences of its own forward pass. The
+// backward reads the stored probabilities, zero outside each head's mask, and the pattern's
+// distances: a backward that took lambda's or sinks' distances as plain fails here (checked by
+// mutation). T = 70 crosses the 64-query block boundary and holds several groups, windows and
+// segments. (Recurrence reads its memory without a gradient by design:
+// tests/nn/segment_recurrence_test.cc.)
+struct PatternCase {
+  std::string name;
+  PatternConfig config;
+  std::string encoding;
+};
+
+void PrintTo(const PatternCase& c, std::ostream* os) { *os << c.name << " " << c.encoding; }
+
+class PatternGradCheck : public ::testing::TestWithParam<PatternCase> {};
+
+TEST_P(PatternGradCheck, MatchesFiniteDifferences) {
+  const auto& tc = GetParam();
+  auto enc = CreateEncoding<double>(tc.encoding, {}, AttentionCaseShape(true));
+  Rng pe_rng(9);
+  enc->Init(pe_rng);
+  PatternConfig config = tc.config;
+  config.heads = 2;
+  const auto pattern = CreatePattern(config);
+  AttentionGradCase gc;
+  gc.shape = AttentionShape{2, 70, 2, 4};
+  gc.pattern = pattern.get();
+  gc.encoding = enc.get();
+  gc.pos.resize(70);
+  std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
+  gc.transform_qk = true;
+  gc.max_per_tensor = 60;
+  gc.seed = 7;
+  CheckAttentionGradients(gc);
+}
+
+std::vector<PatternCase> PatternCases() {
+  std::vector<PatternCase> out;
+  auto add = [&](const std::string& name, PatternConfig c) {
+    c.name = name;
+    for (const char* encoding : {"rope", "alibi"}) out.push_back({name, c, encoding});
+  };
+  PatternConfig c;
+  c.window = 9;
+  add("sliding_window", c);
+  c.window = 8;  // bca's blocks are even
+  add("bca", c);
+  c.global = 3;
+  c.window = 10;
+  add("lambda", c);
+  add("sinks", c);
+  PatternConfig dilated;
+  dilated.segments = {8, 32};
+  dilated.dilations = {1, 2};
+  add("dilated", dilated);
+  PatternConfig s2;
+  s2.ratio = 0.25;
+  add("shifted_sparse", s2);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Patterns, PatternGradCheck, ::testing::ValuesIn(PatternCases()),
+                         [](const auto& param_info) {
+                           return param_info.param.name + "_" + param_info.param.encoding;
                          });
 
 // The gradient with respect to the embedded input (used by the gradient receptive field): with
