@@ -28,6 +28,11 @@
 namespace lexp {
 namespace {
 
+// A metric in [0, 1] (the criterion's accuracies), drawn on [0, 1.05].
+bool IsFraction(const std::string& metric) {
+  return metric == "exact_match" || metric == "token_accuracy";
+}
+
 // Text with line breaks as a double-quoted gnuplot string ("\n" breaks the line).
 std::string MultiLine(const std::string& text) {
   std::string out = "\"";
@@ -170,7 +175,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
     // One horizontal scale for every panel: the runs' compute differs by design.
     s += fmt::format("set xrange [0:{}]\n", x_hi * 1.02);
   }
-  const bool fraction = metric == "exact_match" || metric == "token_accuracy";
+  const bool fraction = IsFraction(metric);
   s += "set ylabel " +
        Quote(metric == "loss"              ? "loss (nats per graded token)"
              : metric == "js_to_reference" ? "JS divergence to NoPE (nats, closest heads)"
@@ -288,8 +293,7 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
     s += fmt::format("set xrange [{}:{}]\nset xtics ({})\n", DatNumber(fewest / 1.5),
                      DatNumber(most * 1.5), xtics);
   // Fractions on their own scale, as in the verdict figure; other metrics padded by 5%.
-  s += metric == "exact_match" || metric == "token_accuracy"
-           ? "set yrange [0:1.05]\n"
+  s += IsFraction(metric) ? "set yrange [0:1.05]\n"
            : "set offsets 0, 0, graph 0.05, graph 0.05\n";
   s += "set key outside right\n";
   std::string plot = "plot ";

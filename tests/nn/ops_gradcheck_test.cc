@@ -152,27 +152,33 @@ void PrintTo(const AttentionCase& c, std::ostream* os) {
 
 EncodingShape AttentionCaseShape(bool causal) { return EncodingShape{8, 2, 1, causal, 80, 42, 7}; }
 
-class AttentionGradCheck : public ::testing::TestWithParam<AttentionCase> {};
-
-TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
-  const auto& tc = GetParam();
+// One encoding's attention under `pattern` against finite differences: 2 sequences of T = 70
+// (crossing the 64-query block boundary), 2 heads of width 4, through q, k, v (and the encoding's
+// own parameters).
+void CheckAttentionOf(const std::string& encoding, bool causal, const AttentionPattern& pattern,
+                      uint64_t seed) {
   // FIRE's threshold 42 / 4 = 10.5: queries past it normalise by their own position, and no
   // integer position sits on the kink of max(L, p).
-  auto enc =
-      CreateEncoding<double>(tc.encoding, TinyOptions(tc.encoding), AttentionCaseShape(tc.causal));
+  auto enc = CreateEncoding<double>(encoding, TinyOptions(encoding), AttentionCaseShape(causal));
   Rng pe_rng(9);
   enc->Init(pe_rng);
-  AttentionPattern pat(tc.causal);
   AttentionGradCase gc;
-  gc.shape = AttentionShape{2, 70, 2, 4};  // T = 70 crosses the 64-query block boundary
-  gc.pattern = &pat;
+  gc.shape = AttentionShape{2, 70, 2, 4};
+  gc.pattern = &pattern;
   gc.encoding = enc.get();
   gc.pos.resize(70);
   std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
   gc.transform_qk = true;
   gc.max_per_tensor = 60;
-  gc.seed = 6;
+  gc.seed = seed;
   CheckAttentionGradients(gc);
+}
+
+class AttentionGradCheck : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(AttentionGradCheck, MatchesFiniteDifferences) {
+  const auto& tc = GetParam();
+  CheckAttentionOf(tc.encoding, tc.causal, AttentionPattern(tc.causal), 6);
 }
 
 // Every registered encoding, causal and bidirectional; an encoding that refuses the bidirectional
@@ -233,22 +239,9 @@ class PatternGradCheck : public ::testing::TestWithParam<PatternCase> {};
 
 TEST_P(PatternGradCheck, MatchesFiniteDifferences) {
   const auto& tc = GetParam();
-  auto enc = CreateEncoding<double>(tc.encoding, {}, AttentionCaseShape(true));
-  Rng pe_rng(9);
-  enc->Init(pe_rng);
   PatternConfig config = tc.config;
   config.heads = 2;
-  const auto pattern = CreatePattern(config);
-  AttentionGradCase gc;
-  gc.shape = AttentionShape{2, 70, 2, 4};
-  gc.pattern = pattern.get();
-  gc.encoding = enc.get();
-  gc.pos.resize(70);
-  std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
-  gc.transform_qk = true;
-  gc.max_per_tensor = 60;
-  gc.seed = 7;
-  CheckAttentionGradients(gc);
+  CheckAttentionOf(tc.encoding, /*causal=*/true, *CreatePattern(config), 7);
 }
 
 std::vector<PatternCase> PatternCases() {
