@@ -1,5 +1,5 @@
-// Figure 15: the gradient receptive field, the share of the input gradient of the last output by
-// distance and the effective context against length (from /analysis/receptive_field of each run,
+// Figure 15: the gradient receptive field, the share of the input gradient of the scored rows by
+// distance from each row and the effective context against length (from /analysis/receptive_field of each run,
 // written by lexp analyze). Usage: 15_receptive_field RUN_DIR   (writes
 // RUN_DIR/figures/receptive_field.{png,gp,dat})
 // Compiled twice: into the figure library that `lexp` draws from, and with LEXP_FIGURE_PROGRAM as
@@ -60,8 +60,8 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "receptive_field";
   std::ofstream dat(dir / (name + ".dat"));
-  dat << "# one block per run at its longest evaluation length: distance d from the last "
-         "position (tokens), share of the input gradient there; then one block per run over the "
+  dat << "# one block per run at its longest evaluation length: distance d from the scored "
+         "row (tokens), share of the input gradient there; then one block per run over the "
          "evaluation lengths: length, distance holding 50% and 90% of the gradient (tokens)\n";
   std::string p1, p2;
   const size_t R = runs.size();
@@ -89,12 +89,12 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   std::string s = "# Gradient receptive field; data in " + name + ".dat\n";
   s += "set terminal pngcairo size 1300,520 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n" + SeriesStyles(static_cast<int>(R));
-  s += "set multiplot layout 1,2 title 'how far back the last output depends on its input "
+  s += "set multiplot layout 1,2 title 'how far back a scored prediction depends on its input "
        "(gradient of ln p(top token))'\n";
   s += "set grid\n" + KeyPlacement(static_cast<int>(R), "top right");
   s += fmt::format(
       "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", T0);
-  s += "set logscale y\nset xlabel 'distance d from the last position (tokens)'\n";
+  s += "set logscale y\nset xlabel 'distance d from the scored row (tokens)'\n";
   s += "set ylabel 'share of the input gradient (log scale)'\n";
   s += "set title 'gradient by distance (dashed: a training sequence)'\nplot " + p1 + "\n";
   s += "unset logscale y\nunset arrow 1\nset logscale x 2\n";

@@ -18,8 +18,8 @@
 //  * /analysis/position_probes: linear probes of the hidden states for position fitted at the
 //    training length and tested beyond it, and their distance from the training states
 //    (experiments/replay/position_probes.h);
-//  * /analysis/receptive_field: the gradient receptive field of the last position and the
-//    distances holding 50% and 90% of it, at every evaluation length
+//  * /analysis/receptive_field: the gradient receptive field of the scored rows (a task's answer
+//    tokens) and the distances holding 50% and 90% of it, at every evaluation length
 //    (experiments/replay/receptive_field.h);
 //  * /analysis/rotary (rope, rope_partial): pair angle ranges, contributions, logit supremum and
 //    the post-critical ablation (experiments/replay/rotary_pairs.h).

@@ -1,12 +1,17 @@
 // The gradient receptive field of a trained model (the effective-context measure of the length-
-// extrapolation survey, Zhao et al. 2023, arXiv:2312.17044): how much the output at the last
-// position i depends on the input at i - d. For each evaluation length, over min(eval.samples, 32)
-// sequences of the run's evaluation stream: y = ln p(top token | prefix) at the last position, its
-// gradient with respect to the embedded input at every position j (the token embedding plus an
-// absolute encoding's vector), g_j = ||dy/dx_j||_2, normalised to shares g_j / sum_k g_k, and
-// averaged over sequences against the distance d = i - j. The effective context is the smallest D
-// with sum_{d <= D} share_d >= 0.5 (and 0.9): the whole model's reach, where an attention map's
-// attended distance covers one layer and head.
+// extrapolation survey, Zhao et al. 2023, arXiv:2312.17044): how much a scored prediction depends
+// on the input d positions away. For each evaluation length, over min(eval.samples, 32) sequences
+// of the run's evaluation stream (teacher-forced inputs, the sequences /eval scored), at up to
+// kRowsPerSequence of each sequence's graded target rows, evenly spaced (for a task with an
+// answer: its answer tokens, the end token's row left out, so the reading is about writing the
+// answer and not about deciding where it stops; for a language-modelling source: its scored
+// tokens): y = ln p(target | inputs) at row i, its gradient with respect to the embedded input at
+// every position j (the token embedding plus an absolute encoding's vector), g_j = ||dy/dx_j||_2,
+// normalised to shares g_j / sum_k g_k and placed at the distance d = i - j from that row (|i - j|
+// for the encoder layout, whose rows also read later positions). A sequence's share curve is the
+// mean over its rows; the stored curve is the mean over sequences, with the sd across them. The
+// effective context is the smallest D with sum_{d <= D} share_d >= 0.5 (and 0.9), from the mean
+// curve, and its sd over sequences from each sequence's own curve.
 #pragma once
 
 #include <string>
@@ -17,11 +22,17 @@
 namespace lexp {
 
 struct ReceptiveField {
+  static constexpr int kRowsPerSequence = 8;
   int train_tokens = 0, samples = 0;
+  bool bidirectional = false;
+  bool answer_rows = false;                    // rows are an answer's tokens (end token's left out)
+  std::string rows_used;                       // which rows were differentiated, in words
   std::vector<int> lengths, sequence_lengths;  // [E]
   uint64_t max_tokens = 0;
-  std::vector<double> share;                 // [E, M] by distance d (NaN beyond the length)
-  std::vector<double> context50, context90;  // [E] tokens
+  std::vector<double> rows;             // [E, kRowsPerSequence] of the first sequence (NaN: none)
+  std::vector<double> share, share_sd;  // [E, M] by distance d (NaN beyond the length)
+  std::vector<double> context50, context90;  // [E] tokens, from the mean curve
+  std::vector<double> context50_sd;          // [E] tokens, sd over sequences
   std::vector<double> share_beyond_window;   // [E] share at d >= train_tokens
 };
 
