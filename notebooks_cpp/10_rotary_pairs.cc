@@ -38,6 +38,8 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
     int P = 0, predicted = 0, measured_freeze = 0, measured_remove = 0, train_tokens = 0;
     std::vector<double> train_periods, eval_periods, near, far;  // per pair
     std::vector<double> beyond_freeze, beyond_remove;            // per cut 0..P
+    std::vector<double> lo, hi;  // [2, P+1] 95% intervals of the beyond loss (NaN: not written)
+    double chance = std::numeric_limits<double>::quiet_NaN();  // ln V (NaN: not written)
   };
   std::vector<RunPairs> runs;
   for (const auto& path : FindRunFiles(run_dir)) {
@@ -84,6 +86,14 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         (m == 0 ? rp.beyond_freeze : rp.beyond_remove)
             .push_back(n ? sum / n : std::numeric_limits<double>::quiet_NaN());
       }
+    // Files of this version: the intervals over sequences and the uniform guess.
+    rp.lo.assign(2 * (P + 1), std::numeric_limits<double>::quiet_NaN());
+    rp.hi = rp.lo;
+    if (g.Has("beyond_loss_lo")) {
+      rp.lo = g.ReadDoublesShaped("beyond_loss_lo", {2, P + 1});
+      rp.hi = g.ReadDoublesShaped("beyond_loss_hi", {2, P + 1});
+      rp.chance = g.AttrDouble("chance_loss");
+    }
     runs.push_back(std::move(rp));
   }
   LEXP_INPUT_CHECK(!runs.empty(),
@@ -93,7 +103,8 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
   std::ofstream dat(dir / (name + ".dat"));
   dat << "# per run two blocks. A: pair k, periods covered in training, at the longest "
          "evaluation, mean |c_k| below the training length, at or beyond it. B: cut c, mean loss "
-         "beyond training with pairs >= c frozen, removed\n";
+         "beyond training with pairs >= c frozen, removed, and the 95% intervals over sequences "
+         "(frozen lo, hi, removed lo, hi; NaN: not in the file)\n";
   std::string s = "# Rotary pairs against the critical dimension; data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size 1650,{} font 'Sans,10' noenhanced\n",
                    420 * runs.size());
@@ -138,6 +149,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
     }
     for (double v : r.beyond_freeze) loss.Add(v);
     for (double v : r.beyond_remove) loss.Add(v);
+    if (!std::isnan(r.chance)) loss.Add(r.chance);
   }
   int block = 0;
   for (const auto& r : runs) {
@@ -147,7 +159,9 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
           << r.far[k] << "\n";
     dat << "\n\n# " << r.label << " ablation\n";
     for (int c = 0; c <= r.P; ++c)
-      dat << c << " " << r.beyond_freeze[c] << " " << r.beyond_remove[c] << "\n";
+      dat << c << " " << r.beyond_freeze[c] << " " << r.beyond_remove[c] << " "
+          << DatNumber(r.lo[c]) << " " << DatNumber(r.hi[c]) << " " << DatNumber(r.lo[r.P + 1 + c])
+          << " " << DatNumber(r.hi[r.P + 1 + c]) << "\n";
     dat << "\n\n";
     const int a = block, b = block + 1;
     block += 2;
@@ -171,27 +185,27 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         "plot '{0}.dat' index {1} using 1:4 with linespoints ls 1 title 'distance < training', "
         "'' index {1} using 1:5 with linespoints ls 2 title 'distance >= training'\n",
         name, a);
-    s += "unset logscale y\nset xlabel 'cut c: pairs k >= c ablated (c = P: none)'\n";
+    s += "unset logscale y\nset key bottom left\nset xlabel 'cut c: pairs k >= c ablated (c = P: "
+         "none)'\n";
     s += fmt::format("set xrange [-0.5:{}]\n", max_pairs + 0.5) + loss.Set("y", false);
     s += "set ylabel 'loss beyond training (nats/token)'\n";
-    s += r.measured_freeze < 0
-             ? fmt::format(
-                   "set title 'ablation: no length beyond training, no measured cut; "
-                   "predicted {}'\n",
-                   r.predicted)
-             : fmt::format(
-                   "set title 'ablation: best cut freeze {}, remove {}; predicted {}'\n",
-                   r.measured_freeze >= r.P ? "none helps" : std::to_string(r.measured_freeze),
-                   r.measured_remove >= r.P ? "none helps" : std::to_string(r.measured_remove),
-                   r.predicted);
+    auto cut = [](int c) { return c < 0 ? std::string("none") : std::to_string(c); };
+    s += fmt::format("set title 'ablation: measured boundary freeze {}, remove {}; predicted {}'\n",
+                     cut(r.measured_freeze), cut(r.measured_remove), r.predicted);
     s +=
         fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 2 lc rgb 'black'\n",
                     r.predicted);
     s += fmt::format(
         "plot '{0}.dat' index {1} using 1:2 with linespoints ls 3 title 'frozen (theta = 0)', "
-        "'' index {1} using 1:3 with linespoints ls 4 title 'removed (q, k = 0)'\n",
-        name, b);
-    s += "unset arrow 1\n";
+        "'' index {1} using 1:3 with linespoints ls 4 title 'removed (q, k = 0)', "
+        "'' index {1} using 1:2:4:5 with yerrorbars ls 3 notitle, "
+        "'' index {1} using 1:3:6:7 with yerrorbars ls 4 notitle{2}\n",
+        name, b,
+        std::isnan(r.chance) ? std::string()
+                             : fmt::format(", {} with lines dt 3 lc rgb 'gray40' title 'uniform "
+                                           "guess (ln V = {:.2f})'",
+                                           r.chance, r.chance));
+    s += "unset arrow 1\nset key top right\n";
   }
   s += "unset multiplot\n";
   dat.close();

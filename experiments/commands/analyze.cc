@@ -68,8 +68,10 @@ class AnalyzeCommand final : public Command {
         "                against ln(visible keys).\n"
         "  rotary        (rope) pair periods against the positions training showed, contributions\n"
         "                below/beyond it, the logit supremum (unrotated q.k included) against the\n"
-        "                observed maximum, and the post-critical ablation (measured boundary: the\n"
-        "                cut with the lowest loss beyond N; -1 without a length beyond N).");
+        "                observed maximum, and the post-critical ablation with each cut's loss\n"
+        "                beyond N and its cost within N, paired over the evaluation sequences\n"
+        "                (measured boundary: the lowest of the cuts below the unablated loss and\n"
+        "                below a uniform guess ln V by their 95% intervals; -1: none).");
     a->add_option("RUN_FILE", files_, "completed run files")->required()->check(CLI::ExistingFile);
     a->add_option("--reference", reference_,
                   "run file (typically NoPE) of the same recipe: JS divergence of attention rows "

@@ -1,7 +1,10 @@
 #include "experiments/replay/model_replay.h"
 
+#include <limits>
+
 #include "experiments/core/run_file.h"
 #include "nn/check.h"
+#include "nn/ops/cross_entropy.h"
 
 namespace lexp {
 namespace {
@@ -36,14 +39,37 @@ double ModelReplay::EvalLoss(int n) {
       .loss;
 }
 
+std::vector<double> ModelReplay::EvalLossBySequence(int n, double* pooled) {
+  std::vector<double> out;
+  double total = 0, tokens = 0;
+  ForEachEvalBatch(n, cfg_.eval_samples, [&](const Batch& b, const std::vector<double>& pos, int) {
+    parts_.model->Forward(b.tokens, b.B, b.T, pos, false, false, buf_.logits);
+    CrossEntropyForwardBackward<float>(buf_.logits, b.targets, b.graded, nullptr, &buf_.row_loss,
+                                       nullptr);
+    for (int s = 0; s < b.B; ++s) {
+      double sum = 0, count = 0;
+      for (int t = 0; t < b.T; ++t) {
+        const size_t i = static_cast<size_t>(s) * b.T + t;
+        if (!b.graded[i]) continue;
+        sum += buf_.row_loss[i];
+        count += 1;
+      }
+      out.push_back(count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN());
+      total += sum;
+      tokens += count;
+    }
+  });
+  if (pooled) *pooled = tokens > 0 ? total / tokens : std::numeric_limits<double>::quiet_NaN();
+  return out;
+}
+
 void ModelReplay::ForEachEvalBatch(
     int n, int samples,
     const std::function<void(const Batch& b, const std::vector<double>& pos, int first)>& f) {
   LengthStreams st = EvalStreams(cfg_.seed, n);
   for (int done = 0; done < samples; done += cfg_.eval_batch_size) {
-    const Batch b =
-        parts_.EvalLayout().MakeBatch(n, std::min(cfg_.eval_batch_size, samples - done), st.data,
-                                      -1);
+    const Batch b = parts_.EvalLayout().MakeBatch(n, std::min(cfg_.eval_batch_size, samples - done),
+                                                  st.data, -1);
     parts_.encoding->PositionIds(b.T, false, st.positions, buf_.pos);
     f(b, buf_.pos, done);
   }

@@ -35,6 +35,9 @@ class ModelReplay {
   // Mean loss per scored token at task length n over the recipe's eval.samples sequences (the
   // trainer's evaluation stream for n).
   double EvalLoss(int n);
+  // The same sequences one by one: the loss per graded token of each (in the stream's order); their
+  // pooled mean (total loss over total tokens, = EvalLoss(n)) into *pooled when given.
+  std::vector<double> EvalLossBySequence(int n, double* pooled = nullptr);
   // The probe batch of task length n (probe.samples sequences, the trainer's probe stream),
   // forwarded one sequence at a time with attention kept; after sequence s, f(s, T) may read
   // model().Logits(l) / Probs(l) ([H*T, T]).

@@ -1,6 +1,6 @@
 // Linear probes for position in a trained model's hidden states (the residual stream entering each
 // block, and the last block's output), fitted where training showed the model and tested beyond
-// it: do hidden states carry position in a way that extrapolates (NoPE's implicit position,
+// it: do hidden states carry position in a way that helps (NoPE's implicit position,
 // Kazemnejad et al. 2023, Theorem 1: a causal layer can recover absolute position), and do they
 // leave their training distribution? From the run's evaluation stream (replayed, teacher-forced
 // inputs): the fit set is min(eval.samples, 64) sequences at the training length N; the test set

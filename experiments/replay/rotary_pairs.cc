@@ -90,55 +90,91 @@ RotaryPairAnalysis AnalyzeRotaryPairs(const std::string& run_file) {
   observed.ForEachProbeSequence(a.probe_length, [&](int, int) { probe->EndSequence(); });
   a.contributions = probe->Stats();
 
-  // Post-critical ablation: every cut, both modes, every evaluation length. The 2 (P + 1) replays
-  // are independent: they run in parallel, each writing its own row (the same numbers whatever
-  // the thread count).
+  // Post-critical ablation: every cut, both modes, every evaluation length, sequence by sequence.
+  // The 2 (P + 1) replays are independent: they run in parallel, each writing its own row (the
+  // same numbers whatever the thread count).
   const size_t E = a.eval_lengths.size();
   a.ablation_loss.assign(2 * (P + 1) * E, 0.0);
+  a.ablation_loss_sd.assign(a.ablation_loss.size(), 0.0);
+  a.samples = cfg.eval_samples;
+  a.chance_loss = std::log(static_cast<double>(plain.model().config().vocab));
+  std::vector<CutAblationInput> judged(2);
+  for (int m = 0; m < 2; ++m) {
+    judged[m].lengths = a.eval_lengths;
+    judged[m].train_length = a.train_max_length;
+    judged[m].chance_loss = a.chance_loss;
+    judged[m].loss.assign(P + 1, std::vector<std::vector<double>>(E));
+  }
   const std::string opt = "encoding_options." + enc + ".";
   ParallelFor(2L * (P + 1), [&](long task) {
     const int m = static_cast<int>(task / (P + 1)), c = static_cast<int>(task % (P + 1));
     ModelReplay ablated(run,
                         {opt + "ablate_from=" + std::to_string(c), opt + "ablation=" + kModes[m]});
-    for (size_t e = 0; e < E; ++e)
-      a.ablation_loss[(m * (P + 1) + c) * E + e] = ablated.EvalLoss(a.eval_lengths[e]);
+    for (size_t e = 0; e < E; ++e) {
+      const size_t at = (m * (P + 1) + c) * E + e;
+      std::vector<double>& per = judged[m].loss[c][e];
+      per = ablated.EvalLossBySequence(a.eval_lengths[e], &a.ablation_loss[at]);
+      double mean = 0, sq = 0;
+      for (double v : per) mean += v / static_cast<double>(per.size());
+      for (double v : per) sq += (v - mean) * (v - mean);
+      a.ablation_loss_sd[at] =
+          per.size() > 1 ? std::sqrt(sq / static_cast<double>(per.size() - 1)) : 0.0;
+    }
   });
   for (int m = 0; m < 2; ++m) {
-    double best = std::numeric_limits<double>::infinity();
-    for (int c = 0; c <= P; ++c) {
-      double beyond = 0;
-      int nb = 0;
-      for (size_t e = 0; e < E; ++e)
-        if (a.eval_lengths[e] > a.train_max_length) {
-          beyond += a.ablation_loss[(m * (P + 1) + c) * E + e];
-          ++nb;
-        }
-      beyond = nb ? beyond / nb : std::numeric_limits<double>::quiet_NaN();
-      if (nb == 0) a.measured_boundary[m] = -1;  // no length beyond training: nothing to measure
-      if (beyond < best) {
-        best = beyond;
-        a.measured_boundary[m] = c;
-      }
-      if (c == P) a.beyond_loss[m][0] = beyond;
-    }
-    a.beyond_loss[m][1] = best;
+    a.verdict[m] = JudgeCutAblation(judged[m]);
+    a.measured_boundary[m] = a.verdict[m].boundary;
   }
   return a;
 }
 
 namespace {
 
-// One ablation mode's result in words: the best cut, or that no cut lowers the loss (the best
-// "cut" is then P, nothing ablated).
+// Cuts as ranges: "4-8, 11".
+std::string CutRanges(const std::vector<int>& flags) {
+  std::string out;
+  for (size_t c = 0; c < flags.size(); ++c) {
+    if (!flags[c] || (c > 0 && flags[c - 1])) continue;
+    size_t e = c;
+    while (e + 1 < flags.size() && flags[e + 1]) ++e;
+    out += (out.empty() ? "" : ", ") + (e == c ? fmt::format("{}", c) : fmt::format("{}-{}", c, e));
+  }
+  return out;
+}
+
+// One ablation mode's result in words: the unablated loss beyond N, the lowest cut with its paired
+// difference and in-distribution cost, the cuts that help, and the measured boundary or why there
+// is none.
 std::string AblationOutcome(const RotaryPairAnalysis& a, int mode) {
-  if (a.measured_boundary[mode] >= a.pairs) return "no cut lowers the loss";
-  const double gain = a.beyond_loss[mode][0] - a.beyond_loss[mode][1];
-  // Below the printed precision the "best" cut is noise: say that no ablation helps.
-  if (gain < 5e-4)
-    return fmt::format("no cut lowers the loss by 0.001 nats or more (best cut {}, {:.1e} below)",
-                       a.measured_boundary[mode], gain);
-  return fmt::format("best at cut {} ({:.3f}, {:.3f} nats below)", a.measured_boundary[mode],
-                     a.beyond_loss[mode][1], gain);
+  const CutAblationVerdict& v = a.verdict[mode];
+  const int P = a.pairs, c = v.lowest;
+  std::string s = fmt::format("{}: unablated {:.3f} [{:.3f}, {:.3f}]", kModes[mode],
+                              v.beyond_loss[P], v.beyond_lo[P], v.beyond_hi[P]);
+  if (c < 0 || c == P) return s + "; no cut lowers it: no measured boundary";
+  s += fmt::format(
+      "; lowest at cut {}: {:.3f} [{:.3f}, {:.3f}], {:+.3f} [{:+.3f}, {:+.3f}] against unablated, "
+      "{:+.3f} [{:+.3f}, {:+.3f}] in distribution",
+      c, v.beyond_loss[c], v.beyond_lo[c], v.beyond_hi[c], v.beyond_difference[c],
+      v.difference_lo[c], v.difference_hi[c], v.in_distribution_cost[c], v.cost_lo[c],
+      v.cost_hi[c]);
+  if (v.boundary >= 0)
+    return s + fmt::format(
+                   "; cuts below unablated and better than a uniform guess: {} (the predicted cut "
+                   "{} {}); measured boundary {}",
+                   CutRanges(v.helps), a.predicted_boundary,
+                   v.helps[a.predicted_boundary] ? "among them" : "not among them",
+                   v.boundary);
+  bool any_chance = false, any_lower = false;
+  for (int k = 0; k <= P; ++k) {
+    any_chance = any_chance || v.better_than_chance[k];
+    any_lower = any_lower || v.difference_hi[k] < 0;
+  }
+  if (!any_chance)
+    return s + "; no cut is better than a uniform guess beyond N: no measured boundary";
+  if (!any_lower)
+    return s + "; no cut is below unablated beyond its 95% interval: no measured boundary";
+  return s +
+         "; no cut is both below unablated and better than a uniform guess: no measured boundary";
 }
 
 }  // namespace
@@ -155,9 +191,12 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.SetAttr("predicted_boundary", a.predicted_boundary);
   g.SetAttr("measured_boundary_freeze", a.measured_boundary[0]);
   g.SetAttr("measured_boundary_remove", a.measured_boundary[1]);
-  if (a.measured_boundary[0] < 0)
+  g.SetAttr("chance_loss", a.chance_loss);
+  g.SetAttr("samples", a.samples);
+  if (!a.verdict[0].applicable)
     g.SetAttr("measured_boundary_not_applicable",
-              "no evaluation length beyond the training length (measured_boundary_* = -1)");
+              "no evaluation length beyond (or none within) the training length, or fewer than 2 "
+              "sequences (measured_boundary_* = -1)");
   g.SetAttr("train_distance", a.train_distance);
   g.SetAttr("train_span", a.train_span);
   g.SetAttr("probe_length", a.probe_length);
@@ -184,6 +223,46 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.WriteDoubles("ablation_loss", a.ablation_loss, {2, P + 1, E}, "ablation,cut,length",
                  "nats per scored token; ablation 0 = freeze, 1 = remove; pairs k >= cut "
                  "ablated (cut = P: none)");
+  g.WriteDoubles("ablation_loss_sd", a.ablation_loss_sd, {2, P + 1, E}, "ablation,cut,length",
+                 "nats: standard deviation over the evaluation sequences of each one's loss");
+  std::vector<double> bl, blo, bhi, df, dlo, dhi, il, ic, clo, chi;
+  std::vector<int64_t> chance, helps;
+  for (const CutAblationVerdict& v : a.verdict) {
+    bl.insert(bl.end(), v.beyond_loss.begin(), v.beyond_loss.end());
+    blo.insert(blo.end(), v.beyond_lo.begin(), v.beyond_lo.end());
+    bhi.insert(bhi.end(), v.beyond_hi.begin(), v.beyond_hi.end());
+    df.insert(df.end(), v.beyond_difference.begin(), v.beyond_difference.end());
+    dlo.insert(dlo.end(), v.difference_lo.begin(), v.difference_lo.end());
+    dhi.insert(dhi.end(), v.difference_hi.begin(), v.difference_hi.end());
+    il.insert(il.end(), v.in_distribution_loss.begin(), v.in_distribution_loss.end());
+    ic.insert(ic.end(), v.in_distribution_cost.begin(), v.in_distribution_cost.end());
+    clo.insert(clo.end(), v.cost_lo.begin(), v.cost_lo.end());
+    chi.insert(chi.end(), v.cost_hi.begin(), v.cost_hi.end());
+    chance.insert(chance.end(), v.better_than_chance.begin(), v.better_than_chance.end());
+    helps.insert(helps.end(), v.helps.begin(), v.helps.end());
+  }
+  const std::vector<uint64_t> mc = {2, P + 1};
+  const char* mca = "ablation,cut";
+  g.WriteDoubles("beyond_loss", bl, mc, mca,
+                 "nats: mean over sequences of each one's mean loss over the lengths > N (NaN: "
+                 "not applicable)");
+  g.WriteDoubles("beyond_loss_lo", blo, mc, mca, "its 95% Student-t interval over sequences");
+  g.WriteDoubles("beyond_loss_hi", bhi, mc, mca, "the interval's upper end");
+  g.WriteDoubles("beyond_difference", df, mc, mca,
+                 "nats: paired difference of beyond_loss against cut P (nothing ablated), mean "
+                 "over sequences");
+  g.WriteDoubles("beyond_difference_lo", dlo, mc, mca, "its paired 95% interval");
+  g.WriteDoubles("beyond_difference_hi", dhi, mc, mca, "the interval's upper end");
+  g.WriteDoubles("in_distribution_loss", il, mc, mca, "nats: the same over the lengths <= N");
+  g.WriteDoubles("in_distribution_cost", ic, mc, mca,
+                 "nats: paired difference of in_distribution_loss against cut P");
+  g.WriteDoubles("in_distribution_cost_lo", clo, mc, mca, "its paired 95% interval");
+  g.WriteDoubles("in_distribution_cost_hi", chi, mc, mca, "the interval's upper end");
+  g.WriteInts("better_than_chance", chance, mc, mca,
+              "1 when beyond_loss_hi < chance_loss (ln V: a uniform guess)");
+  g.WriteInts("helps", helps, mc, mca,
+              "1 when beyond_difference_hi < 0 and better_than_chance: the cuts "
+              "measured_boundary_* is chosen from");
   double sup = 0, obs = 0;
   for (uint64_t lh = 0; lh < L * H; ++lh) {
     sup = std::max(sup, c.supremum[lh]);
@@ -199,14 +278,16 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
              "rotary logits on the {}-token probe: largest observed {:.2f}, supremum over "
              "distances {:.2f}\n",
              a.probe_length, obs, sup) +
-         (a.measured_boundary[0] < 0
+         (!a.verdict[0].applicable
               ? fmt::format("post-critical ablation: losses written, measured boundary not "
-                            "applicable: no evaluation length beyond the training length {}\n",
+                            "applicable: no evaluation length beyond (or none within) the "
+                            "training length {}\n",
                             a.train_max_length)
-              : fmt::format("post-critical ablation, mean loss beyond training ({:.3f} "
-                            "unablated): freeze {}, remove {}; predicted cut {}\n",
-                            a.beyond_loss[0][0], AblationOutcome(a, 0), AblationOutcome(a, 1),
-                            a.predicted_boundary));
+              : fmt::format("post-critical ablation (predicted boundary: cut {}), loss per token "
+                            "beyond N over {} sequences with 95% intervals, uniform guess {:.2f}:\n"
+                            "  {}\n  {}\n",
+                            a.predicted_boundary, a.samples, a.chance_loss, AblationOutcome(a, 0),
+                            AblationOutcome(a, 1)));
 }
 
 }  // namespace lexp

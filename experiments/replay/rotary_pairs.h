@@ -11,15 +11,19 @@
 // Predicted boundary: d_extra/2, the number of pairs whose period fits in the span of positions
 // training showed, train_distance + 1 (the training token count for consecutive positions, as Liu
 // et al.'s T_train; far more under randomized, PoSE or shifted positions).
-// Measured boundary: for each ablation, the cut c whose mean loss over the evaluation lengths
-// beyond training is lowest (first one on ties): if the post-critical pairs are what breaks
-// extrapolation, freezing exactly them should extrapolate best. -1 (not applicable) when no
-// evaluation length lies beyond the training length.
+// Measured boundary (analysis/cut_ablation.h), for each ablation: the cut whose loss beyond the
+// training length is lowest among the cuts that extrapolate, i.e. whose loss there is below the
+// unablated one by a paired 95% interval over the evaluation sequences and below a uniform guess
+// (ln V) by its interval; each cut's loss within training is reported as its in-distribution
+// cost. If the post-critical pairs are what breaks extrapolation, freezing exactly them restores
+// it at no cost in distribution. -1 when no cut helps, or no evaluation length lies beyond
+// (or within) the training length.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "analysis/cut_ablation.h"
 #include "analysis/rotary_pair_probe.h"
 #include "nn/io/hdf5.h"
 #include "pe/rope.h"
@@ -28,18 +32,21 @@ namespace lexp {
 
 struct RotaryPairAnalysis {
   int pairs = 0, rotary_dims = 0, train_tokens = 0, train_max_length = 0, probe_length = 0;
-  double train_distance = 0;                    // largest distance seen in training (tokens)
-  double train_span = 0;                        // train_distance + 1: positions training showed
-  std::vector<double> inv_freq, period;         // [P] radians per token, tokens
-  std::vector<double> train_angle;              // [P] theta_k * train_distance (radians)
-  std::vector<int> eval_lengths;                // [E] task lengths n
-  std::vector<double> eval_distance;            // [E] largest distance at each length (tokens)
-  std::vector<double> eval_angle;               // [E, P]
-  RotaryPairStats contributions;                // on the longest probe
-  std::vector<double> ablation_loss;            // [2, P+1, E]: (freeze, remove) x cut c x length
-  int predicted_boundary = 0;                   // d_extra / 2
-  int measured_boundary[2] = {0, 0};            // freeze, remove
-  double beyond_loss[2][2] = {{0, 0}, {0, 0}};  // [mode][0: nothing ablated, 1: best cut]
+  double train_distance = 0;             // largest distance seen in training (tokens)
+  double train_span = 0;                 // train_distance + 1: positions training showed
+  std::vector<double> inv_freq, period;  // [P] radians per token, tokens
+  std::vector<double> train_angle;       // [P] theta_k * train_distance (radians)
+  std::vector<int> eval_lengths;         // [E] task lengths n
+  std::vector<double> eval_distance;     // [E] largest distance at each length (tokens)
+  std::vector<double> eval_angle;        // [E, P]
+  RotaryPairStats contributions;         // on the longest probe
+  std::vector<double> ablation_loss;     // [2, P+1, E]: (freeze, remove) x cut c x length
+  std::vector<double> ablation_loss_sd;  // [2, P+1, E]: sd over sequences
+  int samples = 0;                       // evaluation sequences per length
+  double chance_loss = 0;                // ln V: a uniform guess over the vocabulary
+  CutAblationVerdict verdict[2];         // freeze, remove
+  int predicted_boundary = 0;            // d_extra / 2
+  int measured_boundary[2] = {-1, -1};   // freeze, remove (verdict[m].boundary)
 };
 
 class ModelReplay;

@@ -2,7 +2,7 @@
 // base-scaling law (Liu et al. 2023): each token repeats the token kGap positions
 // back with probability kRepeat, and is otherwise uniform over V symbols (default 32); the first
 // kGap tokens are uniform. Predicting it needs one head that attends exactly kGap tokens back from
-// every query, whatever the sequence length, so a model that extrapolates keeps its loss flat past
+// every query, whatever the sequence length, so a model that helps keeps its loss flat past
 // the training length, while spurious attention to far keys whose rotary angles were never seen in
 // training (the failure the law predicts) shows up as a rising loss. Conditional law of token t >=
 // kGap:

@@ -299,7 +299,7 @@ TEST(T5, BucketsAreMonotoneAndSaturate) {
       EXPECT_EQ(T5Bucket(-n, true, 32, 128), 15);
     }
   }
-  // The bias therefore "extrapolates" by saturation: every distance past 113 looks the same.
+  // The bias therefore "helps" by saturation: every distance past 113 looks the same.
   auto enc = Make("t5", 8, 2);
   Rng rng(1);
   enc->Init(rng);
