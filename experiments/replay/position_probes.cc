@@ -1,72 +1,53 @@
 #include "experiments/replay/position_probes.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "analysis/linear_probe.h"
 #include "experiments/replay/model_replay.h"
+#include "nn/check.h"
 
 namespace lexp {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr int kMaxSequences = 64;  // per set: bounds the memory of the stored states
+constexpr int kMaxTestSequences = 64;  // bounds the memory of the stored states
 
-// Hidden states of every position of `samples` evaluation sequences of length n, per layer.
-struct States {
-  int T = 0, prompt = 0;
-  std::vector<Eigen::MatrixXd> x;  // [L+1] of [rows, C]
-  std::vector<int> position, sequence;
-};
-
-States Collect(ModelReplay& replay, int n, int samples) {
+// Every residual stream of `samples` evaluation sequences of length n, appended to rows[l].
+void Collect(ModelReplay& replay, int n, int samples, int* next_sequence,
+             std::vector<ProbeRows>& rows) {
   const RecipeConfig& cfg = replay.config();
   AssembledModel& m = replay.parts();
   m.model->set_keep_residuals(true);  // every residual stream, not the two an evaluation keeps
-  States st;
-  st.T = replay.SequenceLength(n);
-  const long T = st.T, C = cfg.model.d_model;
-  st.x.assign(cfg.model.n_layers + 1, Eigen::MatrixXd(samples * T, C));
-  for (long r = 0; r < samples * T; ++r) {
-    st.position.push_back(static_cast<int>(r % T));
-    st.sequence.push_back(static_cast<int>(r / T));
+  const bool decoder = m.model->config().causal;
+  const long T = replay.SequenceLength(n), C = cfg.model.d_model;
+  const int input = replay.InputTokens(n);
+  const long before = rows[0].x.rows(), added = static_cast<long>(samples) * T;
+  for (auto& r : rows) r.x.conservativeResize(before + added, C);
+  for (long k = 0; k < added; ++k) {
+    const int t = static_cast<int>(k % T);
+    const int segment = t < input               ? static_cast<int>(Segment::kInput)
+                        : decoder && t == input ? static_cast<int>(Segment::kSeparator)
+                                                : static_cast<int>(Segment::kAnswer);
+    for (auto& r : rows) {
+      r.position.push_back(t);
+      r.separator.push_back(decoder ? input : -1);
+      r.segment.push_back(segment);
+      r.sequence.push_back(*next_sequence + static_cast<int>(k / T));
+    }
   }
+  *next_sequence += samples;
   MatF logits;
   replay.ForEachEvalBatch(n, samples,
                           [&](const Batch& b, const std::vector<double>& pos, int first) {
                             m.model->Forward(b.tokens, b.B, b.T, pos, false, false, logits);
-                            st.prompt = b.prompt;
-                            // The batch's rows, sequence-major like the states.
-                            for (size_t l = 0; l < st.x.size(); ++l)
-                              st.x[l].middleRows(first * T, b.B * T) =
+                            for (size_t l = 0; l < rows.size(); ++l)
+                              rows[l].x.middleRows(before + first * T, b.B * T) =
                                   m.model->Residual(static_cast<int>(l)).cast<double>();
                           });
-  return st;
-}
-
-// Standardisation by the fit set's mean and sd (sd 0 -> 1).
-struct Scaler {
-  Eigen::RowVectorXd mean, sd;
-  explicit Scaler(const Eigen::MatrixXd& x) {
-    mean = x.colwise().mean();
-    sd = ((x.rowwise() - mean).array().square().colwise().mean()).sqrt();
-    for (Eigen::Index c = 0; c < sd.size(); ++c)
-      if (!(sd[c] > 1e-12)) sd[c] = 1;
-  }
-  Eigen::MatrixXd operator()(const Eigen::MatrixXd& x) const {
-    return (x.rowwise() - mean).array().rowwise() / sd.array();
-  }
-};
-
-double Rmse(const Eigen::VectorXd& pred, const Eigen::VectorXd& y, const std::vector<long>& rows) {
-  if (rows.empty()) return kNaN;
-  double s = 0;
-  for (long r : rows) s += (pred[r] - y[r]) * (pred[r] - y[r]);
-  return std::sqrt(s / static_cast<double>(rows.size()));
 }
 
 }  // namespace
@@ -77,139 +58,113 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
   const RecipeConfig& cfg = replay.config();
   const std::vector<int> lengths = cfg.EvalLengths();
   p.train_length = cfg.train_max_length;
+  p.train_tokens = replay.SequenceLength(p.train_length);
   p.long_length = *std::max_element(lengths.begin(), lengths.end());
-  p.samples = std::min(cfg.eval_samples, kMaxSequences);
-  const States fit = Collect(replay, p.train_length, p.samples);
-  const States test = Collect(replay, p.long_length, p.samples);
-  p.train_tokens = fit.T;
-  p.long_tokens = test.T;
-  p.has_separator = fit.prompt > 0 && test.prompt > 0;
+  p.long_tokens = replay.SequenceLength(p.long_length);
+  for (int n : lengths)
+    if (n <= p.train_length) p.fit_lengths.push_back(n);
+  LEXP_INPUT_CHECK(!p.fit_lengths.empty(),
+                   "position probes: the recipe evaluates no length <= train.max_length = " +
+                       std::to_string(p.train_length) + " to fit them on");
   const int L = cfg.model.n_layers;
-  const long nf = static_cast<long>(fit.position.size()),
-             nt = static_cast<long>(test.position.size());
-  Eigen::VectorXd y_fit(nf), y_test(nt), s_fit(nf), s_test(nt), beyond(nt);
-  for (long r = 0; r < nf; ++r) {
-    y_fit[r] = fit.position[r];
-    s_fit[r] = fit.position[r] - (fit.prompt - 1);
-  }
-  std::vector<long> in_range, past, last, half_fit, half_test;
-  for (long r = 0; r < nt; ++r) {
-    y_test[r] = test.position[r];
-    s_test[r] = test.position[r] - (test.prompt - 1);
-    const bool b = test.position[r] >= fit.T;
-    beyond[r] = b ? 1.0 : -1.0;
-    (b ? past : in_range).push_back(r);
-    if (test.position[r] == test.T - 1) last.push_back(r);
-    (test.sequence[r] % 2 == 0 ? half_fit : half_test).push_back(r);
-  }
-  for (int l = 0; l <= L; ++l) {
-    const Scaler scale(fit.x[l]);
-    const Eigen::MatrixXd zf = scale(fit.x[l]), zt = scale(test.x[l]);
-    const RidgeProbe index(zf, y_fit);
-    const Eigen::VectorXd pf = index.Predict(zf), pt = index.Predict(zt);
-    std::vector<long> all_fit(nf);
-    for (long r = 0; r < nf; ++r) all_fit[r] = r;
-    p.index_rmse_fit.push_back(Rmse(pf, y_fit, all_fit));
-    p.index_rmse_in_range.push_back(Rmse(pt, y_test, in_range));
-    p.index_rmse_beyond.push_back(Rmse(pt, y_test, past));
-    double lp = 0;
-    for (long r : last) lp += pt[r] / static_cast<double>(last.size());
-    p.index_last_predicted.push_back(last.empty() ? kNaN : lp);
-    if (p.has_separator) {
-      const RidgeProbe sep(zf, s_fit);
-      const Eigen::VectorXd st = sep.Predict(zt);
-      p.separator_rmse_in_range.push_back(Rmse(st, s_test, in_range));
-      p.separator_rmse_beyond.push_back(Rmse(st, s_test, past));
-    } else {
-      p.separator_rmse_in_range.push_back(kNaN);
-      p.separator_rmse_beyond.push_back(kNaN);
-    }
-    // "Beyond the training length" from the long sequences: fit on even, test on odd ones.
-    double acc = kNaN;
-    if (!past.empty() && !in_range.empty()) {
-      Eigen::MatrixXd za(half_fit.size(), zt.cols());
-      Eigen::VectorXd ya(half_fit.size());
-      for (size_t k = 0; k < half_fit.size(); ++k) {
-        za.row(static_cast<Eigen::Index>(k)) = zt.row(half_fit[k]);
-        ya[static_cast<Eigen::Index>(k)] = beyond[half_fit[k]];
-      }
-      const RidgeProbe cls(za, ya);
-      const Eigen::VectorXd score = cls.Predict(zt);
-      double tp = 0, pn = 0, tn = 0, nn = 0;
-      for (long r : half_test) {
-        const bool truth = beyond[r] > 0, said = score[r] > 0;
-        if (truth) {
-          pn += 1;
-          tp += said;
-        } else {
-          nn += 1;
-          tn += !said;
-        }
-      }
-      if (pn > 0 && nn > 0) acc = 0.5 * (tp / pn + tn / nn);
-    }
-    p.beyond_accuracy.push_back(acc);
-    // Out of distribution: squared Mahalanobis distance to the training-length states of the even
-    // sequences, cut at the 99th percentile over the odd ones.
-    auto rows_of = [](const Eigen::MatrixXd& z, const std::vector<long>& rows) {
-      Eigen::MatrixXd out(static_cast<Eigen::Index>(rows.size()), z.cols());
-      for (size_t k = 0; k < rows.size(); ++k)
-        out.row(static_cast<Eigen::Index>(k)) = z.row(rows[k]);
-      return out;
-    };
-    std::vector<long> fit_even, fit_odd;
-    for (long r = 0; r < nf; ++r) (fit.sequence[r] % 2 == 0 ? fit_even : fit_odd).push_back(r);
-    const Eigen::MatrixXd ref = rows_of(zf, fit_even), held = rows_of(zf, fit_odd);
-    auto fraction = [&](const std::vector<long>& rows) {
-      return rows.empty() ? kNaN : OutlierRate(ref, held, rows_of(zt, rows));
-    };
-    p.ood_in_range.push_back(fraction(in_range));
-    p.ood_beyond.push_back(fraction(past));
-  }
+  const int per_length =
+      std::clamp(PositionProbes::kFitSequences / static_cast<int>(p.fit_lengths.size()), 2,
+                 std::max(2, cfg.eval_samples));
+  std::vector<ProbeRows> fit(L + 1), test(L + 1);
+  int sequences = 0;
+  for (int n : p.fit_lengths)
+    Collect(replay, n, std::min(per_length, cfg.eval_samples), &sequences, fit);
+  p.fit_sequences = sequences;
+  p.test_sequences = std::min(cfg.eval_samples, kMaxTestSequences);
+  sequences = 0;
+  Collect(replay, p.long_length, p.test_sequences, &sequences, test);
+  for (int l = 0; l <= L; ++l) p.residual.push_back(ReadPositionProbes(fit[l], test[l]));
   return p;
 }
 
 std::string WritePositionProbes(const PositionProbes& p, const h5::Group& analysis) {
   analysis.Remove("position_probes");
   h5::Group g = analysis.CreateGroup("position_probes");
-  const uint64_t K = p.index_rmse_fit.size();
+  const uint64_t K = p.residual.size();
+  const PositionProbeReading& top = p.residual.back();
   g.SetAttr("source",
-            "evaluation stream replayed: fit on eval sequences at the training length, tested on "
-            "the longest evaluation length (experiments/replay/position_probes.h)");
+            "evaluation stream replayed: fit on eval sequences at the evaluation lengths <= N, "
+            "tested on the longest evaluation length; rows read by segment "
+            "(experiments/replay/position_probes.h, analysis/position_probes.h)");
   g.SetAttr("train_length", p.train_length);
   g.SetAttr("train_tokens", p.train_tokens);
   g.SetAttr("long_length", p.long_length);
   g.SetAttr("long_tokens", p.long_tokens);
-  g.SetAttr("samples", p.samples);
-  g.SetAttr("has_separator", static_cast<int64_t>(p.has_separator));
-  const std::string ax = "residual";
-  g.WriteDoubles("index_rmse_fit", p.index_rmse_fit, {K}, ax,
-                 "tokens: RMSE of the linear probe for the absolute index on its own fit set "
-                 "(residual 0: the embedded input; L: the last block's output)");
-  g.WriteDoubles("index_rmse_in_range", p.index_rmse_in_range, {K}, ax,
-                 "tokens: the same probe on the long sequences' positions t < train_tokens");
-  g.WriteDoubles("index_rmse_beyond", p.index_rmse_beyond, {K}, ax,
-                 "tokens: and on their positions t >= train_tokens");
-  g.WriteDoubles("index_last_predicted", p.index_last_predicted, {K}, ax,
-                 "tokens: mean predicted index of the last position (true: long_tokens - 1)");
-  g.WriteDoubles("separator_rmse_in_range", p.separator_rmse_in_range, {K}, ax,
-                 "tokens: probe for the signed distance to the separator (NaN: no separator)");
-  g.WriteDoubles("separator_rmse_beyond", p.separator_rmse_beyond, {K}, ax, "the same, beyond");
-  g.WriteDoubles("beyond_accuracy", p.beyond_accuracy, {K}, ax,
-                 "balanced accuracy of a linear classifier of t >= train_tokens, fitted on half of "
-                 "the long sequences and tested on the other half (0.5: no linear signal)");
-  g.WriteDoubles("ood_in_range", p.ood_in_range, {K}, ax,
-                 "fraction of long-sequence states at t < train_tokens beyond the 99th "
-                 "percentile of the training-length states' Mahalanobis distance (0.01 expected)");
-  g.WriteDoubles("ood_beyond", p.ood_beyond, {K}, ax, "the same at t >= train_tokens");
-  const uint64_t k = K - 1;
+  g.SetAttr("fit_lengths", fmt::format("{}", fmt::join(p.fit_lengths, ",")));
+  g.SetAttr("fit_sequences", p.fit_sequences);
+  g.SetAttr("test_sequences", p.test_sequences);
+  g.SetAttr("rows_seen", static_cast<int64_t>(top.rows_seen));
+  g.SetAttr("rows_unseen", static_cast<int64_t>(top.rows_unseen));
+  g.SetAttr("segments_classified", top.segments_classified);
+  g.SetAttr("segments_ood", top.segments_ood);
+  if (!top.separator_applicable) g.SetAttr("separator_not_applicable", top.separator_note);
+  auto write = [&](const std::string& name, double PositionProbeReading::*field,
+                   const std::string& what) {
+    std::vector<double> v;
+    for (const auto& r : p.residual) v.push_back(r.*field);
+    g.WriteDoubles(name, v, {K}, "residual", what);
+  };
+  write("index_rmse_fit", &PositionProbeReading::index_rmse_fit,
+        "tokens: RMSE of the linear probe for the absolute index on its own fit set (residual 0: "
+        "the embedded input; L: the last block's output)");
+  write("index_rmse_in_range", &PositionProbeReading::index_rmse_in_range,
+        "tokens: the same probe on the test rows whose index lies within the fit set's");
+  write("index_rmse_beyond", &PositionProbeReading::index_rmse_beyond,
+        "tokens: and on those beyond it");
+  write("index_chance_in_range", &PositionProbeReading::index_chance_in_range,
+        "tokens: RMSE of the fit set's mean index on the same rows (no linear signal)");
+  write("index_chance_beyond", &PositionProbeReading::index_chance_beyond, "the same, beyond");
+  write("index_last_predicted", &PositionProbeReading::index_last_predicted,
+        "tokens: mean predicted index of the last position (true: long_tokens - 1)");
+  write("separator_rmse_in_range", &PositionProbeReading::separator_rmse_in_range,
+        "tokens: probe for the signed distance t - separator, on the test rows whose distance "
+        "lies within the fit set's (NaN: not applicable, see separator_not_applicable)");
+  write("separator_rmse_beyond", &PositionProbeReading::separator_rmse_beyond, "the same, beyond");
+  write("separator_chance_in_range", &PositionProbeReading::separator_chance_in_range,
+        "tokens: RMSE of the fit set's mean distance on the same rows");
+  write("separator_chance_beyond", &PositionProbeReading::separator_chance_beyond,
+        "the same, beyond");
+  write("beyond_accuracy", &PositionProbeReading::beyond_accuracy,
+        "balanced accuracy of a linear classifier of unseen (segment, position) rows within each "
+        "segment holding both, fitted on the even test sequences and scored on the odd ones (0.5: "
+        "no linear signal beyond the segment; NaN: no segment holds both)");
+  write("beyond_accuracy_pooled", &PositionProbeReading::beyond_accuracy_pooled,
+        "the same classifier over all segments at once (compare with beyond_segment_baseline)");
+  write("beyond_segment_baseline", &PositionProbeReading::beyond_segment_baseline,
+        "balanced accuracy of the best rule that knows only each row's segment, on the same rows");
+  write("ood_seen", &PositionProbeReading::ood_seen,
+        "fraction of test states at seen (segment, position) rows beyond the 99th percentile of "
+        "their segment's fit states' Mahalanobis distance (0.01 expected in distribution)");
+  write("ood_unseen", &PositionProbeReading::ood_unseen, "the same at unseen rows");
+  auto ratio = [](double a, double b) { return fmt::format("{:.1f} (a constant: {:.1f})", a, b); };
+  const std::string separator =
+      top.separator_applicable
+          ? fmt::format("distance to the separator {} in range, {} beyond",
+                        ratio(top.separator_rmse_in_range, top.separator_chance_in_range),
+                        ratio(top.separator_rmse_beyond, top.separator_chance_beyond))
+          : "distance to the separator not applicable: " + top.separator_note;
+  const std::string classifier =
+      std::isnan(top.beyond_accuracy)
+          ? std::string("no segment holds both seen and unseen positions to classify")
+          : fmt::format(
+                "unseen positions told from seen ones within the {} segment(s) {:.2f} "
+                "(0.5: no signal; over all segments {:.2f}, the segment alone {:.2f})",
+                top.segments_classified, top.beyond_accuracy, top.beyond_accuracy_pooled,
+                top.beyond_segment_baseline);
   return fmt::format(
-      "position probes (last block, fit at n = {}, tested at n = {}): index RMSE {:.1f} tokens "
-      "in range, {:.1f} beyond (last position predicted {:.1f} of {}); beyond-training "
-      "classifier {:.2f}; out-of-distribution states {:.2f} in range, {:.2f} beyond\n",
-      p.train_length, p.long_length, p.index_rmse_in_range[k], p.index_rmse_beyond[k],
-      p.index_last_predicted[k], p.long_tokens - 1, p.beyond_accuracy[k], p.ood_in_range[k],
-      p.ood_beyond[k]);
+      "position probes (last block; fit on {} sequences at n = {}..{}, tested at n = {}): index "
+      "RMSE {} tokens in range, {} beyond (last position predicted {:.1f} of {}); {}; {}; "
+      "out-of-distribution states {:.2f} at seen positions, {:.2f} at unseen ones (0.01 expected "
+      "in distribution; each row against the fit rows of its segment: {})\n",
+      p.fit_sequences, p.fit_lengths.front(), p.fit_lengths.back(), p.long_length,
+      ratio(top.index_rmse_in_range, top.index_chance_in_range),
+      ratio(top.index_rmse_beyond, top.index_chance_beyond), top.index_last_predicted,
+      p.long_tokens - 1, separator, classifier, top.ood_seen, top.ood_unseen, top.segments_ood);
 }
 
 }  // namespace lexp

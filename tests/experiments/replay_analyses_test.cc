@@ -217,19 +217,24 @@ TEST_F(ReplayAnalyses, PositionScoresReplayTheEvaluationAndSplitTheWindow) {
 }
 
 // Linear probes for position: the embedded input of NoPE carries no position of its own (the probe
-// for t does little better than predicting the mean: RMSE near the spread of t), where sinusoidal
-// adds sin/cos of t to it (a linear probe reads t off them within the training range).
+// for t does no better than the fit set's mean), and nothing of where the separator is; the fit
+// set spans the evaluation lengths <= N (2 and 5), so the separator sits at two positions and the
+// two probes are distinct.
 TEST_F(ReplayAnalyses, PositionProbesReadPositionWhereTheInputCarriesIt) {
   const PositionProbes nope = MeasurePositionProbes(Run("nope"));
-  const double T = nope.train_tokens;  // positions 0 .. T - 1, sd sqrt((T^2 - 1) / 12)
-  const double spread = std::sqrt((T * T - 1) / 12);
   EXPECT_EQ(nope.train_tokens, 11);
   EXPECT_EQ(nope.long_tokens, 29);
-  EXPECT_GT(nope.index_rmse_fit[0], 0.6 * spread) << "token identity alone";
-  EXPECT_TRUE(nope.has_separator);
-  for (size_t k = 0; k < nope.ood_beyond.size(); ++k) {
-    EXPECT_TRUE(nope.ood_in_range[k] >= 0 && nope.ood_in_range[k] <= 1);
-    EXPECT_TRUE(nope.beyond_accuracy[k] >= 0 && nope.beyond_accuracy[k] <= 1);
+  EXPECT_EQ(nope.fit_lengths, (std::vector<int>{2, 5}));
+  const PositionProbeReading& in = nope.residual[0];
+  EXPECT_GT(in.index_rmse_in_range, 0.6 * in.index_chance_in_range) << "token identity alone";
+  ASSERT_TRUE(in.separator_applicable) << in.separator_note;
+  EXPECT_GT(in.separator_rmse_in_range, 0.6 * in.separator_chance_in_range);
+  for (const PositionProbeReading& r : nope.residual) {
+    EXPECT_TRUE(r.ood_seen >= 0 && r.ood_seen <= 1);
+    EXPECT_TRUE(std::isnan(r.beyond_accuracy) ||
+                (r.beyond_accuracy >= 0 && r.beyond_accuracy <= 1));
+    EXPECT_GT(r.rows_seen, 0);
+    EXPECT_GT(r.rows_unseen, 0);
   }
 }
 
@@ -254,16 +259,22 @@ TEST_F(ReplayAnalyses, ReceptiveFieldSharesSumToOneOverTheSequence) {
   EXPECT_EQ(rf.share_beyond_window[0], 0.0) << "a 5-token sequence has no distance >= 11";
 }
 
-TEST(PositionProbes, SinusoidalInputCarriesTheIndexLinearly) {
+// The embedded input of a sinusoidal model holds sin/cos of t: a linear probe reads the index off
+// it within the fit range, but not the distance to the separator, which no position's own input
+// knows (a probe fitted at one length, where that distance is the index minus N, read one for the
+// other).
+TEST(PositionProbes, SinusoidalInputCarriesTheIndexButNotTheSeparatorDistance) {
   const auto dir = testing::FreshTempDir("position_probes");
   const RecipeConfig c = testing::TinyCopyRecipe(
-      {"model.encodings=sinusoidal", "train.steps=5", "eval.lengths=5,14", "probe.replay=0"});
+      {"model.encodings=sinusoidal", "train.steps=5", "eval.lengths=2,3,4,5,14", "probe.replay=0"});
   RunOptions o;
   o.out_dir = dir.string();
   ASSERT_EQ(TrainAndEvaluate(c, "sinusoidal", o).state, "completed");
   const PositionProbes p = MeasurePositionProbes(RunFilePath(dir.string(), "sinusoidal"));
-  const double T = p.train_tokens;
-  EXPECT_LT(p.index_rmse_fit[0], 0.3 * std::sqrt((T * T - 1) / 12));
+  const PositionProbeReading& in = p.residual[0];
+  EXPECT_LT(in.index_rmse_in_range, 0.3 * in.index_chance_in_range);
+  ASSERT_TRUE(in.separator_applicable);
+  EXPECT_GT(in.separator_rmse_in_range, 0.6 * in.separator_chance_in_range);
   std::filesystem::remove_all(dir);
 }
 
