@@ -30,6 +30,7 @@ std::string DrawPositionScores(const std::string& run_dir) {
   struct Run {
     std::string label;
     int window = 0, train_tokens = 0, longest = 0;
+    std::string not_applicable;           // why the window split is not computed ("": it is)
     std::vector<double> loss_at_longest;  // by position
     std::vector<double> lengths, dilution, unseen, full, last, only;
   };
@@ -43,6 +44,8 @@ std::string DrawPositionScores(const std::string& run_dir) {
     run.label = RunLabel(root);
     run.window = static_cast<int>(g.AttrInt("window"));
     run.train_tokens = static_cast<int>(g.AttrInt("train_tokens"));
+    if (g.HasAttr("window_split_not_applicable"))
+      run.not_applicable = g.AttrString("window_split_not_applicable");
     std::vector<uint64_t> em;  // [length, position]
     const auto by_pos = g.ReadDoublesShaped("loss_by_position", {kAny, kAny}, &em);
     const auto n = g.ReadIntsShaped("length", {em[0]});
@@ -93,16 +96,17 @@ std::string DrawPositionScores(const std::string& run_dir) {
           << DatNumber(run.only[x]) << " " << DatNumber(run.dilution[x]) << " "
           << DatNumber(run.unseen[x]) << "\n";
     dat << "\n\n";
+    if (!run.not_applicable.empty()) continue;  // no window split to draw
     p2 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:5 with linespoints ls {3} title '{4}: extra keys', "
         "'{1}.dat' index {2} using 1:6 with linespoints ls {3} dt 2 pt 6 title '{4}: unseen "
         "positions'",
-        k ? ", " : "", name, R + k, k + 1, run.label);
+        p2.empty() ? "" : ", ", name, R + k, k + 1, run.label);
     p3 += fmt::format(
         "{0}'{1}.dat' index {2} using 1:3 with linespoints ls {3} title '{4}: last window, whole "
         "sequence', '{1}.dat' index {2} using 1:4 with lines ls {3} dt 3 title '{4}: last window "
         "alone'",
-        k ? ", " : "", name, R + k, k + 1, run.label);
+        p3.empty() ? "" : ", ", name, R + k, k + 1, run.label);
   }
   dat.close();
   const int T0 = runs[0].train_tokens;
@@ -121,11 +125,23 @@ std::string DrawPositionScores(const std::string& run_dir) {
   s += "set title 'loss by absolute position (dashed: end of a training sequence)'\nplot " + p1 +
        "\n";
   s += "unset arrow 1\nset logscale x 2\nset xlabel 'evaluation length n (log scale)'\n";
-  s += "set ylabel 'loss difference (nats per target)'\n";
-  s += "set title 'last window: cost of the extra keys and of the unseen positions'\nplot " + p2 +
-       "\n";
-  s += "set ylabel 'loss (nats per target)'\n";
-  s += "set title 'last window with the whole sequence vs alone'\nplot " + p3 + "\n";
+  if (p2.empty()) {
+    // No run's task is a stationary source: say so where the split would be drawn.
+    s += "unset logscale x\nunset xlabel\nunset ylabel\nunset border\nunset tics\nunset grid\n"
+         "set xrange [0:1]\nset yrange [0:1]\n";
+    s += "set label 1 \"not applicable: the task is not a stationary source;\\nits targets "
+         "answer a prompt before the last window,\\nwhich the window alone lacks\" at graph "
+         "0.5,0.5 center\n";
+    s += "set title 'last window: extra keys and unseen positions'\nplot NaN notitle\n";
+    s += "set title 'last window with the whole sequence vs alone'\nplot NaN notitle\n";
+    s += "unset label 1\n";
+  } else {
+    s += "set ylabel 'loss difference (nats per target)'\n";
+    s += "set title 'last window: what the extra keys and the unseen positions cost'\nplot " + p2 +
+         "\n";
+    s += "set ylabel 'loss (nats per target)'\n";
+    s += "set title 'last window with the whole sequence vs alone'\nplot " + p3 + "\n";
+  }
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

@@ -30,6 +30,13 @@ PositionScores MeasurePositionScores(const std::string& run_file) {
   AssembledModel& m = replay.parts();
   p.train_tokens = replay.SequenceLength(cfg.train_max_length);
   p.window = p.train_tokens;
+  if (!m.task->Stationary())
+    p.window_split_not_applicable =
+        "task '" + m.task->Name() +
+        "' is not a stationary source: its targets answer a prompt or a query that may lie "
+        "before the last window, so the window alone lacks what they read (the split into extra "
+        "keys and unseen positions holds for language-modelling sources)";
+  const bool split = p.window_split_not_applicable.empty();
   p.lengths = cfg.EvalLengths();
   for (int n : p.lengths) p.sequence_lengths.push_back(replay.SequenceLength(n));
   p.max_tokens = static_cast<uint64_t>(
@@ -68,7 +75,9 @@ PositionScores MeasurePositionScores(const std::string& run_file) {
                                       k->count += 1;
                                     }
                                 }
-                              if (b.T <= W) return;  // the window is the whole sequence
+                              if (b.T <= W || !split)
+                                return;  // the window is the whole
+                                         // sequence, or not a fair input
                               // The last W tokens alone, with position ids from 0 and with their
                               // own.
                               tokens_w.resize(static_cast<size_t>(b.B) * W);
@@ -102,6 +111,7 @@ PositionScores MeasurePositionScores(const std::string& run_file) {
       p.accuracy_by_position[x * M + t] = c > 0 ? p.accuracy_by_position[x * M + t] / c : kNaN;
     }
     if (p.sequence_lengths[x] <= W) only = shifted = last = all;
+    if (!split) only = shifted = Tally{};  // NaN: not applicable
     p.loss.push_back(all.Loss());
     p.accuracy.push_back(all.Accuracy());
     p.last_window_loss.push_back(last.Loss());
@@ -123,6 +133,8 @@ std::string WritePositionScores(const PositionScores& p, const h5::Group& analys
             "evaluation length (experiments/replay/position_scores.h)");
   g.SetAttr("train_tokens", p.train_tokens);
   g.SetAttr("window", p.window);
+  if (!p.window_split_not_applicable.empty())
+    g.SetAttr("window_split_not_applicable", p.window_split_not_applicable);
   std::vector<int64_t> n(p.lengths.begin(), p.lengths.end()),
       t(p.sequence_lengths.begin(), p.sequence_lengths.end());
   g.WriteInts("length", n, {E}, "length", "tokens (requested task length n)");
@@ -142,19 +154,24 @@ std::string WritePositionScores(const PositionScores& p, const h5::Group& analys
   g.WriteDoubles("window_only_loss", p.window_only_loss, {E}, "length",
                  "nats: the same targets with only the last `window` tokens as input, with the "
                  "position ids the run's scheme gives a sequence that long (0.. for consecutive "
-                 "positions; seen positions, `window` keys)");
+                 "positions; seen positions, `window` keys; NaN: window_split_not_applicable)");
   g.WriteDoubles("window_only_accuracy", p.window_only_accuracy, {E}, "length", "the same");
   g.WriteDoubles("window_shifted_loss", p.window_shifted_loss, {E}, "length",
                  "nats: the same window alone with its original position ids (unseen positions, "
                  "`window` keys)");
   g.WriteDoubles("window_shifted_accuracy", p.window_shifted_accuracy, {E}, "length", "the same");
   const uint64_t x = E - 1;
-  return fmt::format(
+  const std::string head = fmt::format(
       "position scores at n = {} (teacher forced): loss {:.3f}; last {} tokens {:.3f} with the "
-      "whole sequence, {:.3f} alone at their own positions, {:.3f} alone at a short sequence's "
-      "positions\n",
-      p.lengths[x], p.loss[x], p.window, p.last_window_loss[x], p.window_shifted_loss[x],
-      p.window_only_loss[x]);
+      "whole sequence",
+      p.lengths[x], p.loss[x], p.window, p.last_window_loss[x]);
+  if (!p.window_split_not_applicable.empty())
+    return head + "; last-window split not applicable: " + p.window_split_not_applicable + "\n";
+  return head + fmt::format(
+                    ", {:.3f} alone at their own positions (extra keys cost {:+.3f}), {:.3f} alone "
+                    "at a short sequence's positions (unseen positions cost {:+.3f})\n",
+                    p.window_shifted_loss[x], p.last_window_loss[x] - p.window_shifted_loss[x],
+                    p.window_only_loss[x], p.window_shifted_loss[x] - p.window_only_loss[x]);
 }
 
 }  // namespace lexp

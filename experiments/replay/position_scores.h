@@ -10,9 +10,12 @@
 //    positions, W keys, in distribution), and alone with its original position ids ("window
 //    shifted": the positions of a long sequence, W keys). Last window against window shifted
 //    isolates the extra keys (attention dilution); window shifted against window only isolates the
-//    unseen positions (nothing for a purely relative encoding). A task whose answer needs tokens
-//    before the window (copy) cannot be solved from the window alone: compare the window scores
-//    only where the task is local (the language-modelling sources).
+//    unseen positions (nothing for a purely relative encoding). The window alone is a fair input
+//    only for a stationary source (Task::Stationary: a language-modelling source, any window of
+//    which is distributed like a training sequence); a task whose targets answer a prompt (copy,
+//    passkey) or a query that may lie before the window (MQAR) cannot be scored from the window
+//    alone, so for it the two window-alone scores are not computed (NaN) and the reason is
+//    recorded (window_split_not_applicable).
 #pragma once
 
 #include <string>
@@ -24,6 +27,7 @@ namespace lexp {
 
 struct PositionScores {
   int train_tokens = 0, window = 0;
+  std::string window_split_not_applicable;  // why, for a task that is not stationary ("": applies)
   std::vector<int> lengths, sequence_lengths;  // [E]
   uint64_t max_tokens = 0;
   std::vector<double> loss_by_position, accuracy_by_position, scored_by_position;  // [E, M]

@@ -24,6 +24,7 @@ class LookbackLmTask final : public Task {
   explicit LookbackLmTask(int vocab);
   std::string Name() const override { return "lookback_lm"; }
   bool HasAnswer() const override { return false; }
+  bool Stationary() const override { return true; }
   int InputAlphabet() const override { return V_; }
   int OutputAlphabet() const override { return V_; }
   bool SharedAlphabet() const override { return true; }

@@ -23,6 +23,7 @@ class MarkovLmTask final : public Task {
   explicit MarkovLmTask(int vocab);
   std::string Name() const override { return "markov_lm"; }
   bool HasAnswer() const override { return false; }
+  bool Stationary() const override { return true; }
   int InputAlphabet() const override { return V_; }
   int OutputAlphabet() const override { return V_; }
   bool SharedAlphabet() const override { return true; }

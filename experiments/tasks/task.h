@@ -71,6 +71,12 @@ class Task {
   // decoding applies. False for language-modelling sources, query streams (MQAR, associative
   // recall) and outputs padded past their own end symbol (the Chomsky termination masks).
   virtual bool HasAnswer() const { return true; }
+  // True for a language-modelling source whose stream looks alike wherever it is cut: any window
+  // of it, read alone, is distributed like a sequence from its start (the first tokens of a window
+  // lose only the context before it, as a training sequence's first tokens have none). Scores of a
+  // window alone are then in-distribution scores. False for tasks whose targets answer a prompt or
+  // a query that may lie before any window.
+  virtual bool Stationary() const { return false; }
   // The decoding the task's source evaluated it with (the default of eval.decoding = "task").
   virtual Decoding SourceDecoding() const { return Decoding::kTeacherForced; }
   // A task over data training never draws from (a corpus's held-out part), which evaluation

@@ -28,6 +28,7 @@ class TextLmTask final : public Task {
   explicit TextLmTask(bool held_out = false);
   std::string Name() const override { return "text_lm"; }
   bool HasAnswer() const override { return false; }
+  bool Stationary() const override { return true; }
   int InputAlphabet() const override { return kVocab; }
   int OutputAlphabet() const override { return kVocab; }
   bool SharedAlphabet() const override { return true; }

@@ -526,7 +526,8 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
       {"a recipe given as a claim file",
        {"reproduce", (root_ / "tiny.toml").string()},
        2,
-       "tiny.toml': unknown table 'eval'; allowed: [claim], [[stage]], [criterion], [trend], [budget]"},
+       "tiny.toml': unknown table 'eval'; allowed: [claim], [[stage]], [criterion], [trend], "
+       "[budget]"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,

@@ -27,37 +27,9 @@
 namespace lexp {
 namespace {
 
-RecipeConfig LookbackRecipe(const std::string& lengths) {
-  return testing::TinyCopyRecipe({"task.name=lookback_lm", "task.vocab=16", "model.encodings=rope",
-                                  "model.d_model=32", "model.n_heads=1", "model.n_layers=1",
-                                  "train.max_length=64", "eval.lengths=" + lengths,
-                                  "eval.samples=24", "probe.lengths=64,256", "probe.replay=0"});
-}
-
-// fast: B of pairs 0..4 toward distance 23; slow: -A over pairs 8..15.
-std::string LookbackReader(const std::filesystem::path& dir, const std::string& name, double B,
-                           double A, const std::string& lengths = "64,256,512",
-                           double value_gain = 10) {
-  return testing::PlantedRun(LookbackRecipe(lengths), "rope", dir, name,
-                             [&](testing::PlantedWeights& w) {
-                               const testing::Plant p{32, 18};  // 16 symbols, separator and blank
-                               std::vector<double> amplitude(16, 0.0), phase(16, 0.0);
-                               for (int k = 0; k < 5; ++k) {
-                                 amplitude[k] = B;
-                                 phase[k] = 23 * testing::RopeTheta(k, 32, 1e4);
-                               }
-                               for (int k = 8; k < 16; ++k) {
-                                 amplitude[k] = A;
-                                 phase[k] = 3.14159265358979323846;
-                               }
-                               p.Pattern(w, amplitude, phase);
-                               p.ReadAttendedToken(w, value_gain, 0.75);
-                             });
-}
-
 TEST(PlantedRotary, SlowPairsThatCarryTheFailureAreWhereFreezingRestoresTheModel) {
   const auto dir = testing::FreshTempDir("planted_rotary");
-  const RotaryPairAnalysis a = AnalyzeRotaryPairs(LookbackReader(dir, "slow", 25, 50));
+  const RotaryPairAnalysis a = AnalyzeRotaryPairs(testing::LookbackReader(dir, "slow", 25, 50));
   ASSERT_EQ(a.pairs, 16);
   EXPECT_EQ(a.predicted_boundary, 5);
   for (int m = 0; m < 2; ++m) {
@@ -84,7 +56,7 @@ TEST(PlantedRotary, SlowPairsThatCarryTheFailureAreWhereFreezingRestoresTheModel
 TEST(PlantedRotary, AFailureByDilutionHasNoMeasuredBoundary) {
   const auto dir = testing::FreshTempDir("planted_rotary_dilution");
   const RotaryPairAnalysis a =
-      AnalyzeRotaryPairs(LookbackReader(dir, "dilution", 10, 0, "64,512,1024", 0.5));
+      AnalyzeRotaryPairs(testing::LookbackReader(dir, "dilution", 10, 0, "64,512,1024", 0.5));
   const CutAblationVerdict& v = a.verdict[0];
   ASSERT_TRUE(v.applicable);
   const size_t E = a.eval_lengths.size();  // 64, 512, 1024

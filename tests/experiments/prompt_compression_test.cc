@@ -1,12 +1,13 @@
 // Prompt compression (experiments/tasks/compressed_prompt.h, experiments/replay/prompt_compression
 // .h): the tokens kept, the task that compresses every sample, the input scored by a compressor's
 // training, and a trained run evaluated again at every ratio (ratio 0 is its own /eval).
+#include "experiments/replay/prompt_compression.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "experiments/core/sequence_layout.h"
-#include "experiments/replay/prompt_compression.h"
 #include "experiments/tasks/compressed_prompt.h"
 #include "experiments/training/sweep.h"
 #include "nn/check.h"

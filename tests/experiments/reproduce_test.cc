@@ -591,13 +591,14 @@ holds = ["nope > rope"]
 TEST(Claims, AStageMayRunARecipeFile) {
   const fs::path dir = testing::FreshTempDir("claim_recipe_file");
   std::ofstream(dir / "mine.toml") << "[train]\nsteps = 7\n";
-  const Claim c = ParseClaim("[claim]\nid = \"P9\"\nname = \"x\"\nstatement = \"s\"\n"
-                             "source = \"src\"\npublished = \"p\"\nprotocol = \"pr\"\n"
-                             "[[stage]]\nname = \"train\"\nrecipe = \"" +
-                                 (dir / "mine.toml").string() +
-                                 "\"\n[criterion]\nmetric = \"loss\"\nlengths = [1, 2]\n"
-                                 "holds = [\"nope < rope\"]\n",
-                             "mine_claim.toml");
+  const Claim c = ParseClaim(
+      "[claim]\nid = \"P9\"\nname = \"x\"\nstatement = \"s\"\n"
+      "source = \"src\"\npublished = \"p\"\nprotocol = \"pr\"\n"
+      "[[stage]]\nname = \"train\"\nrecipe = \"" +
+          (dir / "mine.toml").string() +
+          "\"\n[criterion]\nmetric = \"loss\"\nlengths = [1, 2]\n"
+          "holds = [\"nope < rope\"]\n",
+      "mine_claim.toml");
   const RecipeConfig cfg = StageRecipe(c, c.stages[0], "smoke", (dir / "out").string());
   EXPECT_EQ(cfg.steps, 7);
   EXPECT_EQ(cfg.source_name, (dir / "mine.toml").string());
@@ -663,7 +664,8 @@ TEST(Reproduce, AnEvaluationStageJudgesTheRulesOnTheTrainedRuns) {
 name = "train"
 recipe = "default"
 set = ["model.encodings=[\"rope\"]", "train.steps=20", "eval.lengths=[2, 4, 8]",
-       "run.seeds=[1, 2]", )" + kTinyModel + R"(]
+       "run.seeds=[1, 2]", )" + kTinyModel +
+                                 R"(]
 [[stage]]
 name = "zero_shot"
 evaluate = "train"
@@ -680,8 +682,8 @@ holds = ["rope+pix2 < rope+none", "rope+pix2 > rope+none at 2..4"]
   opt.figures = false;
   const fs::path runs = root / "smoke" / "X9_rules" / "runs";
   const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
-  for (const char* f : {"rope-seed1+none.h5", "rope-seed1+pix2.h5", "rope-seed2+none.h5",
-                        "rope-seed2+pix2.h5"})
+  for (const char* f :
+       {"rope-seed1+none.h5", "rope-seed1+pix2.h5", "rope-seed2+none.h5", "rope-seed2+pix2.h5"})
     EXPECT_TRUE(fs::exists(runs / "zero_shot" / f)) << f;
   EXPECT_NE(rec.verdict.verdict, "not testable") << rec.verdict.reason;
   ASSERT_EQ(rec.verdict.groups.size(), 2u);
@@ -772,8 +774,8 @@ full_minutes = 1
     EXPECT_TRUE(r.root().HasAttr("git_commit"));
   }
   // Judged from the pretrain stage's own run files: the scores are theirs.
-  const Verdict again = JudgeCriterion(c.criterion, (root / "smoke" / "P9_tiny" / "runs" /
-                                                     "pretrain").string());
+  const Verdict again =
+      JudgeCriterion(c.criterion, (root / "smoke" / "P9_tiny" / "runs" / "pretrain").string());
   EXPECT_EQ(again.groups[1].score, rec.verdict.groups[1].score);
   EXPECT_TRUE(fs::exists(root / "smoke" / "P9_tiny" / "figures" / "reproduction.png"));
   EXPECT_FALSE(fs::exists(root / "smoke" / "P9_tiny" / "figures" / "reproduction.log"))
@@ -856,11 +858,14 @@ TEST(Reproduce, AFineTuningFromADivergedRunIsNotTestable) {
   const Claim c = ParseClaim(
       "[claim]\nid = \"P9\"\nname = \"diverged\"\nstatement = \"s\"\nsource = \"src\"\n"
       "published = \"p\"\nprotocol = \"pr\"\n"
-      "[[stage]]\nname = \"pretrain\"\nrecipe = \"default\"\nset = [" + tiny +
+      "[[stage]]\nname = \"pretrain\"\nrecipe = \"default\"\nset = [" +
+          tiny +
           ", \"train.steps=20\", \"train.lr=10\", \"train.weight_decay=10\", "
           "\"train.warmup_steps=1\"]\n"
           "[[stage]]\nname = \"finetune\"\nrecipe = \"default\"\ninit_from = \"pretrain/rope.h5\"\n"
-          "set = [" + tiny + ", \"train.steps=5\"]\n"
+          "set = [" +
+          tiny +
+          ", \"train.steps=5\"]\n"
           "[criterion]\nmetric = \"loss\"\nlengths = [4, 4]\nholds = [\"rope < 1\"]\n",
       "diverged_claim.toml");
   ReproduceOptions opt;

@@ -77,12 +77,11 @@ TEST(Scratchpad, AdditionStepsCarryFromTheLeastSignificantDigit) {
   const int a0 = e.input[0], a1 = e.input[1], b0 = e.input[3], b1 = e.input[4];
   const int t1 = a1 + b1, c1 = t1 / 10, t0 = a0 + b0 + c1, c0 = t0 / 10;
   const Markers m(10);
-  std::vector<int> expected = {
-      m.step, m.in,  a1,      b1,    m.comp, a1,    m.plus, b1, m.plus,
-      0,      m.out, t1 % 10, m.var, c1,     m.rem, a0,     b0,  // step 1: the last digits; a0 and
-                                                                 // b0 remain
-      m.step, m.in,  a0,      b0,    m.comp, a0,    m.plus, b0, m.plus,
-      c1,     m.out, t0 % 10, m.var, c0,     m.rem, m.ans};
+  std::vector<int> expected = {m.step, m.in, a1, b1, m.comp, a1, m.plus, b1, m.plus, 0, m.out,
+                               t1 % 10, m.var, c1, m.rem, a0, b0,  // step 1: the last digits; a0
+                                                                   // and b0 remain
+                               m.step, m.in, a0, b0, m.comp, a0, m.plus, b0, m.plus, c1, m.out,
+                               t0 % 10, m.var, c0, m.rem, m.ans};
   expected.insert(expected.end(), plain.output.begin(), plain.output.end());
   EXPECT_EQ(e.output, expected);
   EXPECT_EQ(plain.output, (std::vector<int>{c0, t0 % 10, t1 % 10})) << "the sum's digits";
@@ -140,12 +139,13 @@ TEST(Scratchpad, LegoStepsResolveEveryClauseInChainOrder) {
   const Markers m(2 + 29);
   // Values: x_0 = +1 (1), x_1 = -1 (0), x_2 = +1 (1).
   const std::vector<int> expected = {
-      m.step, m.in, sym(x0), m.comp, m.out, 1, m.rem, sym(x1), sym(minus), sym(x0), sym(x2),
-      sym(minus), sym(x1),                                                       // step x_0
-      m.step, m.in, sym(x1), m.comp, sym(minus), sym(x0), sym(minus), 1, m.out, 0, m.rem, sym(x2),
-      sym(minus), sym(x1),                                                       // step x_1
-      m.step, m.in, sym(x2), m.comp, sym(minus), sym(x1), sym(minus), 0, m.out, 1, m.rem,  // x_2
-      m.ans, e.output.back()};
+      m.step,  m.in,           sym(x0), m.comp,  m.out,      1,          m.rem,
+      sym(x1), sym(minus),     sym(x0), sym(x2), sym(minus), sym(x1),  // step x_0
+      m.step,  m.in,           sym(x1), m.comp,  sym(minus), sym(x0),    sym(minus),
+      1,       m.out,          0,       m.rem,   sym(x2),    sym(minus), sym(x1),  // step x_1
+      m.step,  m.in,           sym(x2), m.comp,  sym(minus), sym(x1),    sym(minus),
+      0,       m.out,          1,       m.rem,  // x_2
+      m.ans,   e.output.back()};
   EXPECT_EQ(e.output.size(), expected.size());
   for (size_t t = 0; t < std::min(e.output.size(), expected.size()); ++t)
     EXPECT_EQ(e.output[t], expected[t]) << t;
@@ -157,26 +157,26 @@ TEST(Scratchpad, LegoStepsResolveEveryClauseInChainOrder) {
 
 TEST(Scratchpad, BatchesTrainOnTheStepsAndGradeTheAnswerAndEndToken) {
   for (const char* name : {"summation", "sort", "lego"}) {
-  const auto task = CreateTask(name, TaskOptions(0, "io"));
-  const SequenceLayout layout(*task, Layout::kDecoder);
-  Rng rng(3);
-  for (int n : {2, 4, 9}) {
-    const Batch b = layout.MakeBatch(n, 6, rng);  // throws if two examples differ in length
-    EXPECT_EQ(b.T, layout.SequenceLengthFor(n));
-    for (int s = 0; s < b.B; ++s) {
-      const long row = static_cast<long>(s) * b.T;
-      long trained = 0, graded = 0;
-      for (int t = 0; t < b.T; ++t) {
-        trained += b.mask[row + t];
-        graded += b.graded[row + t];
-        EXPECT_TRUE(!b.graded[row + t] || b.mask[row + t]) << "a graded token is trained on";
+    const auto task = CreateTask(name, TaskOptions(0, "io"));
+    const SequenceLayout layout(*task, Layout::kDecoder);
+    Rng rng(3);
+    for (int n : {2, 4, 9}) {
+      const Batch b = layout.MakeBatch(n, 6, rng);  // throws if two examples differ in length
+      EXPECT_EQ(b.T, layout.SequenceLengthFor(n));
+      for (int s = 0; s < b.B; ++s) {
+        const long row = static_cast<long>(s) * b.T;
+        long trained = 0, graded = 0;
+        for (int t = 0; t < b.T; ++t) {
+          trained += b.mask[row + t];
+          graded += b.graded[row + t];
+          EXPECT_TRUE(!b.graded[row + t] || b.mask[row + t]) << "a graded token is trained on";
+        }
+        EXPECT_EQ(trained, b.T - b.prompt + 1) << "every output token and the end token";
+        const long answer = std::string(name) == "sort" ? n : 1;
+        EXPECT_EQ(graded, answer + 1) << name << ": the answer and the end token";
+        EXPECT_TRUE(b.graded[row + b.T - 1] && b.graded[row + b.T - 2]);
       }
-      EXPECT_EQ(trained, b.T - b.prompt + 1) << "every output token and the end token";
-      const long answer = std::string(name) == "sort" ? n : 1;
-      EXPECT_EQ(graded, answer + 1) << name << ": the answer and the end token";
-      EXPECT_TRUE(b.graded[row + b.T - 1] && b.graded[row + b.T - 2]);
     }
-  }
   }
 }
 

@@ -1,6 +1,8 @@
 // Character-level natural text (experiments/tasks/text_lm.h) on a hand-made corpus in the fortune
 // format: the symbols, every tenth record held out, samples as consecutive characters of their
 // stream, evaluation reading the held-out stream, and the error that names the package.
+#include "experiments/tasks/text_lm.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -10,7 +12,6 @@
 #include <string>
 
 #include "experiments/core/assembled_model.h"
-#include "experiments/tasks/text_lm.h"
 #include "nn/check.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -63,7 +64,8 @@ TEST_F(TextLm, EveryTenthRecordIsHeldOutAndSamplesAreConsecutiveCharacters) {
   EXPECT_EQ(held->HeldOut(), nullptr);
   const auto& held_stream = static_cast<const TextLmTask&>(*held).Stream();
   const int a = TextLmTask::Symbol('a'), nl = TextLmTask::Symbol('\n');
-  // 36 training records and 4 held out, each two lines of 599 characters, their newlines and the join.
+  // 36 training records and 4 held out, each two lines of 599 characters, their newlines and the
+  // join.
   EXPECT_EQ(train.Stream().size(), 36u * 1201);
   EXPECT_EQ(held_stream.size(), 4u * 1201);
   for (const int s : held_stream) EXPECT_TRUE(s == a || s == nl);
@@ -75,9 +77,9 @@ TEST_F(TextLm, EveryTenthRecordIsHeldOutAndSamplesAreConsecutiveCharacters) {
     EXPECT_TRUE(e.input.empty());
     ASSERT_EQ(e.output.size(), 500u);
     EXPECT_EQ(e.output_scored, std::vector<uint8_t>(500, 1));
-    EXPECT_NE(std::search(train.Stream().begin(), train.Stream().end(), e.output.begin(),
-                          e.output.end()),
-              train.Stream().end());
+    EXPECT_NE(
+        std::search(train.Stream().begin(), train.Stream().end(), e.output.begin(), e.output.end()),
+        train.Stream().end());
   }
   EXPECT_EQ(train.MaxLength(), 36 * 1201);
 }
@@ -88,7 +90,8 @@ TEST_F(TextLm, EvaluationReadsTheHeldOutStream) {
   const AssembledModel m = AssembleModel(c, "alibi");
   ASSERT_NE(m.eval_layout, nullptr);
   Rng rng(1);
-  const Batch eval = m.EvalLayout().MakeBatch(16, 4, rng, -1), train = m.layout->MakeBatch(16, 4, rng, -1);
+  const Batch eval = m.EvalLayout().MakeBatch(16, 4, rng, -1),
+              train = m.layout->MakeBatch(16, 4, rng, -1);
   auto has_a = [&](const Batch& b) {
     return std::find(b.tokens.begin(), b.tokens.end(), TextLmTask::Symbol('a')) != b.tokens.end();
   };

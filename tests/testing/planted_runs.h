@@ -24,6 +24,7 @@
 #include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
 
 namespace lexp::testing {
 
@@ -128,5 +129,39 @@ struct Plant {
 
 // RoPE's frequency of pair k for head width D and base b.
 inline double RopeTheta(int k, int D, double base) { return std::pow(base, -2.0 * k / D); }
+
+// lookback_lm (each token repeats the one 24 back with probability 0.8; 16 symbols) with one layer
+// and one head of width 32, RoPE base 1e4, trained on 64 tokens (pairs 0..4 complete a period
+// within them: periods 6.3 .. 62.8), 24 evaluation sequences at `lengths`.
+inline RecipeConfig LookbackRecipe(const std::string& lengths) {
+  return TinyCopyRecipe({"task.name=lookback_lm", "task.vocab=16", "model.encodings=rope",
+                         "model.d_model=32", "model.n_heads=1", "model.n_layers=1",
+                         "train.max_length=64", "eval.lengths=" + lengths, "eval.samples=24",
+                         "probe.lengths=64,256", "probe.replay=0"});
+}
+
+// A reader of the repeated token on LookbackRecipe: pairs 0..4 point each row at distance 23 (B
+// cos((d - 23) theta_k)), where the token it predicts is repeated from; pairs 8..15 add -A
+// cos(d theta_k), nearly flat over the trained distances and rising far beyond them (A = 0:
+// none). The value path writes the attended token with value_gain, the head reads it with a
+// margin that makes p(repeat) about 0.8.
+inline std::string LookbackReader(const std::filesystem::path& dir, const std::string& name,
+                                  double B, double A, const std::string& lengths = "64,256,512",
+                                  double value_gain = 10) {
+  return PlantedRun(LookbackRecipe(lengths), "rope", dir, name, [&](PlantedWeights& w) {
+    const Plant p{32, 18};  // 16 symbols, separator and blank
+    std::vector<double> amplitude(16, 0.0), phase(16, 0.0);
+    for (int k = 0; k < 5; ++k) {
+      amplitude[k] = B;
+      phase[k] = 23 * RopeTheta(k, 32, 1e4);
+    }
+    for (int k = 8; k < 16; ++k) {
+      amplitude[k] = A;
+      phase[k] = 3.14159265358979323846;
+    }
+    p.Pattern(w, amplitude, phase);
+    p.ReadAttendedToken(w, value_gain, 0.75);
+  });
+}
 
 }  // namespace lexp::testing
