@@ -7,13 +7,28 @@
 
 namespace lexp {
 
+const char* LimitCriterionName(LimitCriterion c) {
+  switch (c) {
+    case LimitCriterion::kLoss:
+      return "loss";
+    case LimitCriterion::kTokenAccuracy:
+      return "token_accuracy";
+    case LimitCriterion::kExactMatch:
+      return "exact_match";
+  }
+  return "?";
+}
+
 double ExtrapolationLimitMeasured(const std::vector<double>& lengths,
-                                  const std::vector<double>& losses, double in_distribution,
-                                  double tolerance) {
-  LEXP_CHECK(lengths.size() == losses.size(), "base law: one loss per length");
+                                  const std::vector<double>& scores, double in_distribution,
+                                  double tolerance, LimitCriterion criterion) {
+  LEXP_CHECK(lengths.size() == scores.size(), "base law: one score per length");
+  const bool higher = HigherIsBetter(criterion);
   double limit = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
-    if (!(losses[i] <= (1 + tolerance) * in_distribution)) break;  // NaN also ends it
+    const bool within = higher ? scores[i] >= (1 - tolerance) * in_distribution
+                               : scores[i] <= (1 + tolerance) * in_distribution;
+    if (!within) break;  // NaN also ends it
     limit = lengths[i];
   }
   return limit;

@@ -1,6 +1,8 @@
 // The measured side of the RoPE base-scaling law (Liu et al. 2023,
-// arXiv:2310.05209): a model's extrapolation limit is the longest evaluated length up to which the
-// loss stays within a tolerance of the in-distribution loss, and over a grid of bases the limits
+// arXiv:2310.05209): a model's extrapolation limit is the longest evaluated length up to which its
+// score stays within a tolerance of the in-distribution score (the loss of a language model; an
+// accuracy for a task with an answer, whose loss at the training length is near 0 so that any
+// relative tolerance on it fails at once), and over a grid of bases the limits
 // are compared with T_extra = 2 pi b^(d_extra/d) by a least-squares fit of ln(limit) on ln(base),
 // whose slope has a Student-t confidence interval (Boost.Math) to compare with the predicted
 // exponent d_extra/d.
@@ -10,12 +12,21 @@
 
 namespace lexp {
 
-// lengths ascending with their losses; in_distribution: the reference loss. The largest length L
-// such that every loss at lengths <= L is at most (1 + tolerance) * in_distribution; 0 when even
-// the first fails.
+// What a limit is read from: the loss (lower is better) or an accuracy (higher is better).
+enum class LimitCriterion { kLoss, kTokenAccuracy, kExactMatch };
+const char* LimitCriterionName(LimitCriterion c);  // "loss", "token_accuracy", "exact_match"
+// The /eval dataset of a criterion's scores.
+inline const char* LimitCriterionDataset(LimitCriterion c) { return LimitCriterionName(c); }
+inline bool HigherIsBetter(LimitCriterion c) { return c != LimitCriterion::kLoss; }
+
+// lengths ascending with their scores; in_distribution: the reference score. The largest length L
+// such that every score at lengths <= L is within the tolerance of in_distribution: at most
+// (1 + tolerance) x it for a loss, at least (1 - tolerance) x it for an accuracy; 0 when even the
+// first fails (a NaN score fails).
 double ExtrapolationLimitMeasured(const std::vector<double>& lengths,
-                                  const std::vector<double>& losses, double in_distribution,
-                                  double tolerance);
+                                  const std::vector<double>& scores, double in_distribution,
+                                  double tolerance,
+                                  LimitCriterion criterion = LimitCriterion::kLoss);
 
 struct LineFit {
   double slope = 0, intercept = 0;

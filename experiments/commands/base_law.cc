@@ -20,13 +20,19 @@ class BaseLawCommand final : public Command {
         "b^(d_extra/d), with a fitted exponent; writes RUN_DIR/base_law.h5");
     b->add_option("RUN_DIR", dir_, "directory of rope run files")->required();
     b->add_option("--tolerance", tolerance_,
-                  "a length is within the limit while its loss <= (1 + tolerance) x the loss "
-                  "at the longest evaluated length <= N")
+                  "a length is within the limit while its score stays within the tolerance of "
+                  "the score at the longest evaluated length <= N: a loss <= (1 + tolerance) x, "
+                  "an accuracy >= (1 - tolerance) x")
+        ->capture_default_str();
+    b->add_option("--criterion", criterion_,
+                  "the score a limit is read from: loss, token_accuracy, exact_match, or auto "
+                  "(token accuracy for tasks with an answer, such as copy, whose loss at the "
+                  "training length is near 0; loss for language-modelling sources)")
         ->capture_default_str();
     return b;
   }
   int Run(Shared&) override {
-    std::fputs(WriteBaseLaw(dir_, tolerance_).c_str(), stdout);
+    std::fputs(WriteBaseLaw(dir_, tolerance_, criterion_).c_str(), stdout);
     const std::string file = (std::filesystem::path(dir_) / "base_law.h5").string();
     PrintLine("wrote " + file);
     PrintLine("figure: " + DrawBaseLaw(file));
@@ -36,6 +42,7 @@ class BaseLawCommand final : public Command {
  private:
   std::string dir_;
   double tolerance_ = 0.1;
+  std::string criterion_ = "auto";
 };
 
 }  // namespace

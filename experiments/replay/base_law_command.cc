@@ -23,8 +23,11 @@
 namespace lexp {
 namespace {
 
+constexpr double kLearntAccuracy = 0.5;  // an accuracy criterion's "learnt" at the reference length
+
 struct Row {
   std::string label;
+  LimitCriterion criterion = LimitCriterion::kLoss;
   double base, pretrain_base, predicted, predicted_own, measured, longest;
   double limit_lo, limit_hi;  // tokens: the limit lies in [lo, hi) (lo 0: below hi; hi inf)
   double train_span;          // positions training showed (rotary_pairs.h TrainedDistance + 1)
@@ -138,15 +141,23 @@ std::string FitExponents(const std::vector<Row>& rows, const h5::Group& root) {
 
 }  // namespace
 
-std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
-  LEXP_INPUT_CHECK(tolerance > 0, "base-law: --tolerance must be positive");
+std::string WriteBaseLaw(const std::string& run_dir, double tolerance,
+                         const std::string& criterion) {
+  LEXP_INPUT_CHECK(
+      tolerance > 0 && tolerance < 1,
+      "base-law: --tolerance must lie in (0, 1) (got " + fmt::format("{:g}", tolerance) + ")");
+  LEXP_INPUT_CHECK(criterion == "auto" || criterion == "loss" || criterion == "token_accuracy" ||
+                       criterion == "exact_match",
+                   "base-law: --criterion '" + criterion +
+                       "' is not one of auto, loss, token_accuracy, exact_match");
 
   std::vector<Row> rows;
   std::vector<std::string> assumed_bases;  // fine-tuned runs whose starting file is gone
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& path : FindRunFiles(run_dir)) {
     std::string encoding, state, label;
-    std::vector<double> tokens, loss, lengths;
+    std::vector<double> tokens, loss, lengths, score;
+    std::vector<uint64_t> got;
     double base = 1e4, pretrain_base = 1e4;
     bool fine_tuned = false;
     int N = 0;
@@ -168,15 +179,26 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       }
       const h5::Group ev = r.root().OpenGroup("eval");
       // One entry per evaluation length: the scan below indexes all three by the same i.
-      std::vector<uint64_t> got;
       for (auto v : ev.ReadIntsShaped("length", {h5::Group::kAnySize}, &got))
         lengths.push_back(static_cast<double>(v));
       for (auto v : ev.ReadIntsShaped("sequence_length", got))
         tokens.push_back(static_cast<double>(v));
       loss = ev.ReadDoublesShaped("loss", got);
     }
-    // The trained model once: its rotary width, training tokens and the positions training showed.
+    // The trained model once: its task, rotary width, training tokens and the positions training
+    // showed.
     ModelReplay replay(path);
+    const LimitCriterion crit = criterion == "loss"                ? LimitCriterion::kLoss
+                                : criterion == "token_accuracy"    ? LimitCriterion::kTokenAccuracy
+                                : criterion == "exact_match"       ? LimitCriterion::kExactMatch
+                                : replay.parts().task->HasAnswer() ? LimitCriterion::kTokenAccuracy
+                                                                   : LimitCriterion::kLoss;
+    if (crit == LimitCriterion::kLoss) {
+      score = loss;
+    } else {
+      h5::Reader r(path);
+      score = r.root().OpenGroup("eval").ReadDoublesShaped(LimitCriterionDataset(crit), got);
+    }
     const int d = FindRope(replay.encoding())->rotary_dims();
     const int train_tokens = replay.SequenceLength(N);
     const double span = TrainedDistance(replay) + 1;
@@ -187,9 +209,10 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
       if (lengths[i] <= N) ref = static_cast<int>(i);
     if (ref < 0 || tokens.empty()) continue;
     const std::vector<double> beyond_tokens(tokens.begin() + ref + 1, tokens.end()),
-        beyond_loss(loss.begin() + ref + 1, loss.end());
+        beyond_score(score.begin() + ref + 1, score.end());
     Row row;
     row.label = label;
+    row.criterion = crit;
     row.base = base;
     row.pretrain_base = pretrain_base;
     row.fine_tuned = fine_tuned;
@@ -205,7 +228,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     row.d_extra_own = theory::CriticalDim(d, span, base).d_extra;
     row.predicted_own = row.d_extra_own >= d ? std::numeric_limits<double>::infinity()
                                              : theory::ExtrapolationLimit(base, row.d_extra_own, d);
-    row.measured = ExtrapolationLimitMeasured(beyond_tokens, beyond_loss, loss[ref], tolerance);
+    row.measured =
+        ExtrapolationLimitMeasured(beyond_tokens, beyond_score, score[ref], tolerance, crit);
     row.longest = tokens.back();
     // What the grid says of the limit: between the last length that passed and the first that
     // failed; below the first longer length when that one already fails (immediate); at least
@@ -220,10 +244,11 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
         row.limit_hi = t;
         break;
       }
-    // A run that did not learn to use its context has nothing to extrapolate (its loss is flat at
-    // every length): its loss at the training length must be below 0.95 x the loss at the shortest
-    // evaluated length.
-    row.learnt = loss[ref] < 0.95 * loss[0];
+    // A run that did not learn the task has nothing to extrapolate: by loss (a source whose
+    // structure is learnt from context), its loss at the training length must be below 0.95 x the
+    // loss at the shortest evaluated length; by accuracy, at least kLearntAccuracy there.
+    row.learnt =
+        crit == LimitCriterion::kLoss ? loss[ref] < 0.95 * loss[0] : score[ref] >= kLearntAccuracy;
     rows.push_back(row);
   }
   LEXP_INPUT_CHECK(!rows.empty(),
@@ -232,25 +257,31 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     return a.base != b.base ? a.base < b.base : a.label < b.label;
   });
   std::string s = fmt::format(
-      "RoPE base-scaling law (tolerance {:g}: loss within (1 + tol) x the loss at the longest "
-      "training length)\n"
+      "RoPE base-scaling law (tolerance {:g}: the score within (1 + tol) x its value at the "
+      "longest "
+      "training length for a loss, (1 - tol) x for an accuracy; criterion: {})\n"
       "predicted: T_extra = 2 pi b^(d_extra/d) with d_extra of the pre-training base (1e4 for runs "
       "from scratch; the law's fine-tuning setting), and with the run's own d_extra (from scratch; "
       "inf: every pair completes a period); d_extra counts the pairs whose period fits in the "
       "positions training showed\n"
-      "{:<26} {:>10} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}\n",
-      tolerance, "run", "base", "d_rot", "d_extra", "T_extra", "own d_ex", "own T_ex", "measured");
+      "{:<26} {:>10} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}  {}\n",
+      tolerance,
+      criterion == "auto" ? "auto: token accuracy for tasks with an answer, loss for sources"
+                          : criterion,
+      "run", "base", "d_rot", "d_extra", "T_extra", "own d_ex", "own T_ex", "measured",
+      "criterion");
   for (const auto& r : rows)
     s += fmt::format(
-        "{:<26} {:>10g} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}\n", r.label, r.base, r.rotary_dims,
-        r.d_extra,
+        "{:<26} {:>10g} {:>6} {:>8} {:>11} {:>8} {:>11} {:>10}  {}\n", r.label, r.base,
+        r.rotary_dims, r.d_extra,
         std::isnan(r.predicted) ? std::string("(b < 1e4)") : fmt::format("{:.1f}", r.predicted),
         r.d_extra_own,
         std::isinf(r.predicted_own) ? std::string("inf") : fmt::format("{:.1f}", r.predicted_own),
         !r.learnt     ? std::string("not learnt")
         : r.censored  ? fmt::format(">= {:g}", r.measured)
         : r.immediate ? fmt::format("< {:g}", r.limit_hi)
-                      : fmt::format("{:g}", r.measured));
+                      : fmt::format("{:g}", r.measured),
+        LimitCriterionName(r.criterion));
   // Small-base side (Liu et al. 2023, base-scaling law): bases at or below the exact full-period
   // base let every pair complete a period in training; the law expects no unseen-angle limit there.
   const int d0 = rows[0].rotary_dims, T0 = rows[0].train_tokens;
@@ -286,10 +317,13 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   h5::Writer w(out.string());
   WriteProvenance(w.root(), ThreadLimit::Active());
   w.root().SetAttr("tolerance", tolerance);
+  w.root().SetAttr("criterion_requested", criterion);
   std::vector<double> bases, pred, meas;
   std::vector<int64_t> cens;
-  std::string labels;
+  std::string labels, criteria;
   for (const auto& r : rows) {
+    if (!criteria.empty()) criteria += ',';
+    criteria += LimitCriterionName(r.criterion);
     bases.push_back(r.base);
     pred.push_back(r.predicted);
     meas.push_back(r.measured);
@@ -298,6 +332,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   }
   const uint64_t R = rows.size();
   w.root().SetAttr("runs", labels);
+  w.root().SetAttr("criteria", criteria);
   w.root().WriteDoubles("base", bases, {R}, "run", "RoPE base");
   w.root().WriteDoubles("predicted_limit", pred, {R}, "run",
                         "tokens: T_extra = 2 pi b^(d_extra/d) (NaN below base 1e4)");
@@ -309,8 +344,9 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
     learnt.push_back(r.learnt);
   }
   w.root().WriteInts("learnt", learnt, {R}, "run",
-                     "1 when the loss at the training length is below 0.95 x the loss at the "
-                     "shortest evaluated length (0: the run did not learn the source; left out)");
+                     "1 when the run learnt its task: by loss, its loss at the training length is "
+                     "below 0.95 x the loss at the shortest evaluated length; by accuracy, it is "
+                     "at least 0.5 there (0: left out of the fit)");
   w.root().WriteDoubles("predicted_limit_own", pred_own, {R}, "run",
                         "tokens: 2 pi b^(d_extra/d) with the run's own d_extra (inf: every pair "
                         "completes a period in training)");
@@ -325,7 +361,8 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance) {
   w.root().SetAttr("b3_full_period", crit.full);
   w.root().SetAttr("longest_evaluated", rows[0].longest);
   w.root().WriteDoubles("measured_limit", meas, {R}, "run",
-                        "tokens: longest evaluated sequence within the loss tolerance");
+                        "tokens: longest evaluated sequence within the tolerance of the run's "
+                        "criterion (attribute criteria)");
   w.root().WriteInts("censored", cens, {R}, "run",
                      "1 when the limit reached the longest evaluated sequence (a lower bound)");
   std::vector<double> lo, hi, span;

@@ -19,6 +19,21 @@ TEST(BaseLaw, LimitIsTheLastLengthBeforeTheLossLeavesTheTolerance) {
   EXPECT_EQ(ExtrapolationLimitMeasured(len, {1.0, nan, 1.0, 1.0, 1.0}, 1.0, 0.1), 16);
 }
 
+// An accuracy stays within the tolerance while it is at least (1 - tol) x its in-distribution
+// value: copy's exact match 1.0 at N, 0.95 and 0.92 beyond, then 0.4 has its limit at the third
+// length. Read as a loss (at most 1.1 x), the same curve would pass everywhere: the direction
+// matters.
+TEST(BaseLaw, AnAccuracyLimitIsTheLastLengthBeforeTheAccuracyFallsOutOfTheTolerance) {
+  const std::vector<double> len = {16, 32, 64, 128, 256};
+  const std::vector<double> acc = {1.0, 0.95, 0.92, 0.4, 0.1};
+  EXPECT_EQ(ExtrapolationLimitMeasured(len, acc, 1.0, 0.1, LimitCriterion::kExactMatch), 64);
+  EXPECT_EQ(ExtrapolationLimitMeasured(len, acc, 1.0, 0.1, LimitCriterion::kLoss), 256);
+  EXPECT_EQ(
+      ExtrapolationLimitMeasured(len, {0.85, 1, 1, 1, 1}, 1.0, 0.1, LimitCriterion::kTokenAccuracy),
+      0);
+  EXPECT_STREQ(LimitCriterionName(LimitCriterion::kTokenAccuracy), "token_accuracy");
+}
+
 TEST(BaseLaw, FitRecoversAnExactLineAndGivesAStudentTInterval) {
   const LineFit exact = FitLine({0, 1, 2, 3}, {1, 3, 5, 7});
   EXPECT_NEAR(exact.slope, 2, 1e-12);

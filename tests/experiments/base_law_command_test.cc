@@ -49,6 +49,8 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   h5::Reader r((dir / "base_law.h5").string());
   const std::vector<std::string> runs = {"rope-base100", "rope-base10000", "rope-base100000"};
   EXPECT_EQ(r.root().AttrString("runs"), "rope-base100,rope-base10000,rope-base100000");
+  EXPECT_EQ(r.root().AttrString("criteria"), "loss,loss,loss") << "a source is read by its loss";
+  EXPECT_NE(table.find("  loss\n"), std::string::npos) << table;
   EXPECT_EQ(r.root().AttrInt("rotary_dims"), 8);
   EXPECT_EQ(r.root().AttrInt("train_tokens"), 64);
   EXPECT_EQ(r.root().AttrInt("d_extra"), 4);
@@ -119,6 +121,56 @@ TEST(BaseLawCommand, TabulatesMeasuredAgainstPredictedLimitsPerBase) {
   EXPECT_TRUE(std::filesystem::exists(png));
   EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "base_law.dat"));
   EXPECT_THROW(WriteBaseLaw((dir / "figures").string(), 0.1), Error);
+  std::filesystem::remove_all(dir);
+}
+
+// Copy at three bases >= 1e4: the loss at the training length is near 0, so by loss every run is
+// "not learnt" (its loss at N is not below 0.95 x its loss at the shortest length) and nothing is
+// fitted; read by token accuracy (the default for a task with an answer), every run is learnt, its
+// limit lies between two evaluated lengths, and the exponent is fitted with its interval. Each row
+// says which criterion it used.
+TEST(BaseLawCommand, CopyRunsAreReadByTokenAccuracyAndFitALine) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"model.encodings=rope", "model.d_model=32", "run.sweep=encoding_options.rope.base",
+       "run.sweep_values=10000,100000,1000000", "train.max_length=8", "train.steps=1000",
+       "train.batch_size=16", "train.lr=3e-3", "train.warmup_steps=20",
+       "eval.lengths=4,8,9,10,11,12,14,16,20", "eval.samples=32", "eval.decoding=teacher_forced",
+       "probe.lengths=8", "probe.samples=1", "probe.replay=0"});
+  const auto dir = testing::FreshTempDir("base_law_copy");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  ASSERT_EQ(RunRecipe(c, so).size(), 3u);
+  const std::string by_loss = WriteBaseLaw(dir.string(), 0.3, "loss");
+  EXPECT_NE(by_loss.find("no fit: fewer than 3 points"), std::string::npos) << by_loss;
+  {
+    h5::Reader r((dir / "base_law.h5").string());
+    EXPECT_EQ(r.root().ReadInts("learnt"), (std::vector<int64_t>{0, 0, 0}));
+  }
+  const std::string table = WriteBaseLaw(dir.string(), 0.3);
+  EXPECT_NE(table.find("  token_accuracy\n"), std::string::npos) << table;
+  h5::Reader r((dir / "base_law.h5").string());
+  EXPECT_EQ(r.root().AttrString("criterion_requested"), "auto");
+  EXPECT_EQ(r.root().AttrString("criteria"), "token_accuracy,token_accuracy,token_accuracy");
+  EXPECT_EQ(r.root().ReadInts("learnt"), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(r.root().AttrInt("fit_scratch_points"), 3);
+  EXPECT_TRUE(std::isfinite(r.root().AttrDouble("fit_scratch_exponent"))) << table;
+  EXPECT_TRUE(std::isfinite(r.root().AttrDouble("fit_scratch_exponent_lo"))) << table;
+  EXPECT_FALSE(r.root().HasAttr("fit_scratch_no_fit")) << table;
+  // Each limit from the accuracies by their definition: the last length beyond N = 8 before the
+  // token accuracy falls below 0.7 x its value at 8.
+  const auto meas = r.root().ReadDoubles("measured_limit");
+  int k = 0;
+  for (const std::string label : {"rope-base10000", "rope-base100000", "rope-base1000000"}) {
+    h5::Reader run(RunFilePath(dir.string(), label));
+    const auto tokens = run.root().OpenGroup("eval").ReadInts("sequence_length");
+    const auto acc = run.root().OpenGroup("eval").ReadDoubles("token_accuracy");
+    double limit = static_cast<double>(tokens[1]);
+    for (size_t e = 2; e < acc.size() && acc[e] >= 0.7 * acc[1]; ++e)
+      limit = static_cast<double>(tokens[e]);
+    EXPECT_EQ(meas[k++], limit) << label;
+  }
+  EXPECT_THROW(WriteBaseLaw(dir.string(), 0.3, "perplexity"), InputError);
   std::filesystem::remove_all(dir);
 }
 

@@ -532,6 +532,14 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,
        "ragged_loss_dir"},
+      {"base-law with an unknown criterion",
+       {"base-law", good_.parent_path().string(), "--criterion", "perplexity"},
+       2,
+       "--criterion 'perplexity' is not one of auto, loss, token_accuracy, exact_match"},
+      {"base-law with a tolerance of 1 or more",
+       {"base-law", good_.parent_path().string(), "--tolerance", "1.5"},
+       2,
+       "--tolerance must lie in (0, 1)"},
   };
   for (const auto& bad : table) ExpectRefused(bad, Lexp(root_, bad.args));
   // No temporary left beside the corrupted files.
