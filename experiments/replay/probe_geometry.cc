@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "analysis/assignment.h"
 #include "analysis/attention_geometry.h"
 #include "analysis/attention_stats.h"
 #include "analysis/rope_theory.h"
@@ -54,6 +55,32 @@ double MeanOver(const std::vector<double>& v, size_t from, size_t to) {
   return k ? s / k : kNaN;
 }
 
+// The class of a head from its sink mass, local mass and positional share (in that order).
+HeadClass ClassOf(double sink, double local, double share) {
+  if (sink >= 0.5) return HeadClass::kSink;
+  if (local >= 0.5) return HeadClass::kLocal;
+  if (share < 0.5) return HeadClass::kContent;
+  return HeadClass::kGlobal;
+}
+
+// Share of the logit variance the mean logit at each distance explains, from per-distance sums,
+// sums of squares and counts (NaN: no pair, or no variance).
+double PositionalShare(const std::vector<double>& sum, const std::vector<double>& sq,
+                       const std::vector<double>& cnt) {
+  double total = 0, zsum = 0, zsq = 0;
+  for (size_t d = 0; d < sum.size(); ++d) {
+    total += cnt[d];
+    zsum += sum[d];
+    zsq += sq[d];
+  }
+  if (!(total > 0)) return kNaN;
+  const double mean = zsum / total, var = zsq / total - mean * mean;
+  double between = 0;
+  for (size_t d = 0; d < sum.size(); ++d)
+    if (cnt[d] > 0) between += cnt[d] * std::pow(sum[d] / cnt[d] - mean, 2);
+  return var > 0 ? between / total / var : kNaN;
+}
+
 ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int train_tokens,
                               const TrainedLogitRange* trained, std::string* ref_note) {
   ProbeGeometry g;
@@ -78,7 +105,12 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   SpreadAccumulator explosion(LH * uT), running_all(LH * uT), entropy(LH * uT), row_max(LH * uT),
       att_mean(LH * uT), att_argmax(LH * uT), sink(LH * uT), local(LH * uT);
   std::vector<double> by_sum(LH * uT, 0.0), by_sq(LH * uT, 0.0), by_n(LH * uT, 0.0);
-  std::vector<double> js(LH * H, 0.0);
+  // Per sequence: each head's statistics (for their spread and class agreement) and JS.
+  SpreadAccumulator head_sink(LH), head_local(LH), head_share(LH), js_acc(LH * H),
+      js_beyond_acc(LH * H);
+  std::vector<std::vector<HeadClass>> seq_class(static_cast<size_t>(S), std::vector<HeadClass>(LH));
+  std::vector<int> row_visible(uT);
+  const uint64_t first_local = std::min<uint64_t>(static_cast<uint64_t>(g.local_window), uT - 1);
   g.visible.assign(uT, 0.0);
   g.nonfinite.assign(LH, 0);
   std::vector<double> sum(uT), sq(uT), cnt(uT);
@@ -104,6 +136,7 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
         std::fill(cnt.begin(), cnt.end(), 0.0);
         AccumulateLogitsByDistance(z, T, T, sum, cnt, &sq);
         const AttendedDistance ad = AttendedDistances(p, T, T);
+        double seq_sink = 0, seq_local = 0, n_sink = 0, n_local = 0;
         for (uint64_t i = 0; i < uT; ++i) {
           explosion.Add(at + i, bound[i]);
           running_all.Add(at + i, all[i]);
@@ -111,6 +144,7 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
           by_sq[at + i] += sq[i];
           by_n[at + i] += cnt[i];
           const AttentionRowStats st = RowStats(z + i * uT, T);
+          row_visible[i] = static_cast<int>(st.visible);
           if (s == 0 && lh == 0) g.visible[i] = st.visible;
           entropy.Add(at + i, st.visible ? st.entropy : kNaN);
           row_max.Add(at + i, st.visible ? st.max_logit : kNaN);
@@ -123,14 +157,40 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
             if (std::abs(static_cast<long>(i) - static_cast<long>(j)) < g.local_window)
               near += row[j];
           local.Add(at + i, near);
+          // The head's means over this sequence's queries, as the pooled ones below.
+          if (i >= std::min<uint64_t>(1, uT - 1)) {
+            seq_sink += row[0];
+            n_sink += 1;
+          }
+          if (i >= first_local) {
+            seq_local += near;
+            n_local += 1;
+          }
         }
+        const double share_s = PositionalShare(sum, sq, cnt);
+        head_sink.Add(lh, seq_sink / n_sink);
+        head_local.Add(lh, seq_local / n_local);
+        head_share.Add(lh, share_s);
+        seq_class[s][lh] = ClassOf(seq_sink / n_sink, seq_local / n_local, share_s);
         if (with_ref) {
+          // Over the queries that see two keys or more (one key: JS 0 whatever the heads), and over
+          // those beyond the training length.
           const MatF& Q = ref->model().Probs(static_cast<int>(l));
           for (uint64_t b = 0; b < H; ++b) {
             const float* q = Q.data() + b * uT * uT;
-            double d = 0;
-            for (uint64_t i = 0; i < uT; ++i) d += JensenShannon(p + i * uT, q + i * uT, T);
-            js[lh * H + b] += d / (static_cast<double>(S) * T);
+            double d = 0, nq = 0, db = 0, nb = 0;
+            for (uint64_t i = 0; i < uT; ++i) {
+              if (row_visible[i] < 2) continue;
+              const double js_i = JensenShannon(p + i * uT, q + i * uT, T);
+              d += js_i;
+              nq += 1;
+              if (i >= static_cast<uint64_t>(train_tokens)) {
+                db += js_i;
+                nb += 1;
+              }
+            }
+            js_acc.Add(lh * H + b, nq > 0 ? d / nq : kNaN);
+            js_beyond_acc.Add(lh * H + b, nb > 0 ? db / nb : kNaN);
           }
         }
       }
@@ -152,7 +212,6 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
   g.resolution_window.assign(LH, kNaN);
   g.positional_share.assign(LH, kNaN);
   for (uint64_t lh = 0; lh < LH; ++lh) {
-    double total = 0, zsum = 0, zsq = 0;
     for (uint64_t d = 0; d < uT; ++d) {
       const double k = by_n[lh * uT + d];
       if (k <= 0) continue;
@@ -160,9 +219,6 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
       g.logit_mean_by_distance[lh * uT + d] = m;
       g.logit_sd_by_distance[lh * uT + d] =
           std::sqrt(std::max(0.0, by_sq[lh * uT + d] / k - m * m));
-      total += k;
-      zsum += by_sum[lh * uT + d];
-      zsq += by_sq[lh * uT + d];
     }
     const theory::CurveResolutions res =
         theory::ResolutionsOf(std::vector<double>(g.logit_mean_by_distance.begin() + lh * uT,
@@ -176,15 +232,10 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
       g.resolution_flat_window = res.flat_window;
     }
     // Share of the logit variance the positional part explains: Var(mean at distance) / Var.
-    if (total > 0) {
-      const double mean = zsum / total, var = zsq / total - mean * mean;
-      double between = 0;
-      for (uint64_t d = 0; d < uT; ++d) {
-        const double k = by_n[lh * uT + d];
-        if (k > 0) between += k * std::pow(g.logit_mean_by_distance[lh * uT + d] - mean, 2);
-      }
-      g.positional_share[lh] = var > 0 ? between / total / var : kNaN;
-    }
+    auto slice = [&](const std::vector<double>& v) {
+      return std::vector<double>(v.begin() + lh * uT, v.begin() + (lh + 1) * uT);
+    };
+    g.positional_share[lh] = PositionalShare(slice(by_sum), slice(by_sq), slice(by_n));
   }
   // Pass 2: the content part (logit minus its positional part) of every visible pair with the key
   // at or before the query, its range, and the pairs outside the trained ranges.
@@ -242,25 +293,41 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
     g.head_local_mass[lh] =
         MeanOver(g.local_mass.mean,
                  at + std::min<uint64_t>(static_cast<uint64_t>(g.local_window), uT - 1), at + uT);
-    HeadClass c = HeadClass::kGlobal;
-    if (g.head_sink_mass[lh] >= 0.5)
-      c = HeadClass::kSink;
-    else if (g.head_local_mass[lh] >= 0.5)
-      c = HeadClass::kLocal;
-    else if (g.positional_share[lh] < 0.5)
-      c = HeadClass::kContent;
+    const HeadClass c =
+        ClassOf(g.head_sink_mass[lh], g.head_local_mass[lh], g.positional_share[lh]);
     g.head_class[lh] = static_cast<int64_t>(c);
+    double agree = 0;
+    for (int q = 0; q < S; ++q) agree += seq_class[q][lh] == c;
+    g.head_class_agreement.push_back(S > 0 ? agree / S : kNaN);
   }
+  g.head_sink_mass_sd = head_sink.Finish().sd;
+  g.head_local_mass_sd = head_local.Finish().sd;
+  g.positional_share_sd = head_share.Finish().sd;
   g.has_reference = with_ref;
   if (with_ref) {
-    g.js = js;
+    const SequenceSpread js = js_acc.Finish(), beyond = js_beyond_acc.Finish();
+    g.js = js.mean;
+    g.js_sd = js.sd;
+    g.js_beyond = beyond.mean;
     g.js_best.assign(LH, kInf);
     g.js_mean.assign(LH, 0.0);
     for (uint64_t lh = 0; lh < LH; ++lh)
       for (uint64_t b = 0; b < H; ++b) {
-        g.js_best[lh] = std::min(g.js_best[lh], js[lh * H + b]);
-        g.js_mean[lh] += js[lh * H + b] / H;
+        g.js_best[lh] = std::min(g.js_best[lh], g.js[lh * H + b]);
+        g.js_mean[lh] += g.js[lh * H + b] / H;
       }
+    // One to one: each layer's heads assigned to reference heads with the least total JS.
+    for (uint64_t l = 0; l < L; ++l) {
+      const std::vector<double> cost(g.js.begin() + l * H * H, g.js.begin() + (l + 1) * H * H);
+      const std::vector<int> match = MinCostAssignment(cost, static_cast<int>(H));
+      for (uint64_t h = 0; h < H; ++h) {
+        const uint64_t k = (l * H + h) * H + static_cast<uint64_t>(match[h]);
+        g.js_matched_head.push_back(match[h]);
+        g.js_matched.push_back(g.js[k]);
+        g.js_matched_sd.push_back(g.js_sd[k]);
+        g.js_matched_beyond.push_back(g.js_beyond[k]);
+      }
+    }
   }
   return g;
 }
@@ -392,23 +459,50 @@ std::string WriteGeometry(const GeometryAnalysis& a, const h5::Group& analysis) 
                    "sink_mass_by_query averaged over queries 1..");
     p.WriteDoubles("head_local_mass", g.head_local_mass, lh, "layer,head",
                    "local_mass_by_query averaged over queries local_window..");
+    p.WriteDoubles("head_sink_mass_sd", g.head_sink_mass_sd, lh, "layer,head",
+                   "standard deviation over probe sequences of each sequence's head_sink_mass");
+    p.WriteDoubles("head_local_mass_sd", g.head_local_mass_sd, lh, "layer,head",
+                   "the same for head_local_mass");
+    p.WriteDoubles(
+        "positional_share_sd", g.positional_share_sd, lh, "layer,head",
+        "the same for the positional share, each sequence's from its own distance means");
     p.WriteInts("head_class", g.head_class, lh, "layer,head",
                 "0 sink (head_sink_mass >= 0.5), 1 local (head_local_mass >= 0.5), 2 content "
                 "(positional_share < 0.5), 3 global (otherwise), tested in that order");
+    p.WriteDoubles("head_class_agreement", g.head_class_agreement, lh, "layer,head",
+                   "fraction of probe sequences whose own statistics give head_class (1: every "
+                   "sequence agrees; lower: the head sits near a 0.5 threshold)");
     p.WriteInts("nonfinite_logits", g.nonfinite, lh, "layer,head",
                 "logits that are NaN or +inf (every statistic here skips them)");
     if (g.has_reference) {
       p.WriteDoubles("js_vs_reference", g.js, {L, H, H}, "layer,head,reference_head",
-                     "nats: Jensen-Shannon divergence of attention rows, mean over queries and "
-                     "probe sequences, of every head against every reference head of the layer");
+                     "nats: Jensen-Shannon divergence of attention rows, mean over the queries "
+                     "seeing two keys or more and over probe sequences, of every head against "
+                     "every reference head of the layer");
+      p.WriteDoubles("js_vs_reference_sd", g.js_sd, {L, H, H}, "layer,head,reference_head",
+                     "nats: standard deviation over probe sequences of each one's mean");
+      p.WriteDoubles("js_vs_reference_beyond", g.js_beyond, {L, H, H}, "layer,head,reference_head",
+                     "nats: the same over the queries at positions >= train_tokens only (NaN: "
+                     "none at this length)");
       p.WriteDoubles("js_best", g.js_best, lh, "layer,head",
-                     "nats: js_vs_reference minimised over reference heads (best match)");
+                     "nats: js_vs_reference minimised over reference heads (several heads may "
+                     "claim one reference head)");
+      p.WriteInts("js_matched_head", g.js_matched_head, lh, "layer,head",
+                  "the reference head each head is matched to in the one-to-one assignment of "
+                  "the layer's heads with the least total js_vs_reference (Hungarian method)");
+      p.WriteDoubles("js_matched", g.js_matched, lh, "layer,head",
+                     "nats: js_vs_reference of each head and its matched reference head");
+      p.WriteDoubles("js_matched_sd", g.js_matched_sd, lh, "layer,head",
+                     "nats: its standard deviation over probe sequences");
+      p.WriteDoubles("js_matched_beyond", g.js_matched_beyond, lh, "layer,head",
+                     "nats: js_vs_reference_beyond of the same pairs (NaN: no query beyond)");
       p.WriteDoubles("js_mean", g.js_mean, lh, "layer,head",
                      "nats: js_vs_reference averaged over reference heads");
     }
     // Report: one line per length.
     const uint64_t LH = L * H;
-    double bound = -kInf, bound_sd = kNaN, res = 0, oz = 0, op = 0, oc = 0, jb = 0;
+    double bound = -kInf, bound_sd = kNaN, res = 0, oz = 0, op = 0, oc = 0, jb = 0, jm = 0, jmb = 0,
+           agree = 0;
     int64_t bad = 0;
     int classes[4] = {0, 0, 0, 0};
     for (uint64_t k = 0; k < LH; ++k) {
@@ -421,22 +515,34 @@ std::string WriteGeometry(const GeometryAnalysis& a, const h5::Group& analysis) 
       oz += g.out_of_range_logit[k] / LH;
       op += g.out_of_range_positional[k] / LH;
       oc += g.out_of_range_content[k] / LH;
-      if (g.has_reference) jb += g.js_best[k] / LH;
+      if (g.has_reference) {
+        jb += g.js_best[k] / LH;
+        jm += g.js_matched[k] / LH;
+        jmb += g.js_matched_beyond[k] / LH;
+      }
+      agree += g.head_class_agreement[k] / LH;
       bad += g.nonfinite[k];
       ++classes[g.head_class[k]];
     }
     report += fmt::format(
         "geometry n={} ({} sequences): last-query logit bound at the longest distance {:.2f} "
-        "(sd {:.2f}, max over heads); heads sink/local/content/global {}/{}/{}/{}; resolution "
-        "over the training window {:.3f} (flat curve {:.3f})",
-        g.length, g.samples, bound, bound_sd, classes[0], classes[1], classes[2], classes[3], res,
-        g.resolution_flat_window);
+        "(sd {:.2f}, max over heads); heads sink/local/content/global {}/{}/{}/{} (a head's "
+        "class holds in {:.0f}% of the sequences, mean over heads); resolution over the training "
+        "window {:.3f} (flat curve {:.3f})",
+        g.length, g.samples, bound, bound_sd, classes[0], classes[1], classes[2], classes[3],
+        100 * agree, res, g.resolution_flat_window);
     if (g.length > a.train_length)
       report += fmt::format(
           "; outside the trained range: logits {:.1f}%, positional parts {:.1f}%, content parts "
           "{:.1f}%",
           100 * oz, 100 * op, 100 * oc);
-    if (g.has_reference) report += fmt::format("; JS vs reference, best head match {:.3f}", jb);
+    if (g.has_reference) {
+      report += fmt::format(
+          "; JS vs reference, heads matched one to one {:.3f} (each head's closest {:.3f})", jm,
+          jb);
+      if (g.length > a.train_length)
+        report += fmt::format(", over the queries beyond training {:.3f}", jmb);
+    }
     if (bad) report += fmt::format("; {} NaN/+inf logits skipped", bad);
     report += "\n";
   }

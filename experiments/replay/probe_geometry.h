@@ -17,13 +17,18 @@
 //    fall outside the range each had at the training length (LM-Infinite's Theorem 1: unseen
 //    distances push logits out of the trained range; which part goes out is measured here);
 //  * a head class at each length: sink (mean sink mass >= 0.5), else local (mean local mass
-//    >= 0.5), else content-driven (distance explains < half the logit variance), else global;
+//    >= 0.5), else content-driven (distance explains < half the logit variance), else global; with
+//    the sd over sequences of each head statistic and the fraction of sequences whose own
+//    statistics give the same class (head_class_agreement: a class near a 0.5 threshold flips);
 //  * NaN and +inf logits counted (every statistic skips them, so a diverged run must say so);
 //  * with a reference run (typically NoPE, same probe stream): the Jensen-Shannon divergence of
 //    attention rows between every head of this run and every head of the reference in the same
-//    layer ([L, H, H]; head order is arbitrary between separately trained models), and per head
-//    its best match (minimum over reference heads) and the mean (Kazemnejad et al. 2023 compare
-//    heads pairwise).
+//    layer ([L, H, H]; head order is arbitrary between separately trained models), over the
+//    queries that see two keys or more (a query seeing one key has JS 0 whatever the heads), and
+//    the same over the queries beyond the training length only; per head its minimum over
+//    reference heads (several heads may claim one reference head), its match in the one-to-one
+//    assignment of the layer's heads to reference heads with the least total divergence
+//    (analysis/assignment.h), and the mean (Kazemnejad et al. 2023 compare heads pairwise).
 #pragma once
 
 #include <string>
@@ -62,11 +67,17 @@ struct ProbeGeometry {
   std::vector<double> positional_share;                                                   // [L, H]
   std::vector<double> out_of_range_logit, out_of_range_positional, out_of_range_content;  // [L, H]
   std::vector<double> head_sink_mass, head_local_mass;  // [L, H] mean over queries
-  std::vector<int64_t> head_class;                      // [L, H]
-  std::vector<int64_t> nonfinite;                       // [L, H]
+  std::vector<double> head_sink_mass_sd, head_local_mass_sd, positional_share_sd;  // [L, H]
+  std::vector<int64_t> head_class;                                                 // [L, H]
+  std::vector<double> head_class_agreement;  // [L, H] fraction of sequences
+  std::vector<int64_t> nonfinite;            // [L, H]
   bool has_reference = false;
   std::vector<double> js, js_best, js_mean;  // [L, H, H], [L, H], [L, H]
-  TrainedLogitRange range;                   // at this length (used as the trained range)
+  std::vector<double> js_sd;                 // [L, H, H] over sequences
+  std::vector<double> js_beyond;             // [L, H, H] queries >= train_tokens (NaN: none)
+  std::vector<int64_t> js_matched_head;      // [L, H] the assignment's reference head
+  std::vector<double> js_matched, js_matched_sd, js_matched_beyond;  // [L, H]
+  TrainedLogitRange range;  // at this length (used as the trained range)
 };
 
 struct GeometryAnalysis {

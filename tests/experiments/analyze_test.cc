@@ -156,22 +156,71 @@ TEST(Analyze, JsDivergenceMatchesHeadsWhateverTheirOrder) {
         (void)dims;
       });
   const std::string report = AnalyzeRunFile(nope, swapped);
-  EXPECT_NE(report.find("JS vs reference, best head match 0.000"), std::string::npos) << report;
+  EXPECT_NE(
+      report.find("JS vs reference, heads matched one to one 0.000 (each head's closest 0.000)"),
+      std::string::npos)
+      << report;
   h5::Reader r(nope);
   const h5::Group p = r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9");
   std::vector<uint64_t> dims;
   const auto js = p.ReadDoubles("js_vs_reference", &dims);
   ASSERT_EQ(dims, (std::vector<uint64_t>{2, 2, 2}));
   const auto best = p.ReadDoubles("js_best"), mean = p.ReadDoubles("js_mean");
+  const auto matched = p.ReadDoubles("js_matched");
+  const auto matched_head = p.ReadInts("js_matched_head");
   for (int l = 0; l < 2; ++l)
     for (int h = 0; h < 2; ++h) {
       EXPECT_NEAR(js[(l * 2 + h) * 2 + (1 - h)], 0.0, 1e-9) << "head h is reference head 1 - h";
       EXPECT_NEAR(best[l * 2 + h], 0.0, 1e-9);
+      EXPECT_NEAR(matched[l * 2 + h], 0.0, 1e-9);
+      EXPECT_EQ(matched_head[l * 2 + h], 1 - h);
       EXPECT_NEAR(mean[l * 2 + h], 0.5 * js[(l * 2 + h) * 2 + h], 1e-12);
       for (int b = 0; b < 2; ++b) EXPECT_LE(js[(l * 2 + h) * 2 + b], std::log(2.0) + 1e-12);
     }
   EXPECT_GT(js[0], 1e-4) << "head 0 against reference head 0 (the other head) differs";
   EXPECT_TRUE(std::filesystem::exists(DrawAttentionGeometry(dir.string())));
+  std::filesystem::remove_all(dir);
+}
+
+// The one-to-one matching differs from each head's closest reference head where two heads attend
+// alike: a model whose layer-0 head 1 has head 0's queries and keys, against the original. Each
+// of its heads is closest to the original's head 0 (js_best 0 for both), but only one can be
+// matched to it; the other is matched to head 1 and differs from it (js_matched > 0).
+TEST(Analyze, MatchingIsOneToOneWhereTwoHeadsClaimTheSameReferenceHead) {
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"train.steps=20", "probe.lengths=5,9", "probe.samples=2", "model.encodings=nope"});
+  const auto dir = testing::FreshTempDir("analyze_match");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "nope", o).state, "completed");
+  const std::string nope = RunFilePath(dir.string(), "nope");
+  constexpr int C = 16, D = 8;
+  const std::string twins = EditedCopy(
+      nope, (dir / "twins.h5").string(),
+      [&](const std::string& name, std::vector<double>& v, const std::vector<uint64_t>&) {
+        if (name != "layer0.attn.qkv.w" && name != "layer0.attn.qkv.b") return;
+        const int rows = static_cast<int>(v.size()) / (3 * C);
+        for (int r = 0; r < rows; ++r)
+          for (int b = 0; b < 2; ++b)  // q and k of head 1 := those of head 0
+            for (int d = 0; d < D; ++d) v[r * 3 * C + b * C + D + d] = v[r * 3 * C + b * C + d];
+      });
+  AnalyzeRunFile(twins, nope);
+  h5::Reader r(twins);
+  const h5::Group p = r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_9");
+  const auto js = p.ReadDoubles("js_vs_reference");
+  const auto best = p.ReadDoubles("js_best"), matched = p.ReadDoubles("js_matched");
+  const auto head = p.ReadInts("js_matched_head");
+  EXPECT_NEAR(best[0], 0.0, 1e-9);
+  EXPECT_NEAR(best[1], 0.0, 1e-9) << "both of layer 0's heads are closest to reference head 0";
+  EXPECT_NE(head[0], head[1]) << "one to one";
+  EXPECT_NEAR(matched[0] + matched[1], js[1], 1e-9) << "one head pays JS(head 0, head 1)";
+  EXPECT_GT(js[1], 1e-4);
+  // Beyond the training length (9 > 5) the same pairs, over the queries at positions >= 11 only.
+  const auto beyond = p.ReadDoubles("js_matched_beyond");
+  EXPECT_TRUE(std::isfinite(beyond[0]) && std::isfinite(beyond[1]));
+  const h5::Group within =
+      r.root().OpenGroup("analysis").OpenGroup("geometry").OpenGroup("length_5");
+  for (double x : within.ReadDoubles("js_matched_beyond")) EXPECT_TRUE(std::isnan(x));
   std::filesystem::remove_all(dir);
 }
 
