@@ -55,6 +55,14 @@ double MeanOver(const std::vector<double>& v, size_t from, size_t to) {
   return k ? s / k : kNaN;
 }
 
+// Outside [lo, hi] by more than float rounding (1e-5 of the range's magnitude): a logit that
+// depends on the distance alone is recomputed at other absolute positions at a longer length and
+// differs from its trained value in the last bits.
+bool Outside(double v, double lo, double hi) {
+  const double tol = 1e-5 * std::max({1.0, std::abs(lo), std::abs(hi)});
+  return v < lo - tol || v > hi + tol;
+}
+
 // The class of a head from its sink mass, local mass and positional share (in that order).
 HeadClass ClassOf(double sink, double local, double share) {
   if (sink >= 0.5) return HeadClass::kSink;
@@ -264,9 +272,9 @@ ProbeGeometry MeasureAtLength(ModelReplay& run, ModelReplay* ref, int n, int tra
             r.content_hi[lh] = std::max(r.content_hi[lh], c);
             pairs[lh] += 1;
             if (trained) {
-              out_z[lh] += v < trained->logit_lo[lh] || v > trained->logit_hi[lh];
-              out_p[lh] += pos < trained->pos_lo[lh] || pos > trained->pos_hi[lh];
-              out_c[lh] += c < trained->content_lo[lh] || c > trained->content_hi[lh];
+              out_z[lh] += Outside(v, trained->logit_lo[lh], trained->logit_hi[lh]);
+              out_p[lh] += Outside(pos, trained->pos_lo[lh], trained->pos_hi[lh]);
+              out_c[lh] += Outside(c, trained->content_lo[lh], trained->content_hi[lh]);
             }
           }
       }

@@ -20,7 +20,8 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 // One layer, one head of width 32, RoPE base 1e4, copy (vocabulary 12 + 3) at lengths 1..5,
-// evaluated at 5 and 9 (20 tokens: input 0..8, separator 9, answer 10..18, end token 19).
+// evaluated at 5 and 9 (19 tokens: input 0..8, separator 9, answer 10..18; row 18's target is the
+// end token).
 RecipeConfig PlantRecipe() {
   return testing::TinyCopyRecipe({"model.encodings=rope", "model.d_model=32", "model.n_heads=1",
                                   "model.n_layers=1", "eval.lengths=5,9", "probe.lengths=5,9",
@@ -28,7 +29,7 @@ RecipeConfig PlantRecipe() {
 }
 
 // Pair 4 (theta = 0.1) adds -A cos(0.1 d) / sqrt(32): rising in d over every distance of a
-// 20-token sequence (0.1 x 19 < pi), so each row attends to its farthest key, the first token.
+// 19-token sequence (0.1 x 18 < pi), so each row attends to its farthest key, the first token.
 std::string FirstTokenReader(const std::filesystem::path& dir, const std::string& name,
                              double value_gain) {
   return testing::PlantedRun(PlantRecipe(), "rope", dir, name, [&](testing::PlantedWeights& w) {
@@ -57,7 +58,7 @@ TEST(PlantedReceptiveField, AModelReadingTheFirstTokenHasEachRowsGradientAtThatR
     on_rows += share;
   }
   EXPECT_GT(on_rows, 0.95);
-  EXPECT_LT(rf.share[M + 19], 1e-3) << "the last position's distance, where nothing was measured";
+  EXPECT_LT(rf.share[M + 18], 1e-3) << "the last position's distance, where nothing was measured";
   EXPECT_EQ(rf.context50[1], 12) << "half the gradient once four of the eight rows are counted";
   EXPECT_EQ(rf.context90[1], 17);
   std::filesystem::remove_all(dir);
