@@ -37,7 +37,8 @@ struct GeometryCurves {
   int input_tokens = 0;  // of the longest probe: where the input ends (0 when unknown)
   std::vector<double> running_max, entropy, visible, distance;  // [T]
   std::vector<double> expectation;                              // [T] mean logit by distance
-  // Per probe length (ascending): mean over layers and heads of the best-match JS divergence
+  // Per probe length (ascending): mean over layers and heads of the JS divergence of each head and
+  // its reference head matched one to one (js_matched; js_best in older files)
   // against the reference (NaN without one), of the resolution over the training window and over
   // every distance (convention A), and a flat curve's resolution over every distance.
   std::vector<double> probe_length, js, resolution_window, resolution, resolution_flat;
@@ -88,8 +89,10 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       c.resolution.push_back(MeanOverHeads(res, res.size(), 1)[0]);
       c.resolution_window.push_back(MeanOverHeads(win, win.size(), 1)[0]);
       c.resolution_flat.push_back(pg.AttrDouble("resolution_flat"));
-      if (pg.Has("js_best")) {
-        const auto js = pg.ReadDoublesShaped("js_best", lh);
+      // Heads matched one to one (files of this version), else each head's closest.
+      const char* js_name = pg.Has("js_matched") ? "js_matched" : "js_best";
+      if (pg.Has(js_name)) {
+        const auto js = pg.ReadDoublesShaped(js_name, lh);
         c.js.push_back(MeanOverHeads(js, js.size(), 1)[0]);
       } else {
         c.js.push_back(std::numeric_limits<double>::quiet_NaN());
@@ -149,7 +152,8 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
          "columns 2 and 6, query for columns 3-5), LM-Infinite's logit bound (running max of the "
          "last query's logits, mean over probe sequences), entropy (nats), visible keys, mean "
          "attended distance (tokens), mean logit at distance i; then one block per run over its "
-         "probe lengths: length, best-match JS divergence against the reference (nats, NaN: "
+         "probe lengths: length, JS divergence of each head and its one-to-one matched reference "
+         "head, mean over heads (nats, NaN: "
          "none), resolution over the training window, resolution over every distance, a flat "
          "curve's resolution over every distance\n";
   std::string p1, p2, p3, p4, p5, p6;
@@ -263,8 +267,8 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
   s += fmt::format(
       "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", N);
-  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, best-matching head "
-       "(nats)'\n";
+  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, heads matched one "
+       "to one (nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
   s += "set yrange [0:*]\nplot " + p5 + "\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
