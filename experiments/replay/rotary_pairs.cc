@@ -162,8 +162,7 @@ std::string AblationOutcome(const RotaryPairAnalysis& a, int mode) {
                    "; cuts below unablated and better than a uniform guess: {} (the predicted cut "
                    "{} {}); measured boundary {}",
                    CutRanges(v.helps), a.predicted_boundary,
-                   v.helps[a.predicted_boundary] ? "among them" : "not among them",
-                   v.boundary);
+                   v.helps[a.predicted_boundary] ? "among them" : "not among them", v.boundary);
   bool any_chance = false, any_lower = false;
   for (int k = 0; k <= P; ++k) {
     any_chance = any_chance || v.better_than_chance[k];
@@ -263,7 +262,7 @@ std::string WriteRotaryPairs(const RotaryPairAnalysis& a, const h5::Group& analy
   g.WriteInts("helps", helps, mc, mca,
               "1 when beyond_difference_hi < 0 and better_than_chance: the cuts "
               "measured_boundary_* is chosen from");
-  double sup = 0, obs = 0;
+  double sup = -std::numeric_limits<double>::infinity(), obs = sup;  // maxima may be negative
   for (uint64_t lh = 0; lh < L * H; ++lh) {
     sup = std::max(sup, c.supremum[lh]);
     obs = std::max(obs, c.observed[lh]);

@@ -13,6 +13,7 @@
 //    dilutes over the many more keys until the current token outweighs it: no cut can help
 //    and there must be no measured boundary (where the old reading, the lowest loss among cuts,
 //    took the first of the equal cuts 5..16 and "confirmed" the prediction).
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "experiments/replay/rotary_pairs.h"
+#include "nn/io/hdf5.h"
 #include "tests/testing/planted_runs.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -49,6 +51,16 @@ TEST(PlantedRotary, SlowPairsThatCarryTheFailureAreWhereFreezingRestoresTheModel
       EXPECT_GT(v.beyond_loss[c], v.beyond_loss[b] + 0.5) << m << " cut " << c;
     EXPECT_LT(std::abs(v.in_distribution_cost[5]), 0.1)
         << "the frozen pairs barely turn in training";
+  }
+  // Every logit of this plant is negative (the slow pairs' -A cos(d theta) dominate): the report's
+  // largest observed logit is that negative maximum, not 0.
+  ASSERT_LT(a.contributions.observed[0], 0.0);
+  {
+    h5::Writer scratch((dir / "report.h5").string());
+    const std::string report = WriteRotaryPairs(a, scratch.root().CreateGroup("analysis"));
+    EXPECT_NE(report.find(fmt::format("largest observed {:.2f}", a.contributions.observed[0])),
+              std::string::npos)
+        << report;
   }
   std::filesystem::remove_all(dir);
 }
