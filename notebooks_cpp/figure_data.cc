@@ -60,6 +60,37 @@ std::vector<RunData> ReadRuns(const std::string& run_dir) {
   return runs;
 }
 
+int RunFileFormat(const h5::Group& root) {
+  const std::string file = root.FileName();
+  LEXP_INPUT_CHECK(root.HasAttr("format"),
+                   "'" + file + "' is not a lexp run file (no root attribute 'format')");
+  const std::string format = root.AttrString("format");
+  int version = 0;
+  for (int v : {1, 2, 3})
+    if (format == "lexp-run/" + std::to_string(v)) version = v;
+  LEXP_INPUT_CHECK(version > 0, "'" + file + "': format '" + format +
+                                    "' is not one this lexp reads (lexp-run/1, lexp-run/2, "
+                                    "lexp-run/3)");
+  const bool sealed = root.Sealed();
+  LEXP_INPUT_CHECK(version == 3 || !sealed, "'" + file + "' carries checksums but says format '" +
+                                                format + "' (the file is damaged)");
+  LEXP_INPUT_CHECK(version < 3 || sealed,
+                   "'" + file + "' says format 'lexp-run/3' but carries no checksums (the file "
+                   "is damaged or was changed by another program)");
+  return version;
+}
+
+std::string RunFileState(const h5::Group& root) {
+  const std::string file = root.FileName();
+  LEXP_INPUT_CHECK(root.Has("status") && root.OpenGroup("status").HasAttr("state"),
+                   "'" + file + "' is not a finished lexp run file (no /status)");
+  const std::string state = root.OpenGroup("status").AttrString("state");
+  for (const char* known : {"analyzing", "completed", "diverged", "interrupted", "failed"})
+    if (state == known) return state;
+  FailInput("'" + file + "': /status@state is '" + state +
+            "', not one of analyzing, completed, diverged, interrupted, failed");
+}
+
 std::vector<std::string> FindRunFiles(const std::string& run_dir) {
   LEXP_INPUT_CHECK(fs::is_directory(run_dir), "'" + run_dir + "' is not a directory");
   std::vector<std::string> out;
@@ -67,8 +98,12 @@ std::vector<std::string> FindRunFiles(const std::string& run_dir) {
     const std::string name = e.path().filename().string();
     if (e.is_regular_file() && e.path().extension() == ".h5" &&
         name.find(".ckpt.") == std::string::npos && name != "summary.h5" && name != "base_law.h5" &&
-        RunSelected(e.path()))
+        RunSelected(e.path())) {
+      h5::Reader r(e.path().string());
+      RunFileFormat(r.root());
+      RunFileState(r.root());
       out.push_back(e.path().string());
+    }
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -15,8 +15,19 @@ namespace lexp {
 // A shape entry that matches any extent: the anchor dataset of a group fixes the others' shapes.
 inline constexpr uint64_t kAny = h5::Group::kAnySize;
 
+// The format version of a run file (root attribute `format`): 1 and 2 (written before checksums,
+// read unverified) or 3 (sealed: every dataset and attribute carries a checksum, nn/io/hdf5.h).
+// Input errors name the file: no format, an unknown one, a sealed file that claims an older format
+// or a format-3 file without its seal.
+int RunFileFormat(const h5::Group& root);
+// /status@state of a run file, checked against the states lexp writes (completed, analyzing,
+// diverged, interrupted, failed); an input error naming the file otherwise.
+std::string RunFileState(const h5::Group& root);
+
 // Run files of a directory (completed or not), sorted by path: *.h5 except checkpoints and the
-// sweep outputs summary.h5 and base_law.h5, and only the selected runs (SetRunSelection).
+// sweep outputs summary.h5 and base_law.h5, and only the selected runs (SetRunSelection). Each is
+// checked (RunFileFormat, RunFileState): a damaged or foreign file among them is an input error
+// naming it, never a run read into the others.
 std::vector<std::string> FindRunFiles(const std::string& run_dir);
 // A run file's label (encoding plus any sweep suffix); its encoding in files without one.
 std::string RunLabel(const h5::Group& root);

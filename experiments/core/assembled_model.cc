@@ -1,10 +1,12 @@
 #include "experiments/core/assembled_model.h"
 
 #include <cmath>
+#include <set>
 
 #include "experiments/core/run_file.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figure_data.h"
 #include "pe/patterns.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
@@ -59,19 +61,27 @@ std::string DimsText(const std::vector<uint64_t>& dims) {
   return "[" + s + "]";
 }
 
-// Copies weights found by name (find(name): null when absent) into params, with the file's name
-// in every message. Format 2 files store each parameter with its shape; format 1 files stored
-// them flat, which is accepted when the element count matches.
-template <typename S, typename Find>
-void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params, Find find) {
+// Copies the weights read (by parameter name) into params, with the file's name in every message.
+// Format 2 and 3 files store each parameter with its shape; format 1 files stored them flat,
+// which is accepted there when the element count matches. Unless `part`, a weight the model does
+// not have is refused too (the recipe and the weights disagree), except the LoRA adapters a
+// fine-tuned run keeps beside the weights they were merged into.
+template <typename S>
+void CopyWeights(const std::string& path, int format, const std::vector<ParamRef<S>>& params,
+                 const std::map<std::string, WeightsRead>& weights, bool part) {
   for (const auto& p : params) {
-    const WeightsRead* found = find(p.name);
-    LEXP_INPUT_CHECK(found != nullptr, "'" + path + "' has no weights for " + p.name +
-                                           " (a different model or encoding?)");
-    const std::vector<double>& v = found->values;
-    const bool flat_v1 = found->dims.size() == 1 && static_cast<long>(v.size()) == p.size;
-    LEXP_INPUT_CHECK(found->dims == p.shape || flat_v1,
-                     "'" + path + "': " + p.name + " is " + DimsText(found->dims) +
+    const auto it = weights.find(p.name);
+    LEXP_INPUT_CHECK(it != weights.end(), "'" + path + "' has no weights for " + p.name +
+                                              " (a different model or encoding?)");
+    const WeightsRead& found = it->second;
+    LEXP_INPUT_CHECK(found.type == "f32", "'" + path + "': " + p.name + " is stored as " +
+                                              found.type + ", lexp stores weights as f32 (the "
+                                              "file is damaged or was not written by lexp)");
+    const std::vector<double>& v = found.values;
+    const bool flat_v1 =
+        format == 1 && found.dims.size() == 1 && static_cast<long>(v.size()) == p.size;
+    LEXP_INPUT_CHECK(found.dims == p.shape || flat_v1,
+                     "'" + path + "': " + p.name + " is " + DimsText(found.dims) +
                          " in the file, the model needs " + DimsText(p.shape) +
                          " (a different model size or encoding option?)");
     for (long i = 0; i < p.size; ++i) {
@@ -80,6 +90,20 @@ void CopyWeights(const std::string& path, const std::vector<ParamRef<S>>& params
       p.value[i] = static_cast<S>(v[i]);
     }
   }
+  if (part) return;
+  std::set<std::string> wanted;
+  for (const auto& p : params) wanted.insert(p.name);
+  auto lora_adapter = [](const std::string& name) {  // kept beside the merged weights
+    for (const std::string end : {".lora_A", ".lora_B"})
+      if (name.size() > end.size() && name.compare(name.size() - end.size(), end.size(), end) == 0)
+        return true;
+    return false;
+  };
+  for (const auto& [name, w] : weights)
+    LEXP_INPUT_CHECK(wanted.count(name) || lora_adapter(name), "'" + path + "' holds weights " + name +
+                                             " that the model of its recipe does not have (the "
+                                             "recipe and the weights disagree: the file is "
+                                             "damaged or was changed)");
 }
 
 std::map<std::string, WeightsRead> ReadWeights(const std::string& path) {
@@ -89,44 +113,49 @@ std::map<std::string, WeightsRead> ReadWeights(const std::string& path) {
   std::map<std::string, WeightsRead> w;
   for (const auto& name : m.Children()) {
     WeightsRead& t = w[name];
+    t.type = m.DatasetType(name);
     t.values = m.ReadDoubles(name, &t.dims);
   }
   return w;
 }
 
+// The format of a run file with final weights (completed or analyzing); input errors otherwise.
+int FinalRunFormat(const std::string& path) {
+  const RunFileHead head = ReadRunFileHead(path);
+  LEXP_INPUT_CHECK(HasFinalWeights(head.state), "'" + path + "' did not complete (" +
+                                                    RunStateName(head.state) +
+                                                    "); there are no trained weights");
+  h5::Reader r(path);
+  return RunFileFormat(r.root());
+}
+
 }  // namespace
 
 template <typename S>
-void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params) {
-  h5::Reader r(path);
-  LEXP_INPUT_CHECK(r.root().Has("model"), "'" + path + "' holds no trained weights (/model)");
-  h5::Group m = r.root().OpenGroup("model");
-  WeightsRead t;
-  CopyWeights(path, params, [&](const std::string& name) -> const WeightsRead* {
-    if (!m.Has(name)) return nullptr;
-    t.values = m.ReadDoubles(name, &t.dims);
-    return &t;
-  });
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params,
+                      bool part) {
+  const int format = FinalRunFormat(path);
+  CopyWeights(path, format, params, ReadWeights(path), part);
 }
 
 TrainedRun ReadTrainedRun(const std::string& run_file) {
   TrainedRun run;
   run.path = run_file;
   run.recipe = CompletedRunRecipe(run_file, &run.encoding);
+  run.format = FinalRunFormat(run_file);
   run.weights = ReadWeights(run_file);
   return run;
 }
 
 template <typename S>
 void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params) {
-  CopyWeights(run.path, params, [&](const std::string& name) -> const WeightsRead* {
-    const auto it = run.weights.find(name);
-    return it == run.weights.end() ? nullptr : &it->second;
-  });
+  CopyWeights(run.path, run.format, params, run.weights, false);
 }
 
-template void LoadModelWeights<float>(const std::string&, const std::vector<ParamRef<float>>&);
-template void LoadModelWeights<double>(const std::string&, const std::vector<ParamRef<double>>&);
+template void LoadModelWeights<float>(const std::string&, const std::vector<ParamRef<float>>&,
+                                      bool);
+template void LoadModelWeights<double>(const std::string&, const std::vector<ParamRef<double>>&,
+                                       bool);
 template void LoadModelWeights<float>(const TrainedRun&, const std::vector<ParamRef<float>>&);
 
 }  // namespace lexp

@@ -44,15 +44,20 @@ std::map<std::string, std::string> OptionsOf(const RecipeConfig& cfg, const std:
 // The shape an encoding of this recipe is built with.
 EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout);
 
-// Copies a run file's /model weights into params (names and sizes must match); float for models,
-// double for an encoding rebuilt for closed-form tables.
+// Copies a completed (or analyzing) run file's /model weights into params: every parameter present,
+// stored as float32 with its shape (format 1 stored them flat), finite; and, unless `part` (an
+// encoding or a backbone loaded from a whole model), no weight in the file that params lacks (a
+// recipe and weights that disagree). float for models, double for an encoding rebuilt for
+// closed-form tables. Input errors name the file and the parameter.
 template <typename S>
-void LoadModelWeights(const std::string& run_file, const std::vector<ParamRef<S>>& params);
+void LoadModelWeights(const std::string& run_file, const std::vector<ParamRef<S>>& params,
+                      bool part = false);
 
 // One /model dataset as read: values (row-major) and the dimensions the file gives them.
 struct WeightsRead {
   std::vector<double> values;
   std::vector<uint64_t> dims;
+  std::string type;  // stored element type: "f32" as lexp writes weights
 };
 
 // A completed run read once: its recipe (narrowed to its encoding) and its /model weights, so that
@@ -63,6 +68,7 @@ struct TrainedRun {
   std::string encoding;
   RecipeConfig recipe;
   std::map<std::string, WeightsRead> weights;  // /model, by parameter name
+  int format = 0;                               // lexp-run/<format>
 };
 TrainedRun ReadTrainedRun(const std::string& run_file);
 // LoadModelWeights from the weights read (the same checks and messages).

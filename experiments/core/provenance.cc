@@ -94,7 +94,7 @@ std::string CpuInstructionSets() {
 void WriteProvenance(const h5::Group& root, int threads) {
   unsigned maj = 0, min = 0, rel = 0;
   H5get_libversion(&maj, &min, &rel);
-  root.SetAttr("format", "lexp-run/2");
+  root.SetAttr("format", "lexp-run/3");
   root.SetAttr("lexp_version", LEXP_VERSION);
   root.SetAttr("git_commit", kGitCommit);
   root.SetAttr("compiler", kCompiler);

@@ -9,6 +9,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/model/capture_sites.h"
 #include "nn/parallel.h"
+#include "notebooks_cpp/figure_data.h"
 #include "pe/registry.h"
 
 namespace lexp {
@@ -45,21 +46,14 @@ bool HasFinalWeights(const std::string& state) {
 RunFileHead ReadRunFileHead(const std::string& path) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
-  LEXP_INPUT_CHECK(root.Has("status") && root.OpenGroup("status").HasAttr("state"),
-                   "'" + path + "' is not a finished lexp run file (no /status)");
+  RunFileFormat(root);
+  const std::string state = RunFileState(root);
   RunFileHead h;
   h.path = path;
   const h5::Group st = root.OpenGroup("status");
-  const std::string state = st.AttrString("state");
-  bool known = false;
   for (const RunState s : {RunState::kAnalyzing, RunState::kCompleted, RunState::kDiverged,
                            RunState::kInterrupted, RunState::kFailed})
-    if (state == RunStateName(s)) {
-      h.state = s;
-      known = true;
-    }
-  LEXP_INPUT_CHECK(known, "'" + path + "': /status@state is '" + state +
-                              "', not one of analyzing, completed, diverged, interrupted, failed");
+    if (state == RunStateName(s)) h.state = s;
   if (st.HasAttr("message")) h.message = st.AttrString("message");
   if (st.HasAttr("steps_completed")) h.steps_completed = st.AttrInt("steps_completed");
   if (root.HasAttr("encoding")) h.encoding = root.AttrString("encoding");
@@ -336,7 +330,6 @@ void RunFile::Write(const std::string& path) const {
 }
 
 RunFile RunFile::Read(const std::string& path, bool with_probes) {
-  constexpr uint64_t kAny = h5::Group::kAnySize;
   const RunFileHead head = ReadRunFileHead(path);
   RunFile f;
   f.encoding = head.encoding;

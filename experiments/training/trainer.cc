@@ -103,7 +103,7 @@ class Runner {
         std::vector<ParamRef<float>> backbone;
         for (const auto& p : params_)
           if (!is_side(p)) backbone.push_back(p);
-        LoadModelWeights(cfg_.init_from, backbone);
+        LoadModelWeights(cfg_.init_from, backbone);  // the file holds no side network
         model_->CopyBackboneIntoSide();
         Say("LongMem: a side network beside the frozen backbone of " + cfg_.init_from);
       } else {
@@ -607,7 +607,7 @@ std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string&
   const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
   *shape = ShapeFor(cfg, layout);
   auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
-  LoadModelWeights(run_file, enc->Parameters());
+  LoadModelWeights(run_file, enc->Parameters(), /*part=*/true);  // the encoding's weights only
   return enc;
 }
 

@@ -32,6 +32,47 @@ htri_t LinkExists(hid_t loc, const char* name, hid_t lapl) {
 }
 htri_t AttrExists(hid_t obj, const char* name) { return Cleared(H5Aexists(obj, name)); }
 
+// The integrity scheme (hdf5.h): 64-bit FNV-1a over a dataset's type tag, shape and values (floats
+// as doubles, integers as int64, text as its bytes), and over an object's attributes.
+constexpr const char* kChecksum = "checksum";
+constexpr const char* kAttributesChecksum = "attributes_checksum";
+
+struct Hasher {
+  uint64_t h = 14695981039346656037ull;
+  void Bytes(const void* p, size_t n) {
+    const unsigned char* b = static_cast<const unsigned char*>(p);
+    for (size_t i = 0; i < n; ++i) {
+      h ^= b[i];
+      h *= 1099511628211ull;
+    }
+  }
+  void Text(const std::string& t) {
+    const uint64_t n = t.size();
+    Bytes(&n, sizeof n);
+    Bytes(t.data(), t.size());
+  }
+  void U64(uint64_t v) { Bytes(&v, sizeof v); }
+};
+
+// "f4", "f8", "i8", "u1", ... for a numeric file type, "text" for a string, "other" otherwise.
+std::string TypeTag(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  if (cls == H5T_FLOAT) return "f" + std::to_string(size);
+  if (cls == H5T_INTEGER)
+    return (H5Tget_sign(type) == H5T_SGN_NONE ? "u" : "i") + std::to_string(size);
+  if (cls == H5T_STRING) return "text";
+  return "other";
+}
+
+Hasher DatasetHasher(const std::string& tag, const std::vector<uint64_t>& dims) {
+  Hasher h;
+  h.Text(tag);
+  h.U64(dims.size());
+  for (uint64_t d : dims) h.U64(d);
+  return h;
+}
+
 Handle Check(hid_t id, herr_t (*closer)(hid_t), const std::string& what) {
   Cleared(id);
   LEXP_CHECK(id >= 0, "HDF5: " + what);
@@ -54,6 +95,11 @@ Handle CheckRead(hid_t id, herr_t (*closer)(hid_t), hid_t where, const std::stri
   return Handle(id, closer);
 }
 
+void SetStringAttr(hid_t obj, const std::string& name, const std::string& value);
+std::string ReadStringAttr(hid_t obj, const std::string& name);
+bool FileSealed(hid_t obj);
+void VerifyDataset(hid_t ds, hid_t group, const std::string& name, uint64_t h, bool sealed);
+
 Handle Space(const std::vector<uint64_t>& dims) {
   std::vector<hsize_t> d(dims.begin(), dims.end());
   if (d.empty()) return Check(H5Screate(H5S_SCALAR), H5Sclose, "create scalar dataspace");
@@ -62,7 +108,8 @@ Handle Space(const std::vector<uint64_t>& dims) {
 }
 
 void WriteRaw(hid_t group, const std::string& name, hid_t mem_type, hid_t file_type,
-              const void* data, size_t count, const std::vector<uint64_t>& dims) {
+              const void* data, size_t count, const std::vector<uint64_t>& dims,
+              const std::string& checksum) {
   uint64_t expect = 1;
   for (auto d : dims) expect *= d;
   LEXP_CHECK(expect == count, "HDF5: dataset '" + name + "' has " + std::to_string(count) +
@@ -75,6 +122,7 @@ void WriteRaw(hid_t group, const std::string& name, hid_t mem_type, hid_t file_t
   if (count > 0)
     LEXP_CHECK(H5Dwrite(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0,
                "HDF5: write dataset '" + name + "'");
+  SetStringAttr(ds.id(), kChecksum, checksum);
 }
 
 // Text is stored as variable-length UTF-8, the type h5py reads as str (a fixed-length string reads
@@ -134,7 +182,7 @@ std::string ReadStringAttr(hid_t obj, const std::string& name) {
 
 template <typename T>
 std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
-                       std::vector<uint64_t>* dims) {
+                       std::vector<uint64_t>* dims, bool verify) {
   Handle ds = CheckRead(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose, group,
                         "no dataset '" + name + "'");
   Handle type = Check(H5Dget_type(ds.id()), H5Tclose, "dataset type");
@@ -155,21 +203,149 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
   if (count > 0 &&
       Cleared(H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data())) < 0)
     FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");
-  if (dims) dims->assign(d.begin(), d.end());
+  const std::vector<uint64_t> shape(d.begin(), d.end());
+  if (verify) {
+    // The values as written: floats as doubles, integers as int64.
+    Hasher h = DatasetHasher(TypeTag(type.id()), shape);
+    if (cls == H5T_FLOAT) {
+      std::vector<double> v(count);
+      if (count > 0 &&
+          Cleared(H5Dread(ds.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data())) < 0)
+        FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");
+      h.Bytes(v.data(), v.size() * sizeof(double));
+    } else {
+      std::vector<int64_t> v(count);
+      if (count > 0 &&
+          Cleared(H5Dread(ds.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data())) < 0)
+        FailInput("file '" + FileOf(group) + "': cannot read dataset '" + name + "'");
+      h.Bytes(v.data(), v.size() * sizeof(int64_t));
+    }
+    VerifyDataset(ds.id(), group, name, h.h, FileSealed(group));
+  }
+  if (dims) *dims = shape;
   return out;
+}
+
+// The text of a scalar attribute's value, for the attributes' hash (numbers at full precision).
+std::string AttrValueText(hid_t obj, const char* name) {
+  Handle a = Check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("open attribute ") + name);
+  Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
+  Handle space = Check(H5Aget_space(a.id()), H5Sclose, "attribute space");
+  const H5T_class_t cls = H5Tget_class(type.id());
+  const std::string tag = TypeTag(type.id());
+  if (H5Sget_simple_extent_npoints(space.id()) != 1) return tag + ":array";
+  if (cls == H5T_STRING)
+    return tag + ":" + ReadText(type.id(), obj, std::string("attribute '") + name + "'",
+                                [&](hid_t mem, void* buf) { return H5Aread(a.id(), mem, buf); });
+  if (cls == H5T_INTEGER) {
+    int64_t v = 0;
+    if (Cleared(H5Aread(a.id(), H5T_NATIVE_INT64, &v)) < 0) return tag + ":?";
+    return tag + ":" + std::to_string(v);
+  }
+  if (cls == H5T_FLOAT) {
+    double v = 0;
+    if (Cleared(H5Aread(a.id(), H5T_NATIVE_DOUBLE, &v)) < 0) return tag + ":?";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return tag + ":" + buf;
+  }
+  return tag;
+}
+
+std::vector<std::string> AttrNamesOf(hid_t obj) {
+  std::vector<std::string> names;
+  H5Aiterate2(
+      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
+// The hash of an object's attributes other than attributes_checksum, by name.
+uint64_t AttributesHash(hid_t obj) {
+  Hasher h;
+  for (const std::string& name : AttrNamesOf(obj)) {
+    if (name == kAttributesChecksum) continue;
+    h.Text(name);
+    h.Text(AttrValueText(obj, name.c_str()));
+  }
+  return h.h;
+}
+
+std::string ObjectName(hid_t obj) {
+  const ssize_t n = H5Iget_name(obj, nullptr, 0);
+  if (n <= 0) return "?";
+  std::string name(static_cast<size_t>(n) + 1, '\0');
+  H5Iget_name(obj, name.data(), name.size());
+  name.resize(static_cast<size_t>(n));
+  return name;
+}
+
+bool FileSealed(hid_t obj) {
+  const htri_t e = Cleared(H5Aexists_by_name(obj, "/", kAttributesChecksum, H5P_DEFAULT));
+  return e > 0;
+}
+
+// Verifies the attributes of obj against its attributes_checksum (a sealed file must have one).
+void VerifyAttributes(hid_t obj, bool sealed) {
+  if (AttrExists(obj, kAttributesChecksum) <= 0) {
+    if (sealed)
+      FailInput("file '" + FileOf(obj) + "': object '" + ObjectName(obj) +
+                "' has no attributes_checksum although the file carries checksums (the file is "
+                "damaged or was changed by another program)");
+    return;
+  }
+  const std::string want = ReadStringAttr(obj, kAttributesChecksum);
+  if (want != ChecksumText(AttributesHash(obj)))
+    FailInput("file '" + FileOf(obj) + "': the attributes of '" + ObjectName(obj) +
+              "' fail their checksum (the file is damaged or was changed by another program)");
+}
+
+// Verifies a dataset's values (hash h over what was read) against its checksum attribute.
+void VerifyDataset(hid_t ds, hid_t group, const std::string& name, uint64_t h, bool sealed) {
+  if (AttrExists(ds, kChecksum) <= 0) {
+    if (sealed)
+      FailInput("file '" + FileOf(group) + "': dataset '" + ObjectName(ds) +
+                "' has no checksum although the file carries checksums (the file is damaged or "
+                "was changed by another program)");
+    return;
+  }
+  if (ReadStringAttr(ds, kChecksum) != ChecksumText(h))
+    FailInput("file '" + FileOf(group) + "': dataset '" + ObjectName(ds) +
+              "' fails its checksum (the file is damaged or was changed by another program)");
+  (void)name;
 }
 
 }  // namespace
 
+std::string ChecksumText(uint64_t hash) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(hash));
+  return buf;
+}
+
+bool Group::Sealed() const { return FileSealed(id()); }
+
+void Group::VerifyOwnAttributes() const {
+  if (!verify_ || attributes_verified_) return;
+  VerifyAttributes(id(), FileSealed(id()));
+  attributes_verified_ = true;
+}
+
 Group Group::CreateGroup(const std::string& name) const {
   if (LinkExists(id(), name.c_str(), H5P_DEFAULT) > 0) return OpenGroup(name);
   return Group(Check(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                     H5Gclose, "create group '" + name + "'"));
+                     H5Gclose, "create group '" + name + "'"),
+               verify_);
 }
 
 Group Group::OpenGroup(const std::string& name) const {
   return Group(CheckRead(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), H5Gclose, id(),
-                         "no group '" + name + "'"));
+                         "no group '" + name + "'"),
+               verify_);
 }
 
 bool Group::Has(const std::string& name) const {
@@ -183,18 +359,12 @@ bool Group::IsGroup(const std::string& name) const {
 }
 
 std::vector<std::string> Group::AttrNames() const {
-  std::vector<std::string> names;
-  H5Aiterate2(
-      id(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-        static_cast<std::vector<std::string>*>(out)->push_back(name);
-        return 0;
-      },
-      &names);
-  return names;
+  VerifyOwnAttributes();
+  return AttrNamesOf(id());
 }
 
 std::string Group::AttrAsText(const std::string& name) const {
+  VerifyOwnAttributes();
   Handle a = CheckRead(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose, id(),
                        "no attribute '" + name + "'");
   Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
@@ -231,7 +401,10 @@ std::vector<std::string> Group::Children() const {
 void Group::WriteDoubles(const std::string& name, const std::vector<double>& data,
                          const std::vector<uint64_t>& dims, const std::string& axes,
                          const std::string& units) const {
-  WriteRaw(id(), name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, data.data(), data.size(), dims);
+  Hasher h = DatasetHasher("f8", dims);
+  h.Bytes(data.data(), data.size() * sizeof(double));
+  WriteRaw(id(), name, H5T_NATIVE_DOUBLE, H5T_IEEE_F64LE, data.data(), data.size(), dims,
+           ChecksumText(h.h));
   SetChildAttr(name, "axes", axes);
   if (!units.empty()) SetChildAttr(name, "units", units);
 }
@@ -239,7 +412,13 @@ void Group::WriteDoubles(const std::string& name, const std::vector<double>& dat
 void Group::WriteFloats(const std::string& name, const std::vector<float>& data,
                         const std::vector<uint64_t>& dims, const std::string& axes,
                         const std::string& units) const {
-  WriteRaw(id(), name, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.data(), data.size(), dims);
+  Hasher h = DatasetHasher("f4", dims);
+  for (float f : data) {
+    const double v = f;
+    h.Bytes(&v, sizeof v);
+  }
+  WriteRaw(id(), name, H5T_NATIVE_FLOAT, H5T_IEEE_F32LE, data.data(), data.size(), dims,
+           ChecksumText(h.h));
   SetChildAttr(name, "axes", axes);
   if (!units.empty()) SetChildAttr(name, "units", units);
 }
@@ -247,7 +426,10 @@ void Group::WriteFloats(const std::string& name, const std::vector<float>& data,
 void Group::WriteInts(const std::string& name, const std::vector<int64_t>& data,
                       const std::vector<uint64_t>& dims, const std::string& axes,
                       const std::string& units) const {
-  WriteRaw(id(), name, H5T_NATIVE_INT64, H5T_STD_I64LE, data.data(), data.size(), dims);
+  Hasher h = DatasetHasher("i8", dims);
+  h.Bytes(data.data(), data.size() * sizeof(int64_t));
+  WriteRaw(id(), name, H5T_NATIVE_INT64, H5T_STD_I64LE, data.data(), data.size(), dims,
+           ChecksumText(h.h));
   SetChildAttr(name, "axes", axes);
   if (!units.empty()) SetChildAttr(name, "units", units);
 }
@@ -262,14 +444,17 @@ void Group::WriteString(const std::string& name, const std::string& text) const 
   const char* data = text.c_str();
   LEXP_CHECK(H5Dwrite(ds.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &data) >= 0,
              "HDF5: write text '" + name + "'");
+  Hasher h = DatasetHasher("text", {});
+  h.Text(text);
+  SetStringAttr(ds.id(), kChecksum, ChecksumText(h.h));
 }
 
 std::vector<double> Group::ReadDoubles(const std::string& name, std::vector<uint64_t>* dims) const {
-  return ReadRaw<double>(id(), name, H5T_NATIVE_DOUBLE, dims);
+  return ReadRaw<double>(id(), name, H5T_NATIVE_DOUBLE, dims, verify_);
 }
 
 std::vector<int64_t> Group::ReadInts(const std::string& name, std::vector<uint64_t>* dims) const {
-  return ReadRaw<int64_t>(id(), name, H5T_NATIVE_INT64, dims);
+  return ReadRaw<int64_t>(id(), name, H5T_NATIVE_INT64, dims, verify_);
 }
 
 namespace {
@@ -319,9 +504,15 @@ std::string Group::ReadString(const std::string& name) const {
   Handle space = Check(H5Dget_space(ds.id()), H5Sclose, "dataset space");
   if (H5Sget_simple_extent_npoints(space.id()) != 1)
     FailInput("file '" + FileOf(id()) + "': dataset '" + name + "' is not a single text");
-  return ReadText(type.id(), id(), "dataset '" + name + "'", [&](hid_t mem, void* buf) {
+  std::string text = ReadText(type.id(), id(), "dataset '" + name + "'", [&](hid_t mem, void* buf) {
     return H5Dread(ds.id(), mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
   });
+  if (verify_) {
+    Hasher h = DatasetHasher("text", {});
+    h.Text(text);
+    VerifyDataset(ds.id(), id(), name, h.h, FileSealed(id()));
+  }
+  return text;
 }
 
 void Group::SetAttr(const std::string& name, const std::string& value) const {
@@ -353,9 +544,15 @@ void Group::SetChildAttr(const std::string& child, const std::string& name,
   SetStringAttr(obj.id(), name, value);
 }
 
-bool Group::HasAttr(const std::string& name) const { return AttrExists(id(), name.c_str()) > 0; }
+bool Group::HasAttr(const std::string& name) const {
+  VerifyOwnAttributes();
+  return AttrExists(id(), name.c_str()) > 0;
+}
 
-std::string Group::AttrString(const std::string& name) const { return ReadStringAttr(id(), name); }
+std::string Group::AttrString(const std::string& name) const {
+  VerifyOwnAttributes();
+  return ReadStringAttr(id(), name);
+}
 
 namespace {
 // A numeric scalar attribute converted to `mem_type`.
@@ -376,22 +573,26 @@ T ReadNumberAttr(hid_t obj, const std::string& name, hid_t mem_type) {
 }  // namespace
 
 double Group::AttrDouble(const std::string& name) const {
+  VerifyOwnAttributes();
   return ReadNumberAttr<double>(id(), name, H5T_NATIVE_DOUBLE);
 }
 
 int64_t Group::AttrInt(const std::string& name) const {
+  VerifyOwnAttributes();
   return ReadNumberAttr<int64_t>(id(), name, H5T_NATIVE_INT64);
 }
 
 std::string Group::ChildAttrString(const std::string& child, const std::string& name) const {
   Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
                          "no object '" + child + "'");
+  if (verify_) VerifyAttributes(obj.id(), FileSealed(id()));
   return ReadStringAttr(obj.id(), name);
 }
 
 bool Group::ChildHasAttr(const std::string& child, const std::string& name) const {
   Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
                          "no object '" + child + "'");
+  if (verify_) VerifyAttributes(obj.id(), FileSealed(id()));
   return AttrExists(obj.id(), name.c_str()) > 0;
 }
 
@@ -404,6 +605,61 @@ std::vector<uint64_t> Group::Dims(const std::string& dataset) const {
   if (rank > 0) H5Sget_simple_extent_dims(space.id(), d.data(), nullptr);
   return std::vector<uint64_t>(d.begin(), d.end());
 }
+
+std::string Group::DatasetType(const std::string& dataset) const {
+  Handle ds = CheckRead(H5Dopen2(id(), dataset.c_str(), H5P_DEFAULT), H5Dclose, id(),
+                        "no dataset '" + dataset + "'");
+  Handle type = Check(H5Dget_type(ds.id()), H5Tclose, "dataset type");
+  const std::string tag = TypeTag(type.id());
+  if (tag.size() > 1 && (tag[0] == 'f' || tag[0] == 'i' || tag[0] == 'u'))
+    return tag.substr(0, 1) + std::to_string(8 * std::stoi(tag.substr(1)));
+  return tag;
+}
+
+void Group::VerifyAll() const {
+  const bool sealed = FileSealed(id());
+  VerifyAttributes(id(), sealed);
+  for (const std::string& child : Children()) {
+    if (IsGroup(child)) {
+      Group(CheckRead(H5Gopen2(id(), child.c_str(), H5P_DEFAULT), H5Gclose, id(),
+                      "no group '" + child + "'"),
+            true)
+          .VerifyAll();
+      continue;
+    }
+    Handle ds = CheckRead(H5Dopen2(id(), child.c_str(), H5P_DEFAULT), H5Dclose, id(),
+                          "no dataset '" + child + "'");
+    VerifyAttributes(ds.id(), sealed);
+    Handle type = Check(H5Dget_type(ds.id()), H5Tclose, "dataset type");
+    const Group self(CheckRead(H5Oopen(id(), ".", H5P_DEFAULT), H5Oclose, id(), "no group"), true);
+    if (H5Tget_class(type.id()) == H5T_STRING)
+      self.ReadString(child);
+    else
+      self.ReadDoubles(child);
+  }
+}
+
+namespace {
+// Writes attributes_checksum on every object below (and including) obj: the file's seal.
+void Seal(hid_t obj) {
+  SetStringAttr(obj, kAttributesChecksum, ChecksumText(AttributesHash(obj)));
+  std::vector<std::string> children;
+  H5Literate(
+      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &children);
+  for (const std::string& c : children) {
+    Handle o = Check(H5Oopen(obj, c.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + c + "'");
+    if (H5Iget_type(o.id()) == H5I_GROUP)
+      Seal(o.id());
+    else
+      SetStringAttr(o.id(), kAttributesChecksum, ChecksumText(AttributesHash(o.id())));
+  }
+}
+}  // namespace
 
 Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".tmp") {
   SilenceThisThread();
@@ -423,6 +679,8 @@ Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".
   H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG);
   if (mode == Mode::kUpdate) {
     LEXP_INPUT_CHECK(fs::is_regular_file(path), "no such file to update: '" + path + "'");
+    // The whole file is verified first: resealing it after the update must not bless damage.
+    Reader(path).root().VerifyAll();
     fs::copy_file(path, tmp_, fs::copy_options::none, ec);  // O_EXCL
     LEXP_INPUT_CHECK(!ec, "cannot copy '" + path + "' to '" + tmp_ + "': " + ec.message());
     const hid_t f = Cleared(H5Fopen(tmp_.c_str(), H5F_ACC_RDWR, fapl.id()));
@@ -446,6 +704,7 @@ Writer::~Writer() {
 }
 
 void Writer::Commit() {
+  Seal(root_.id());
   root_ = Group();
   LEXP_INPUT_CHECK(file_.Close(), "cannot write '" + tmp_ + "' (disk full?)");
   std::error_code ec;
@@ -456,6 +715,65 @@ void Writer::Commit() {
 
 void ClearThreadErrors() { H5Eclear2(H5E_DEFAULT); }
 
+namespace {
+// Sets the checksum of every dataset below obj from its values (Reseal).
+void ChecksumDatasets(hid_t obj) {
+  std::vector<std::string> children;
+  H5Literate(
+      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &children);
+  for (const std::string& c : children) {
+    Handle o = Check(H5Oopen(obj, c.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + c + "'");
+    if (H5Iget_type(o.id()) == H5I_GROUP) {
+      ChecksumDatasets(o.id());
+      continue;
+    }
+    Handle type = Check(H5Dget_type(o.id()), H5Tclose, "dataset type");
+    Handle space = Check(H5Dget_space(o.id()), H5Sclose, "dataset space");
+    const int rank = H5Sget_simple_extent_ndims(space.id());
+    std::vector<hsize_t> d(std::max(rank, 0));
+    if (rank > 0) H5Sget_simple_extent_dims(space.id(), d.data(), nullptr);
+    const std::vector<uint64_t> shape(d.begin(), d.end());
+    uint64_t count = 1;
+    for (auto x : d) count *= x;
+    const H5T_class_t cls = H5Tget_class(type.id());
+    Hasher h = DatasetHasher(TypeTag(type.id()), shape);
+    if (cls == H5T_FLOAT || cls == H5T_INTEGER) {
+      if (cls == H5T_FLOAT) {
+        std::vector<double> v(count);
+        if (count) H5Dread(o.id(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+        h.Bytes(v.data(), v.size() * sizeof(double));
+      } else {
+        std::vector<int64_t> v(count);
+        if (count) H5Dread(o.id(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data());
+        h.Bytes(v.data(), v.size() * sizeof(int64_t));
+      }
+    } else if (cls == H5T_STRING && count == 1) {
+      h.Text(ReadText(type.id(), obj, "dataset '" + c + "'", [&](hid_t mem, void* buf) {
+        return H5Dread(o.id(), mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
+      }));
+    } else {
+      continue;  // no checksum lexp could verify
+    }
+    SetStringAttr(o.id(), kChecksum, ChecksumText(h.h));
+  }
+}
+}  // namespace
+
+void Reseal(const std::string& path) {
+  SilenceThisThread();
+  const hid_t f = Cleared(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT));
+  LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 to reseal it");
+  Handle file(f, H5Fclose);
+  Handle root = Check(H5Gopen2(file.id(), "/", H5P_DEFAULT), H5Gclose, "open root");
+  ChecksumDatasets(root.id());
+  Seal(root.id());
+}
+
 Reader::Reader(const std::string& path) {
   SilenceThisThread();
   LEXP_INPUT_CHECK(std::filesystem::exists(path), "no such file: '" + path + "'");
@@ -464,7 +782,7 @@ Reader::Reader(const std::string& path) {
   const hid_t f = Cleared(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 (not an HDF5 file, or damaged)");
   file_ = Handle(f, H5Fclose);
-  root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"));
+  root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"), true);
 }
 
 }  // namespace lexp::h5

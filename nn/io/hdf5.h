@@ -3,6 +3,17 @@
 // output file goes through this, so every dataset is self-describing. Files are written to
 // "<name>.tmp" and renamed on Commit(), so a crash never leaves a half file under the final name;
 // the temporary is created exclusively (never through an existing file or link).
+//
+// Integrity: HDF5 stores no checksum of its own for lexp's layout, so a bit flip inside a weight
+// would be read as another weight. Every dataset lexp writes carries an attribute `checksum` (a
+// 64-bit FNV-1a hash of its type, shape and values) and, when the file is committed, every object
+// (the root, each group and dataset) an attribute `attributes_checksum` over its other attributes.
+// A file opened for reading verifies a dataset's checksum whenever it is read, and an object's
+// attributes when one of them is first read; a mismatch, or a checksum missing from a file whose
+// root carries one, is an input error naming the file and the object. A file whose root has no
+// `attributes_checksum` was written before checksums (or by another program) and is read
+// unverified; readers of run files refuse that for the formats that carry them. Opening a file for
+// update verifies all of it first, so that an update never re-seals damage.
 #pragma once
 
 #include <hdf5.h>
@@ -50,8 +61,11 @@ class Handle {
 class Group {
  public:
   Group() = default;
-  explicit Group(Handle h) : h_(std::move(h)) {}
+  // verify: the group belongs to a file opened for reading, whose checksums are verified.
+  explicit Group(Handle h, bool verify = false) : h_(std::move(h)), verify_(verify) {}
   hid_t id() const { return h_.id(); }
+  // True when the file's root carries checksums (a file written by this version of lexp).
+  bool Sealed() const;
 
   Group CreateGroup(const std::string& name) const;  // creates or opens
   Group OpenGroup(const std::string& name) const;
@@ -115,10 +129,26 @@ class Group {
   bool ChildHasAttr(const std::string& child, const std::string& name) const;
   // The dimensions of a dataset of any type ({} for a scalar).
   std::vector<uint64_t> Dims(const std::string& dataset) const;
+  // The stored element type of a numeric dataset: "f32", "f64", "i32", "i64", ... (text: "text").
+  std::string DatasetType(const std::string& dataset) const;
+  // Reads every dataset and attribute below this group, verifying their checksums (a sealed file).
+  void VerifyAll() const;
 
  private:
+  void VerifyOwnAttributes() const;
   Handle h_;
+  bool verify_ = false;
+  mutable bool attributes_verified_ = false;
 };
+
+// The content hashes of the integrity scheme (see above), exposed for tests.
+std::string ChecksumText(uint64_t hash);
+
+// Rewrites every checksum of an HDF5 file in place from its current content: the file is then
+// sealed as if lexp had written it. For tests that build files that are damaged in meaning but
+// consistent in their checksums (a NaN weight, a wrong shape), so that the checks behind the
+// checksums are exercised; and for a user who changed a run file on purpose, who then owns it.
+void Reseal(const std::string& path);
 
 // Clears the calling thread's HDF5 error stack. A thread that made HDF5 calls calls it before it
 // ends: HDF5 1.10 frees an ended thread's stack without releasing the records left on it (even a

@@ -34,7 +34,7 @@ std::string EditedCopy(const std::string& run, const std::string& out,
     edit(name, v, dims);
     if (v == before) continue;
     m.Remove(name);
-    m.WriteDoubles(name, v, dims, "", "");
+    m.WriteFloats(name, std::vector<float>(v.begin(), v.end()), dims, "", "");
   }
   w.Commit();
   return out;

@@ -138,7 +138,11 @@ class CliFuzz : public ::testing::Test {
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
   // A copy of the good run file, changed by `edit` through the HDF5 C API.
-  static std::string Corrupt(const std::string& name, const std::function<void(hid_t)>& edit) {
+  // A copy of the good run file changed by `edit` (raw HDF5, as another program would) and then
+  // resealed (h5::Reseal), so that its checksums hold and the checks behind them are what refuses
+  // it; sealed = false leaves the checksums as they were, for the refusal by checksum.
+  static std::string Corrupt(const std::string& name, const std::function<void(hid_t)>& edit,
+                             bool reseal = true) {
     const fs::path dir = root_ / "corrupt";
     fs::create_directories(dir);
     const fs::path p = dir / (name + ".h5");
@@ -146,6 +150,7 @@ class CliFuzz : public ::testing::Test {
     const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     edit(f);
     H5Fclose(f);
+    if (reseal) h5::Reseal(p.string());
     return p.string();
   }
 
@@ -160,6 +165,18 @@ void ReplaceDoubles(hid_t file, const char* name, const std::vector<double>& val
   const hid_t ds =
       H5Dcreate2(file, name, H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
   H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
+  H5Dclose(ds);
+  H5Sclose(space);
+}
+
+// The same as float32, the type lexp stores weights in.
+void ReplaceFloats(hid_t file, const char* name, const std::vector<float>& values) {
+  H5Ldelete(file, name, H5P_DEFAULT);
+  const hsize_t n = values.size();
+  const hid_t space = H5Screate_simple(1, &n, nullptr);
+  const hid_t ds =
+      H5Dcreate2(file, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data());
   H5Dclose(ds);
   H5Sclose(space);
 }
@@ -425,8 +442,17 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
 
 TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   const std::string nan_weights = Corrupt("nan_weights", [](hid_t f) {
-    ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, std::nan("")));
+    ReplaceFloats(f, "/model/head.b", std::vector<float>(15, std::nanf("")));
   });
+  const std::string f64_weights = Corrupt("f64_weights", [](hid_t f) {
+    ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, 0.5));
+  });
+  const std::string nan_unsealed = Corrupt(
+      "nan_unsealed",
+      [](hid_t f) {
+        ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, std::nan("")));
+      },
+      false);
   const std::string ragged_eval = Corrupt("ragged_eval", [](hid_t f) {
     ReplaceDoubles(f, "/eval/token_accuracy", {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
   });
@@ -454,7 +480,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     H5Gclose(g);
   });
   const std::string weights_shape = Corrupt("weights_shape", [](hid_t f) {
-    ReplaceDoubles(f, "/model/layer0.attn.qkv.w", {1, 2, 3});
+    ReplaceFloats(f, "/model/layer0.attn.qkv.w", {1, 2, 3});
   });
   const fs::path dir = root_ / "corrupt";
   std::ofstream(dir / "text.h5") << "not an HDF5 file\n";
@@ -472,6 +498,14 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   fs::copy_file(ragged_loss, dir / "ragged_loss_dir" / "rope.h5");
   const std::vector<BadInput> table = {
       {"evaluating NaN weights", {"eval", nan_weights, "--no-figures"}, 2, "not finite"},
+      {"weights stored as float64 (F2)",
+       {"eval", f64_weights, "--no-figures"},
+       2,
+       "head.b is stored as f64, lexp stores weights as f32"},
+      {"evaluating weights another program replaced without their checksum",
+       {"eval", nan_unsealed, "--no-figures"},
+       2,
+       "dataset '/model/head.b' has no checksum although the file carries checksums"},
       {"eval --capture of an unknown site",
        {"eval", nan_weights, "--capture", "layer0.attn.query"},
        2,

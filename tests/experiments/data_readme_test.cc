@@ -164,7 +164,7 @@ TEST(DataReadme, RunFilesAndTheDocumentListTheSameDatasets) {
   EXPECT_EQ(m.Dims("layer0.attn.qkv.w"), (std::vector<uint64_t>{16, 48}));
   EXPECT_EQ(m.ChildAttrString("layer0.attn.qkv.w", "axes"), "in,out");
   EXPECT_EQ(m.Dims("tok_emb").size(), 2u);
-  EXPECT_EQ(r.root().AttrString("format"), "lexp-run/2");
+  EXPECT_EQ(r.root().AttrString("format"), "lexp-run/3");
   fs::remove_all(dir);
 }
 

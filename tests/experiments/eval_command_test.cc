@@ -210,7 +210,7 @@ TEST(EvalCommand, FormatOneRunFilesAreStillRead) {
   const RunSummary s = EvaluateRunFile(o);
   ASSERT_EQ(s.state, "completed");
   h5::Reader v2(s.path);
-  EXPECT_EQ(v2.root().AttrString("format"), "lexp-run/2");
+  EXPECT_EQ(v2.root().AttrString("format"), "lexp-run/3");
   const auto before = v1.root().OpenGroup("eval").ReadDoubles("loss");
   const auto after = v2.root().OpenGroup("eval").ReadDoubles("loss");
   ASSERT_EQ(before.size(), after.size());

@@ -88,6 +88,7 @@ TEST(RunFile, StatesAreReadByNameAndAnythingElseNamesTheFile) {
   const std::string odd = (dir / "odd.h5").string(), none = (dir / "none.h5").string();
   {
     h5::Writer w(odd);
+    w.root().SetAttr("format", "lexp-run/3");
     w.root().CreateGroup("status").SetAttr("state", "resting");
     w.Commit();
   }
