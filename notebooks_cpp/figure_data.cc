@@ -75,8 +75,9 @@ int RunFileFormat(const h5::Group& root) {
   LEXP_INPUT_CHECK(version == 3 || !sealed, "'" + file + "' carries checksums but says format '" +
                                                 format + "' (the file is damaged)");
   LEXP_INPUT_CHECK(version < 3 || sealed,
-                   "'" + file + "' says format 'lexp-run/3' but carries no checksums (the file "
-                   "is damaged or was changed by another program)");
+                   "'" + file +
+                       "' says format 'lexp-run/3' but carries no checksums (the file "
+                       "is damaged or was changed by another program)");
   return version;
 }
 
@@ -85,10 +86,21 @@ std::string RunFileState(const h5::Group& root) {
   LEXP_INPUT_CHECK(root.Has("status") && root.OpenGroup("status").HasAttr("state"),
                    "'" + file + "' is not a finished lexp run file (no /status)");
   const std::string state = root.OpenGroup("status").AttrString("state");
-  for (const char* known : {"analyzing", "completed", "diverged", "interrupted", "failed"})
-    if (state == known) return state;
-  FailInput("'" + file + "': /status@state is '" + state +
-            "', not one of analyzing, completed, diverged, interrupted, failed");
+  bool known = false;
+  for (const char* s : {"analyzing", "completed", "diverged", "interrupted", "failed"})
+    known = known || state == s;
+  LEXP_INPUT_CHECK(known, "'" + file + "': /status@state is '" + state +
+                              "', not one of analyzing, completed, diverged, interrupted, failed");
+  // What a file in that state always holds (a trained and evaluated run; a completed one also its
+  // analysis): a group missing from it is damage, not a run without it.
+  std::vector<const char*> needs;
+  if (state == "analyzing" || state == "completed") needs = {"config", "model", "eval"};
+  if (state == "completed") needs.push_back("analysis");
+  for (const char* g : needs)
+    LEXP_INPUT_CHECK(root.Has(g) && root.IsGroup(g), "'" + file + "' is " + state +
+                                                         " but has no /" + g +
+                                                         " (the file is damaged or was changed)");
+  return state;
 }
 
 std::vector<std::string> FindRunFiles(const std::string& run_dir) {

@@ -21,7 +21,8 @@ inline constexpr uint64_t kAny = h5::Group::kAnySize;
 // or a format-3 file without its seal.
 int RunFileFormat(const h5::Group& root);
 // /status@state of a run file, checked against the states lexp writes (completed, analyzing,
-// diverged, interrupted, failed); an input error naming the file otherwise.
+// diverged, interrupted, failed) and against the groups a file in that state holds (/config,
+// /model, /eval, and for a completed run /analysis); an input error naming the file otherwise.
 std::string RunFileState(const h5::Group& root);
 
 // Run files of a directory (completed or not), sorted by path: *.h5 except checkpoints and the

@@ -40,9 +40,12 @@ std::string Quote(const std::string& s) {
   // gnuplot's single-quoted strings double a quote and cannot span lines.
   std::string out = "'";
   for (const char ch : s) {
-    if (ch == '\'') out += "''";
-    else if (ch == '\n') out += ' ';
-    else out += ch;
+    if (ch == '\'')
+      out += "''";
+    else if (ch == '\n')
+      out += ' ';
+    else
+      out += ch;
   }
   return out + "'";
 }
@@ -52,6 +55,11 @@ namespace {
 std::vector<std::string>& ExtraFormats() {
   static std::vector<std::string> formats;
   return formats;
+}
+
+bool& DataOnly() {
+  static bool data_only = false;
+  return data_only;
 }
 
 // The script for another terminal: "set terminal pngcairo size W,H ..." (pixels) becomes svg at the
@@ -110,6 +118,8 @@ fs::path RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::
 
 }  // namespace
 
+void SetFigureDataOnly(bool data_only) { DataOnly() = data_only; }
+
 void SetFigureFormats(const std::vector<std::string>& formats) {
   std::vector<std::string> extra;
   for (const auto& f : formats) {
@@ -127,6 +137,7 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
     std::ofstream f(gp);
     f << script;
   }
+  if (DataOnly()) return gp.string();
   for (const auto& format : ExtraFormats()) {
     const fs::path variant = dir / (name + "." + format + ".gp"), out = dir / (name + "." + format);
     {

@@ -19,8 +19,13 @@ std::string Quote(const std::string& s);
 // The formats every figure is drawn in besides PNG: "svg" and "pdf" (for papers); process-wide,
 // set once by the command line (lexp ... --format png,svg,pdf). Input errors name what is allowed.
 void SetFigureFormats(const std::vector<std::string>& formats);
+// Whether figures are drawn, or only their data and gnuplot scripts written (`--data-only`: a
+// machine without gnuplot, such as a compute node; draw later with `gnuplot NAME.gp` in figures/);
+// process-wide, set once by the command line.
+void SetFigureDataOnly(bool data_only);
 // Writes dir/NAME.gp, runs gnuplot on it, checks dir/NAME.png exists (and NAME.svg / NAME.pdf when
-// asked, from the same script with another terminal); returns the PNG's path.
+// asked, from the same script with another terminal); returns the PNG's path. With data only, the
+// script is written and its path returned.
 std::string Render(const std::filesystem::path& dir, const std::string& name,
                    const std::string& script);
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.

@@ -28,9 +28,14 @@ class FiguresCommand final : public Command {
                   "nope,rope-base500; the figures go to RUN_DIR/figures/<nope+rope-base500>/")
         ->delimiter(',');
     shared.AddFormatOption(f);
+    f->add_flag("--data-only", data_only_,
+                "write each figure's data (.dat) and gnuplot script (.gp) without running gnuplot "
+                "(a machine without it, such as a compute node); draw later with gnuplot NAME.gp "
+                "inside figures/");
     return f;
   }
   int Run(Shared&) override {
+    SetFigureDataOnly(data_only_);
     LEXP_INPUT_CHECK(fs::exists(dir_), "lexp figures: '" + dir_ + "' does not exist");
     LEXP_INPUT_CHECK(
         fs::is_directory(dir_),
@@ -81,6 +86,7 @@ class FiguresCommand final : public Command {
 
   std::string dir_;
   std::vector<std::string> runs_;
+  bool data_only_ = false;
 };
 
 }  // namespace

@@ -75,7 +75,8 @@ void CopyWeights(const std::string& path, int format, const std::vector<ParamRef
                                               " (a different model or encoding?)");
     const WeightsRead& found = it->second;
     LEXP_INPUT_CHECK(found.type == "f32", "'" + path + "': " + p.name + " is stored as " +
-                                              found.type + ", lexp stores weights as f32 (the "
+                                              found.type +
+                                              ", lexp stores weights as f32 (the "
                                               "file is damaged or was not written by lexp)");
     const std::vector<double>& v = found.values;
     const bool flat_v1 =
@@ -100,10 +101,11 @@ void CopyWeights(const std::string& path, int format, const std::vector<ParamRef
     return false;
   };
   for (const auto& [name, w] : weights)
-    LEXP_INPUT_CHECK(wanted.count(name) || lora_adapter(name), "'" + path + "' holds weights " + name +
-                                             " that the model of its recipe does not have (the "
-                                             "recipe and the weights disagree: the file is "
-                                             "damaged or was changed)");
+    LEXP_INPUT_CHECK(wanted.count(name) || lora_adapter(name),
+                     "'" + path + "' holds weights " + name +
+                         " that the model of its recipe does not have (the "
+                         "recipe and the weights disagree: the file is "
+                         "damaged or was changed)");
 }
 
 std::map<std::string, WeightsRead> ReadWeights(const std::string& path) {
@@ -132,8 +134,7 @@ int FinalRunFormat(const std::string& path) {
 }  // namespace
 
 template <typename S>
-void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params,
-                      bool part) {
+void LoadModelWeights(const std::string& path, const std::vector<ParamRef<S>>& params, bool part) {
   const int format = FinalRunFormat(path);
   CopyWeights(path, format, params, ReadWeights(path), part);
 }

@@ -230,15 +230,19 @@ void ValidateOneTask(const RecipeConfig& c) {
     const std::string where = KeyLocation(src, "model.landmark_block");
     LEXP_INPUT_CHECK(c.layout == "decoder",
                      where + ": landmark attention is causal; model.layout must be \"decoder\"");
-    LEXP_INPUT_CHECK(c.pattern == "full", where + " is an attention of its own; model.pattern must "
-                                                  "be \"full\", not \"" + c.pattern + "\"");
+    LEXP_INPUT_CHECK(c.pattern == "full", where +
+                                              " is an attention of its own; model.pattern must "
+                                              "be \"full\", not \"" +
+                                              c.pattern + "\"");
     LEXP_INPUT_CHECK(!c.model.knn.Active(), where + " and model.knn_layer exclude each other");
     LEXP_INPUT_CHECK(c.positions == "identity",
-                     where + " numbers the inner sequence (tokens and landmarks) itself; "
-                             "model.positions must be \"identity\"");
+                     where +
+                         " numbers the inner sequence (tokens and landmarks) itself; "
+                         "model.positions must be \"identity\"");
     LEXP_INPUT_CHECK(c.probe_capture.empty(),
-                     where + ": probe.capture is not available with landmarks (the probes keep "
-                             "their attention maps and streams, over the real tokens)");
+                     where +
+                         ": probe.capture is not available with landmarks (the probes keep "
+                         "their attention maps and streams, over the real tokens)");
     if (c.model.landmark_top_k > 0 && c.landmark_remap != 0)
       for (const auto& e : c.encodings)
         LEXP_INPUT_CHECK(FindEncoding(e).cannot_remap.empty(),
@@ -314,8 +318,10 @@ void ValidateOneTask(const RecipeConfig& c) {
   if (c.model.knn.Active()) {
     LEXP_INPUT_CHECK(c.model.knn.layer < c.model.n_layers,
                      KeyLocation(src, "model.knn_layer") + " = " +
-                         std::to_string(c.model.knn.layer) + " is not a layer; allowed: -1 (none) "
-                         "or 0.." + std::to_string(c.model.n_layers - 1));
+                         std::to_string(c.model.knn.layer) +
+                         " is not a layer; allowed: -1 (none) "
+                         "or 0.." +
+                         std::to_string(c.model.n_layers - 1));
     LEXP_INPUT_CHECK(c.pattern != "full",
                      KeyLocation(src, "model.knn_layer") +
                          " reads the keys that model.pattern no longer shows; with pattern = "

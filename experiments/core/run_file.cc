@@ -56,7 +56,14 @@ RunFileHead ReadRunFileHead(const std::string& path) {
     if (state == RunStateName(s)) h.state = s;
   if (st.HasAttr("message")) h.message = st.AttrString("message");
   if (st.HasAttr("steps_completed")) h.steps_completed = st.AttrInt("steps_completed");
-  if (root.HasAttr("encoding")) h.encoding = root.AttrString("encoding");
+  if (root.HasAttr("encoding")) {
+    h.encoding = root.AttrString("encoding");
+    bool known = false;
+    for (const auto& e : ListEncodings()) known = known || e.name == h.encoding;
+    LEXP_INPUT_CHECK(known, "'" + path + "': its root attribute encoding is '" + h.encoding +
+                                "', which is no encoding of lexp (the file is damaged or was "
+                                "changed; lexp list encodings)");
+  }
   h.label = root.HasAttr("label") ? root.AttrString("label") : h.encoding;
   if (root.HasAttr("task")) h.task = root.AttrString("task");
   if (root.HasAttr("seed")) h.seed = static_cast<int>(root.AttrInt("seed"));

@@ -162,11 +162,10 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance,
     bool fine_tuned = false;
     int N = 0;
     {
+      const RunFileHead head = ReadRunFileHead(path);  // a damaged head is refused, named
+      encoding = head.encoding;
+      if (!IsRopeEncoding(encoding) || head.state != RunState::kCompleted) continue;
       h5::Reader r(path);
-      if (!r.root().HasAttr("encoding") || !r.root().Has("status")) continue;
-      encoding = r.root().AttrString("encoding");
-      state = r.root().OpenGroup("status").AttrString("state");
-      if (!IsRopeEncoding(encoding) || state != "completed") continue;
       label = RunLabel(r.root());
       N = static_cast<int>(r.root().AttrInt("train_max_length"));
       base = RopeBaseOf(r.root());

@@ -228,15 +228,17 @@ std::vector<T> ReadRaw(hid_t group, const std::string& name, hid_t mem_type,
 
 // The text of a scalar attribute's value, for the attributes' hash (numbers at full precision).
 std::string AttrValueText(hid_t obj, const char* name) {
-  Handle a = Check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("open attribute ") + name);
+  Handle a =
+      Check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, std::string("open attribute ") + name);
   Handle type = Check(H5Aget_type(a.id()), H5Tclose, "attribute type");
   Handle space = Check(H5Aget_space(a.id()), H5Sclose, "attribute space");
   const H5T_class_t cls = H5Tget_class(type.id());
   const std::string tag = TypeTag(type.id());
   if (H5Sget_simple_extent_npoints(space.id()) != 1) return tag + ":array";
   if (cls == H5T_STRING)
-    return tag + ":" + ReadText(type.id(), obj, std::string("attribute '") + name + "'",
-                                [&](hid_t mem, void* buf) { return H5Aread(a.id(), mem, buf); });
+    return tag + ":" +
+           ReadText(type.id(), obj, std::string("attribute '") + name + "'",
+                    [&](hid_t mem, void* buf) { return H5Aread(a.id(), mem, buf); });
   if (cls == H5T_INTEGER) {
     int64_t v = 0;
     if (Cleared(H5Aread(a.id(), H5T_NATIVE_INT64, &v)) < 0) return tag + ":?";
@@ -349,7 +351,12 @@ Group Group::OpenGroup(const std::string& name) const {
 }
 
 bool Group::Has(const std::string& name) const {
-  return LinkExists(id(), name.c_str(), H5P_DEFAULT) > 0;
+  // An error is not an absence: a damaged link table would otherwise read as a missing group.
+  const htri_t e = LinkExists(id(), name.c_str(), H5P_DEFAULT);
+  if (e < 0)
+    FailInput("file '" + FileOf(id()) + "': cannot read the links of '" + ObjectName(id()) +
+              "' (the file is damaged)");
+  return e > 0;
 }
 
 bool Group::IsGroup(const std::string& name) const {
@@ -382,8 +389,10 @@ std::string Group::AttrAsText(const std::string& name) const {
 }
 
 void Group::Remove(const std::string& name) const {
-  if (Has(name))
-    LEXP_CHECK(H5Ldelete(id(), name.c_str(), H5P_DEFAULT) >= 0, "cannot remove " + name);
+  // The file being changed is a verified copy of the user's: what fails here is its damage.
+  if (Has(name) && Cleared(H5Ldelete(id(), name.c_str(), H5P_DEFAULT)) < 0)
+    FailInput("file '" + FileOf(id()) + "': cannot remove '" + name + "' from '" +
+              ObjectName(id()) + "' (the file is damaged)");
 }
 
 std::vector<std::string> Group::Children() const {
@@ -546,7 +555,11 @@ void Group::SetChildAttr(const std::string& child, const std::string& name,
 
 bool Group::HasAttr(const std::string& name) const {
   VerifyOwnAttributes();
-  return AttrExists(id(), name.c_str()) > 0;
+  const htri_t e = AttrExists(id(), name.c_str());
+  if (e < 0)
+    FailInput("file '" + FileOf(id()) + "': cannot read the attributes of '" + ObjectName(id()) +
+              "' (the file is damaged)");
+  return e > 0;
 }
 
 std::string Group::AttrString(const std::string& name) const {
@@ -593,7 +606,11 @@ bool Group::ChildHasAttr(const std::string& child, const std::string& name) cons
   Handle obj = CheckRead(H5Oopen(id(), child.c_str(), H5P_DEFAULT), H5Oclose, id(),
                          "no object '" + child + "'");
   if (verify_) VerifyAttributes(obj.id(), FileSealed(id()));
-  return AttrExists(obj.id(), name.c_str()) > 0;
+  const htri_t e = AttrExists(obj.id(), name.c_str());
+  if (e < 0)
+    FailInput("file '" + FileOf(id()) + "': cannot read the attributes of '" + child +
+              "' (the file is damaged)");
+  return e > 0;
 }
 
 std::vector<uint64_t> Group::Dims(const std::string& dataset) const {

@@ -21,6 +21,7 @@
 
 #include "experiments/core/recipe.h"
 #include "nn/io/hdf5.h"
+#include "tests/testing/lexp_process.h"
 #include "tests/testing/run_files.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -29,7 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLexp = std::string(LEXP_BINARY_DIR) + "/lexp";
+const std::string kLexp = testing::kLexpBinary;
 
 // A recipe that trains in well under a second: every bad-input case starts from it.
 const char* kTinyRecipe = R"(
@@ -58,40 +59,13 @@ samples = 2
 stored_samples = 1
 )";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using Result = testing::LexpResult;
+using testing::Slurp;
 
 // Runs lexp in `cwd` with `args` (and `env` assignments before it), capturing both streams.
 Result Lexp(const fs::path& cwd, const std::vector<std::string>& args,
             const std::string& env = "") {
-  std::string cmd = "cd " + Quote(cwd.string()) + " && " + env + " " + Quote(kLexp);
-  for (const auto& a : args) cmd += " " + Quote(a);
-  const fs::path out = fs::temp_directory_path() / ("lexp_cli_out_" + std::to_string(getpid()));
-  const fs::path err = fs::temp_directory_path() / ("lexp_cli_err_" + std::to_string(getpid()));
-  cmd += " > " + Quote(out.string()) + " 2> " + Quote(err.string());
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  fs::remove(out);
-  fs::remove(err);
-  return r;
+  return testing::RunLexp(cwd, args, env);
 }
 
 // Every file under `dir`, relative to it.
@@ -449,9 +423,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   });
   const std::string nan_unsealed = Corrupt(
       "nan_unsealed",
-      [](hid_t f) {
-        ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, std::nan("")));
-      },
+      [](hid_t f) { ReplaceDoubles(f, "/model/head.b", std::vector<double>(15, std::nan(""))); },
       false);
   const std::string ragged_eval = Corrupt("ragged_eval", [](hid_t f) {
     ReplaceDoubles(f, "/eval/token_accuracy", {0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
