@@ -6,6 +6,7 @@
 
 #include "experiments/commands/command.h"
 #include "experiments/core/memory_estimate.h"
+#include "experiments/core/output_lock.h"
 #include "experiments/core/run_file.h"
 
 namespace lexp::cli {
@@ -92,6 +93,7 @@ class AnalyzeCommand final : public Command {
       CheckMemoryFits(cfg);
     }
     for (const auto& f : files_) {
+      const OutputLock lock(std::filesystem::path(f).parent_path().string());
       PrintLine("analyzing " + f);
       std::fputs(AnalyzeRunFile(f, reference_).c_str(), stdout);
     }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
+#include "experiments/core/output_lock.h"
 #include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
 
@@ -57,6 +58,8 @@ class EvalCommand final : public Command {
     for (const auto& sc : scales_)
       if (!sc.empty()) ParseScaleSpec(sc);
     std::vector<std::string> written;
+    // Evaluations are written beside the run file: one writer there at a time.
+    const OutputLock lock(std::filesystem::path(o_.run_file).parent_path().string());
     for (const auto& sc : scales_) {
       o_.scale = sc;
       written.push_back(EvaluateRunFile(o_).path);

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
+#include "experiments/core/output_lock.h"
 #include "experiments/reproduce/verdict_file.h"
 #include "nn/check.h"
 #include "notebooks_cpp/figure_kit.h"
@@ -40,6 +41,7 @@ class FiguresCommand final : public Command {
     LEXP_INPUT_CHECK(
         fs::is_directory(dir_),
         "lexp figures: '" + dir_ + "' is a file; give the run directory that holds it");
+    const OutputLock lock(dir_);  // figures/ is written: one writer at a time
     if (!runs_.empty()) return DrawSelection();
     // A reproduction's directory (lexp reproduce): its verdict figure; its runs are in runs/.
     if (fs::exists(fs::path(dir_) / "verdict.h5")) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/commands/command.h"
+#include "experiments/core/output_lock.h"
 #include "nn/check.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figure_kit.h"
@@ -59,6 +60,9 @@ int main(int argc, char** argv) {
   }
 
   try {
+    std::string command_line = "lexp";
+    for (int i = 1; i < argc; ++i) command_line += std::string(" ") + argv[i];
+    lexp::SetLockHolderCommand(command_line);
     lexp::ThreadLimit limit(shared.threads);
     lexp::SetFigureFormats(shared.figure_formats);
     for (size_t k = 0; k < commands.size(); ++k)

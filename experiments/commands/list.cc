@@ -101,11 +101,14 @@ class ListCommand final : public Command {
           "same");
       PrintLine("                  encodings as lambda");
       PrintLine(
-          "  recurrence      Transformer-XL: segments of pattern_window tokens, each query sees its");
+          "  recurrence      Transformer-XL: segments of pattern_window tokens, each query sees "
+          "its");
       PrintLine(
-          "                  segment and the pattern_memory keys before it, read without a gradient");
+          "                  segment and the pattern_memory keys before it, read without a "
+          "gradient");
       PrintLine(
-          "                  into their states (Dai et al. 2019, arXiv:1901.02860); pattern_when =");
+          "                  into their states (Dai et al. 2019, arXiv:1901.02860); pattern_when "
+          "=");
       PrintLine("                  \"always\" trains with it");
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
+#include "experiments/core/output_lock.h"
 #include "experiments/reproduce/gallery.h"
 
 namespace lexp::cli {
@@ -51,10 +52,9 @@ class ReproduceCommand final : public Command {
   int Run(Shared&) override {
     if (list_) {
       for (const auto& c : BuiltinClaims()) {
-        std::string time = c.smoke_minutes > 0
-                               ? fmt::format(" [smoke ~{:g} min, full ~{:g} min]",
-                                             c.smoke_minutes, c.full_minutes)
-                               : "";
+        std::string time = c.smoke_minutes > 0 ? fmt::format(" [smoke ~{:g} min, full ~{:g} min]",
+                                                             c.smoke_minutes, c.full_minutes)
+                                               : "";
         if (!c.testable) time = " [not testable at this scale]";
         PrintLine(fmt::format("{:<4} {:<24} {} ({}){}", c.id, c.name, c.statement, c.source, time));
       }
@@ -78,6 +78,7 @@ class ReproduceCommand final : public Command {
     opt.figures = !no_figures_;
     opt.progress = PrintLine;
     std::vector<std::string> verdicts;
+    const OutputLock lock((std::filesystem::path(opt.out_root) / opt.budget).string());
     for (size_t i = 0; i < claims.size(); ++i) {
       PrintLine(fmt::format("lexp reproduce: claim {} of {}: {} {}", i + 1, claims.size(),
                             claims[i].id, claims[i].statement));

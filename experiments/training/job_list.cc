@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "experiments/core/output_lock.h"
 #include "experiments/core/run_file.h"
 #include "experiments/replay/analyze.h"
 #include "nn/check.h"
@@ -253,6 +254,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   };
   const RecipeConfig cfg = ReadFrozenRecipe(run_dir);
   const std::vector<PlanRow> rows = SweepPlan(cfg, run_dir);
+  const OutputLock lock(run_dir);  // collect analyses and draws there: one writer at a time
   CollectResult res;
   res.states = ReadRowStates(rows);
   // The JS references that finished after the runs that look for them (analysing again keeps a

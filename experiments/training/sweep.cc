@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "experiments/core/memory_estimate.h"
+#include "experiments/core/output_lock.h"
 #include "experiments/core/provenance.h"
 #include "experiments/core/run_file.h"
 #include "experiments/replay/analyze.h"
@@ -157,6 +158,12 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     plan = std::move(chosen);
   }
   CheckInputFiles(plan);
+  // One writer per directory: the whole sweep holds it; --job rows share it, each holding its own
+  // row (experiments/core/output_lock.h).
+  std::vector<OutputLock> locks;
+  locks.emplace_back(opt.out_dir,
+                     opt.rows.empty() ? OutputLock::Mode::kExclusive : OutputLock::Mode::kShared);
+  for (size_t k : opt.rows) locks.push_back(OutputLock::Row(opt.out_dir, static_cast<long>(k)));
   if (opt.rows.empty()) RefuseToOverwrite(plan, opt);
   std::error_code ec;
   std::filesystem::create_directories(opt.out_dir, ec);
