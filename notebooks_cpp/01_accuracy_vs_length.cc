@@ -28,7 +28,7 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "accuracy_vs_length";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per encoding (blocks separated by two blank lines)\n"
       << "# columns: length(tokens) token_accuracy exact_match band_low band_high\n"
       << "# one run: token accuracy, exact match and the Clopper-Pearson 95% band of the token\n"

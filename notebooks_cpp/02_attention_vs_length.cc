@@ -28,7 +28,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "attention_vs_length";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per encoding (blocks separated by two blank lines)\n"
       << "# columns: probe_length(tokens) entropy(nats) ln_visible_keys(nats) max_logit\n";
   int N = 0, block = 0;

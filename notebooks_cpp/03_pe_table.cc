@@ -37,7 +37,7 @@ std::string DrawPeTable(const std::string& file) {
   std::vector<uint64_t> dims;
   const auto wl = rot.ReadDoublesShaped("wavelength", {rules.size(), kAny}, &dims);
   const uint64_t P = dims[1];
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# block 0: pair k, then the wavelength (tokens) of each rule: ";
   for (const auto& x : rules) dat << x << " ";
   dat << "\n";

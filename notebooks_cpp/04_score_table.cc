@@ -39,7 +39,7 @@ std::string DrawScoreTable(const std::string& file) {
   const auto mx = g.ReadDoublesShaped("ruoss_max", shape),
              mean = g.ReadDoublesShaped("ruoss_mean", shape),
              sd = g.ReadDoublesShaped("ruoss_sd", shape);
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# encoding_index task_index ruoss_max ruoss_mean ruoss_sd (tasks: "
       << root.AttrString("tasks") << "; encodings: " << root.AttrString("encodings") << ")\n";
   for (size_t t = 0; t < tasks.size(); ++t)

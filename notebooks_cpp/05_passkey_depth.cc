@@ -29,7 +29,7 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "accuracy_by_length_and_depth";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run: length(tokens) depth(percent) exact_match (passkey accuracy)\n";
   std::vector<const RunData*> with;
   int N = 0;

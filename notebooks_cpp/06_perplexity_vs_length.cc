@@ -29,7 +29,7 @@ std::string DrawPerplexityVsLength(const std::string& run_dir) {
   const std::vector<RunData> runs = ReadRuns(run_dir);
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "perplexity_vs_length";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run: length(tokens) loss(nats per token) perplexity\n";
   double H = std::numeric_limits<double>::quiet_NaN(), max_len = 1;
   int N = 0, block = 0;

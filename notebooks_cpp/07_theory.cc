@@ -41,7 +41,7 @@ std::string DrawTheory(const std::string& file) {
   const auto xpos = ex.ReadDoublesShaped("xpos", {M});
   const bool scaled = ex.Has("rope_scaled");
   const auto sc = scaled ? ex.ReadDoublesShaped("rope_scaled", {M}) : std::vector<double>{};
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# block 0: distance n, s(n)/sqrt(d) for RoPE, xPos" << (scaled ? ", RoPE scaled" : "")
       << " (log-spaced rows of the file's curves)\n";
   const double sd = std::sqrt(static_cast<double>(d));

@@ -147,7 +147,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/geometry (lexp analyze)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "attention_geometry";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run (longest probe, mean over layers and heads): index i (distance for "
          "columns 2 and 6, query for columns 3-5), LM-Infinite's logit bound (running max of the "
          "last query's logits, mean over probe sequences), entropy (nats), visible keys, mean "

@@ -57,7 +57,7 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/entropy_variants (lexp analyze)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "entropy_variants";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per (run, variant): query position (tokens before it, inclusive), entropy "
          "(nats, mean over layers and heads), keys the query may see\n";
   const int cols = std::min<int>(3, static_cast<int>(panels.size()));

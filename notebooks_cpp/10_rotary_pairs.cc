@@ -100,7 +100,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/rotary (lexp analyze on a rope run)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "rotary_pairs";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# per run two blocks. A: pair k, periods covered in training, at the longest "
          "evaluation, mean |c_k| below the training length, at or beyond it. B: cut c, mean loss "
          "beyond training with pairs >= c frozen, removed, and the 95% intervals over sequences "

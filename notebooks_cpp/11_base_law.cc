@@ -48,7 +48,7 @@ std::string DrawBaseLaw(const std::string& file) {
   for (auto x : learnt) not_learnt += x == 0;
   const fs::path dir = FigureDirNextTo(file);
   const std::string name = "base_law";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# base, measured limit (tokens; NaN: the run did not learn the source), censored (1: "
          "lower bound), predicted T_extra with d_extra of the pre-training base (NaN below 1e4), "
          "predicted with the run's own d_extra (NaN: unlimited), the interval the grid gives for "

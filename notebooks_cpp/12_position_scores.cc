@@ -72,7 +72,7 @@ std::string DrawPositionScores(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/position_scores (lexp analyze)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "position_scores";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run at its longest evaluation length: position t (tokens), loss of the "
          "target scored there (nats, NaN: none scored); then one block per run over the "
          "evaluation lengths: length n, loss, last-window loss with the whole sequence, "

@@ -78,7 +78,7 @@ std::string DrawHeads(const std::string& run_dir) {
                                       "it (lexp analyze, probe lengths past training)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "heads";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run, one line per head (layer-major): head index, sink mass at the "
          "training length, at the longest probe, positional share at both, local mass at both, "
          "class at both (0 sink, 1 local, 2 content, 3 global); then one block per run over its "

@@ -69,7 +69,7 @@ std::string DrawPositionProbes(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/position_probes (lexp analyze)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "position_probes";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run, one line per residual stream (0: embedded input, L: last block's "
          "output): index, RMSE of the position probe in range and beyond divided by that of the "
          "fit set's mean index on the same rows (1: no linear signal), balanced accuracy of the "

@@ -1,6 +1,6 @@
 // Figure 15: the gradient receptive field, the share of the input gradient of the scored rows by
-// distance from each row and the effective context against length (from /analysis/receptive_field of each run,
-// written by lexp analyze). Usage: 15_receptive_field RUN_DIR   (writes
+// distance from each row and the effective context against length (from /analysis/receptive_field
+// of each run, written by lexp analyze). Usage: 15_receptive_field RUN_DIR   (writes
 // RUN_DIR/figures/receptive_field.{png,gp,dat})
 // Compiled twice: into the figure library that `lexp` draws from, and with LEXP_FIGURE_PROGRAM as
 // this program on its own; copy the file to make a figure of your own.
@@ -59,7 +59,7 @@ std::string DrawReceptiveField(const std::string& run_dir) {
                    "no run in '" + run_dir + "' has /analysis/receptive_field (lexp analyze)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "receptive_field";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run at its longest evaluation length: distance d from the scored "
          "row (tokens), share of the input gradient there; then one block per run over the "
          "evaluation lengths: length, distance holding 50% and 90% of the gradient (tokens)\n";

@@ -77,7 +77,7 @@ std::string DrawEvalDuringTraining(const std::string& run_dir) {
                                         "train.eval_every)");
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "eval_during_training";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run (blocks separated by two blank lines), at its longest length of\n"
       << "# /train/eval_history; columns: step exact_match loss(nats per scored token)\n";
   for (const auto& c : curves) {

@@ -33,8 +33,7 @@ struct CompressionCurves {
 bool ReadCompression(const std::string& path, CompressionCurves* out) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
-  if (!root.Has("analysis") || !root.OpenGroup("analysis").Has("prompt_compression"))
-    return false;
+  if (!root.Has("analysis") || !root.OpenGroup("analysis").Has("prompt_compression")) return false;
   const h5::Group g = root.OpenGroup("analysis").OpenGroup("prompt_compression");
   out->label = RunLabel(root);
   out->train_length = g.AttrInt("train_length");
@@ -66,7 +65,7 @@ std::string DrawPromptCompression(const std::string& run_dir) {
                                       "--lm LM_RUN)");
   const std::filesystem::path dir = FigureDir(run_dir);
   const std::string name = "prompt_compression";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per (run, task length), blocks separated by two blank lines; columns:\n"
       << "# ratio(fraction of the context dropped) exact_match input_tokens\n";
   for (const auto& c : runs)
@@ -80,8 +79,7 @@ std::string DrawPromptCompression(const std::string& run_dir) {
   dat.close();
   const int panels = static_cast<int>(runs.size());
   std::string s = "# Prompt compression; data in " + name + ".dat\n";
-  s += fmt::format("set terminal pngcairo size 1100,{} font 'Sans,10' noenhanced\n",
-                   400 * panels);
+  s += fmt::format("set terminal pngcairo size 1100,{} font 'Sans,10' noenhanced\n", 400 * panels);
   s += "set output '" + name + ".png'\n";
   s += fmt::format("set multiplot layout {},2 title {}\n", panels,
                    Quote("prompts compressed by the surprisal of a language model, evaluated on "
@@ -106,8 +104,8 @@ std::string DrawPromptCompression(const std::string& run_dir) {
     s += "plot " + exact_plot + "\n";
     s += "set ylabel 'input tokens after compression'\nset autoscale y\nunset key\n";
     s += fmt::format("set title {}\n",
-                     Quote(fmt::format("{}: prompt length (trained on task lengths <= {})",
-                                       c.label, c.train_length)));
+                     Quote(fmt::format("{}: prompt length (trained on task lengths <= {})", c.label,
+                                       c.train_length)));
     s += "plot " + token_plot + "\n";
   }
   s += "unset multiplot\n";

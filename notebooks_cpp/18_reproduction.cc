@@ -53,9 +53,8 @@ std::filesystem::path VerdictFile(const std::string& claim_dir) {
   LEXP_INPUT_CHECK(std::filesystem::exists(file),
                    "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
   h5::Reader r(file.string());
-  LEXP_INPUT_CHECK(
-      r.root().HasAttr("format") && r.root().AttrString("format") == "lexp-verdict/1",
-      "'" + file.string() + "' is not a lexp verdict file");
+  LEXP_INPUT_CHECK(r.root().HasAttr("format") && r.root().AttrString("format") == "lexp-verdict/1",
+                   "'" + file.string() + "' is not a lexp verdict file");
   return file;
 }
 
@@ -85,13 +84,13 @@ std::string DrawReproduction(const std::string& claim_dir) {
   const std::vector<std::string> span = span_of("lengths"), relative = span_of("relative_to");
   const std::filesystem::path dir = FigureDir(claim_dir);
   const std::string name = "reproduction";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
       << "# "
       << (compute.empty() ? "length(task length n)"
                           : fmt::format("compute({} / {:g})", compute, x_unit))
-      << " "
-      << metric << "_mean " << metric << "_min(worst seed) " << metric << "_max(best seed)\n";
+      << " " << metric << "_mean " << metric << "_min(worst seed) " << metric
+      << "_max(best seed)\n";
   double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = -1e300;
   struct Panel {
     std::string label, title;
@@ -155,8 +154,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
     statement = cut < statement.size() ? statement.substr(cut + 1) : "";
   }
   s += fmt::format(
-      "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n",
-      rows, cols,
+      "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n", rows,
+      cols,
       MultiLine(fmt::format("{} ({} budget): {}{}", root.AttrString("id"),
                             root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
       1.0 - (80.0 + 16.0 * title_lines) / (150 + 330 * rows));
@@ -216,11 +215,11 @@ std::string DrawReproduction(const std::string& claim_dir) {
           relative[0], relative[1]);
     s += "set title " + MultiLine(p.title) + "\n";
     std::string plot =
-        p.runs > 1
-            ? fmt::format("plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
-                          "title 'worst to best seed', ",
-                          name, k)
-            : std::string("plot ");
+        p.runs > 1 ? fmt::format(
+                         "plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
+                         "title 'worst to best seed', ",
+                         name, k)
+                   : std::string("plot ");
     plot += fmt::format(
         "'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#203080' title {}",
         name, k, Quote(p.runs > 1 ? fmt::format("mean over {} seeds", p.runs) : "one run"));
@@ -237,14 +236,14 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
   const std::filesystem::path file = VerdictFile(claim_dir);
   h5::Reader r(file.string());
   const h5::Group& root = r.root();
-  LEXP_INPUT_CHECK(root.Has("trend"), "'" + file.string() +
-                                          "' has no /trend (the claim has no [trend] steps)");
+  LEXP_INPUT_CHECK(root.Has("trend"),
+                   "'" + file.string() + "' has no /trend (the claim has no [trend] steps)");
   const h5::Group trend = root.OpenGroup("trend");
   const std::vector<std::string> labels = SplitCommas(root.AttrString("labels"));
   const std::string metric = root.AttrString("metric");
   const std::filesystem::path dir = FigureDir(claim_dir);
   const std::string name = "reproduction_steps";
-  std::ofstream dat(dir / (name + ".dat"));
+  std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run label, blocks separated by two blank lines; columns:\n"
       << "# steps(training steps of stage " << trend.AttrString("stage") << ") score lo hi "
       << "(the criterion's score over seeds and its 95% interval)\n";
@@ -280,27 +279,26 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
        MultiLine(fmt::format("{} ({} budget) against training steps\n{}", root.AttrString("id"),
                              root.AttrString("budget"), verdicts)) +
        "\n";
-  s += "set logscale x 10\nset xlabel 'training steps of stage " + trend.AttrString("stage") +
-       "'\n";
-  s += "set ylabel " +
-       Quote(metric + " over " + root.AttrString("lengths") +
-             (root.AttrString("relative_to").empty()
-                  ? std::string()
-                  : " / over " + root.AttrString("relative_to")) +
-             " (95% interval)") +
-       "\n";
+  s +=
+      "set logscale x 10\nset xlabel 'training steps of stage " + trend.AttrString("stage") + "'\n";
+  s +=
+      "set ylabel " +
+      Quote(metric + " over " + root.AttrString("lengths") +
+            (root.AttrString("relative_to").empty() ? std::string()
+                                                    : " / over " + root.AttrString("relative_to")) +
+            " (95% interval)") +
+      "\n";
   if (most > 0)
     s += fmt::format("set xrange [{}:{}]\nset xtics ({})\n", DatNumber(fewest / 1.5),
                      DatNumber(most * 1.5), xtics);
   // Fractions on their own scale, as in the verdict figure; other metrics padded by 5%.
-  s += IsFraction(metric) ? "set yrange [0:1.05]\n"
-           : "set offsets 0, 0, graph 0.05, graph 0.05\n";
+  s += IsFraction(metric) ? "set yrange [0:1.05]\n" : "set offsets 0, 0, graph 0.05, graph 0.05\n";
   s += "set key outside right\n";
   std::string plot = "plot ";
   for (size_t k = 0; k < labels.size(); ++k)
-    plot += fmt::format(
-        "{}'{}.dat' index {} using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 0.8 title {}",
-        k ? ", " : "", name, k, Quote(labels[k]));
+    plot +=
+        fmt::format("{}'{}.dat' index {} using 1:2:3:4 with yerrorlines lw 2 pt 7 ps 0.8 title {}",
+                    k ? ", " : "", name, k, Quote(labels[k]));
   s += plot + "\n";
   return Render(dir, name, s);
 }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "nn/check.h"
+#include "nn/io/paths.h"
 
 namespace fs = std::filesystem;
 
@@ -86,11 +87,10 @@ std::string ScriptFor(const std::string& script, const std::string& name,
   return s;
 }
 
-// Runs gnuplot on dir/NAME.gp, which must write `out`; its messages stay in dir/NAME.log when it
-// printed any (the log is removed otherwise). Returns the log's path.
-fs::path RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::path& out) {
-  fs::path log = script_file;
-  log.replace_extension(".log");
+// Runs gnuplot on script_file (in dir), which must write `out`; its messages go to `log`, which
+// is kept when gnuplot printed anything and removed otherwise.
+void RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::path& out,
+                const fs::path& log) {
   fs::remove(out);
   {
     // gnuplot's own messages (an empty panel's "all points y value undefined", say) go to the log
@@ -113,7 +113,34 @@ fs::path RunGnuplot(const fs::path& dir, const fs::path& script_file, const fs::
              "gnuplot did not write '" + out.string() + "' (script " + script_file.string() +
                  "): " + said.substr(said.size() > 600 ? said.size() - 600 : 0));
   if (said.find_first_not_of(" \n\t") == std::string::npos) fs::remove(log);
-  return log;
+}
+
+// Writes text to path through a temporary renamed into place: a killed lexp leaves no half file.
+void WriteWhole(const fs::path& path, const std::string& text) {
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    LEXP_INPUT_CHECK(f.good(), "cannot write '" + tmp.string() + "' (disk full?)");
+  }
+  fs::rename(tmp, path);
+}
+
+// Draws the script into dir/NAME.<format>: gnuplot writes NAME.<format>.tmp (through a script of
+// its own that says so), renamed into place once whole; its messages go to `log`.
+void Draw(const fs::path& dir, const std::string& name, const std::string& script,
+          const std::string& format, const fs::path& log) {
+  const std::string out = "set output '" + name + "." + format + "'";
+  std::string s = script;
+  const size_t o = s.find(out);
+  LEXP_CHECK(o != std::string::npos, "figure '" + name + "': no " + format + " output line");
+  s.replace(o, out.size(), "set output '" + name + "." + format + ".tmp'");
+  const fs::path run = dir / (name + "." + format + ".run.gp");
+  WriteWhole(run, s);
+  const fs::path target = dir / (name + "." + format), tmp = target.string() + ".tmp";
+  RunGnuplot(dir, run, tmp, log);
+  fs::remove(run);
+  fs::rename(tmp, target);
 }
 
 }  // namespace
@@ -130,35 +157,30 @@ void SetFigureFormats(const std::vector<std::string>& formats) {
   ExtraFormats() = extra;
 }
 
-// Writes the script, runs it through gnuplot-iostream, checks the PNG exists.
+fs::path DatFile(const fs::path& dir, const std::string& name) { return dir / (name + ".dat.tmp"); }
+
+// Writes the script, runs it through gnuplot-iostream, checks the PNG exists. The figure's data
+// (written to DatFile) and every file are put in place whole.
 std::string Render(const fs::path& dir, const std::string& name, const std::string& script) {
   const fs::path gp = dir / (name + ".gp"), png = dir / (name + ".png");
-  {
-    std::ofstream f(gp);
-    f << script;
-  }
+  const fs::path dat = DatFile(dir, name);
+  if (fs::exists(dat)) fs::rename(dat, dir / (name + ".dat"));
+  WriteWhole(gp, script);
   if (DataOnly()) return gp.string();
   for (const auto& format : ExtraFormats()) {
-    const fs::path variant = dir / (name + "." + format + ".gp"), out = dir / (name + "." + format);
-    {
-      std::ofstream f(variant);
-      f << ScriptFor(script, name, format);
-    }
-    // The variant's script and messages are the PNG's with another terminal: neither is kept.
-    const fs::path log = RunGnuplot(dir, variant, out);
-    fs::remove(variant);
+    // The variant's messages are the PNG's with another terminal: not kept.
+    const fs::path log = dir / (name + "." + format + ".log");
+    Draw(dir, name, ScriptFor(script, name, format), format, log);
     fs::remove(log);
   }
-  RunGnuplot(dir, gp, png);
+  Draw(dir, name, script, "png", dir / (name + ".log"));
   return png.string();
 }
 
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.
 fs::path FigureDirNextTo(const std::string& file) {
   const fs::path parent = fs::path(file).parent_path();
-  const fs::path dir = parent.empty() ? fs::path("figures") : parent / "figures";
-  fs::create_directories(dir);
-  return dir;
+  return OwnSubdirectory(parent, "figures");
 }
 
 // "a,b,c" -> {"a", "b", "c"}: the list attributes of the data files.
@@ -191,7 +213,7 @@ bool RunSelected(const fs::path& run_file) {
 }
 
 fs::path FigureDir(const std::string& run_dir) {
-  fs::path dir = fs::path(run_dir) / "figures";
+  fs::path dir = "figures";
   if (!RunSelection().empty()) {
     std::string sub;
     for (const std::string& r : RunSelection()) sub += (sub.empty() ? "" : "+") + r;
@@ -201,8 +223,7 @@ fs::path FigureDir(const std::string& run_dir) {
         ch = '_';
     dir /= sub;
   }
-  fs::create_directories(dir);
-  return dir;
+  return OwnSubdirectory(run_dir, dir);
 }
 
 std::vector<double> MeanOverHeads(const std::vector<double>& v, uint64_t LH, uint64_t X) {

@@ -19,6 +19,9 @@ std::string Quote(const std::string& s);
 // The formats every figure is drawn in besides PNG: "svg" and "pdf" (for papers); process-wide,
 // set once by the command line (lexp ... --format png,svg,pdf). Input errors name what is allowed.
 void SetFigureFormats(const std::vector<std::string>& formats);
+// Where a figure program writes its data (dir/NAME.dat.tmp): Render puts it in place as
+// dir/NAME.dat, whole, so that a killed lexp never leaves a half data file under its name.
+std::filesystem::path DatFile(const std::filesystem::path& dir, const std::string& name);
 // Whether figures are drawn, or only their data and gnuplot scripts written (`--data-only`: a
 // machine without gnuplot, such as a compute node; draw later with `gnuplot NAME.gp` in figures/);
 // process-wide, set once by the command line.

@@ -81,9 +81,9 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
         (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
       continue;
     const auto dot = set.rfind('.', eq);
-    p.name += fmt::format("-{}{}",
-                          set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
-                          set.substr(eq + 1));
+    p.name +=
+        fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
+                    set.substr(eq + 1));
   }
   ValidateRecipe(p.cfg);
   p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()

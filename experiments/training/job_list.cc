@@ -12,6 +12,7 @@
 #include "experiments/replay/analyze.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/io/paths.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
@@ -86,8 +87,7 @@ std::string FrozenRecipePath(const std::string& run_dir) {
 
 void WritePlanFiles(const RecipeConfig& cfg, const std::vector<PlanRow>& rows,
                     const std::string& run_dir) {
-  const fs::path dir = PlanDirectory(run_dir);
-  fs::create_directories(dir);
+  const fs::path dir = OwnSubdirectory(run_dir, "plan");
   RecipeConfig copy = cfg;
   WriteWhole(dir / "recipe.toml",
              "# The frozen recipe of this run directory (lexp plan): every job of the sweep reads "

@@ -12,6 +12,7 @@
 #include "experiments/training/job_list.h"
 #include "experiments/training/sweep.h"
 #include "nn/check.h"
+#include "nn/io/paths.h"
 
 namespace lexp {
 namespace {
@@ -63,8 +64,8 @@ Scripts ScriptPaths(const std::string& run_dir) {
 
 void WriteScripts(const RecipeConfig& cfg, const std::string& run_dir, size_t rows,
                   const SlurmOptions& o) {
-  const fs::path dir = fs::path(run_dir) / "slurm";
-  fs::create_directories(dir / "logs");
+  const fs::path dir = OwnSubdirectory(run_dir, "slurm");
+  OwnSubdirectory(dir, "logs");
   const std::string bin = ThisBinary(), recipe = FrozenRecipePath(run_dir);
   const std::string mem = o.mem.empty() ? DefaultMemory(cfg) : o.mem;
   const std::string setup = o.setup.empty() ? "" : o.setup + "\n";

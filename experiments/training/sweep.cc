@@ -23,6 +23,7 @@
 #include "experiments/training/job_list.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "nn/io/paths.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
 
@@ -172,7 +173,8 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   std::vector<std::string> dirs;
   for (const auto& r : plan) {
     if (std::find(dirs.begin(), dirs.end(), r.dir) == dirs.end()) dirs.push_back(r.dir);
-    std::filesystem::create_directories(r.dir);
+    // A task's folder inside --out: never through a link.
+    OwnSubdirectory(opt.out_dir, std::filesystem::path(r.dir).lexically_relative(opt.out_dir));
   }
   // The job list of the whole sweep, so that `lexp status` and `lexp collect` read this directory
   // as they read one run in pieces (a --job run reads the plan it was given instead).

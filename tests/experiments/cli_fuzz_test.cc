@@ -553,6 +553,48 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary left behind: " << f;
 }
 
+// A subdirectory lexp writes inside --out that is a symbolic link (figures/, plan/, slurm/, a task
+// sweep's task folder, a figure selection's folder) is refused naming it, and nothing is written
+// to where it points.
+TEST_F(CliFuzz, LinkedSubdirectoriesAreNeverWrittenThrough) {
+  struct Case {
+    std::string what, link;  // link: the subdirectory of out made a link
+    std::vector<std::string> args;
+  };
+  const std::vector<Case> cases = {
+      {"plan/ of a run", "plan", {"run", "tiny.toml", "--out", "out", "--no-figures"}},
+      {"figures/ of a run", "figures", {"run", "tiny.toml", "--out", "out"}},
+      {"figures/ redrawn", "figures", {"figures", "GOOD"}},
+      {"a selection's figures/", "figures", {"figures", "GOOD", "--runs", "rope"}},
+      {"slurm/ of a sweep", "slurm", {"slurm", "tiny.toml", "--out", "out"}},
+      {"a task's folder",
+       "copy",
+       {"run", "tiny.toml", "--out", "out", "--no-figures", "--set",
+        "task.names=copy,reverse_string"}},
+  };
+  for (const auto& c : cases) {
+    const fs::path cwd = testing::FreshTempDir("cli_link");
+    std::ofstream(cwd / "tiny.toml") << kTinyRecipe;
+    fs::path out = cwd / "out";
+    std::vector<std::string> args = c.args;
+    for (auto& a : args)
+      if (a == "GOOD") {
+        fs::copy(good_.parent_path(), cwd / "good", fs::copy_options::recursive);
+        fs::remove_all(cwd / "good" / "figures");
+        out = cwd / "good";
+        a = out.string();
+      }
+    fs::create_directories(out);
+    fs::create_directories(cwd / "target");
+    fs::create_directory_symlink(cwd / "target", out / c.link);
+    const Result r = Lexp(cwd, args);
+    EXPECT_EQ(r.code, 2) << c.what << "\n" << r.err;
+    EXPECT_NE(r.err.find("is a symbolic link"), std::string::npos) << c.what << ": " << r.err;
+    EXPECT_TRUE(fs::is_empty(cwd / "target")) << c.what << ": written through the link";
+    fs::remove_all(cwd);
+  }
+}
+
 // Models trained at once on threads of their own leave no HDF5 state behind: the library closes
 // at exit without "HDF5: infinite loop closing library" (an ended thread's error records).
 TEST_F(CliFuzz, APackedSweepExitsWithoutHdf5Complaints) {
@@ -690,6 +732,56 @@ TEST_F(CliFuzz, RefusesToReplaceFinishedRunsAndNeverFollowsALinkedTemporary) {
   EXPECT_EQ(over.code, 0) << over.err;
   EXPECT_EQ(Slurp(root_ / "precious"), "keep me");
   EXPECT_FALSE(fs::exists(out / "rope.h5.tmp"));
+}
+
+// Killed (SIGKILL) at many points while it draws (D2), lexp figures leaves under a figure's own
+// name (.png, .dat, .gp) only the whole file an uninterrupted draw writes; what it was writing is
+// a temporary (*.tmp), and the next draw puts everything in place.
+TEST_F(CliFuzz, KilledFiguresLeaveOnlyWholeFiles) {
+  auto fresh = [&](const std::string& name) {
+    fs::remove_all(root_ / name);
+    fs::copy(good_.parent_path(), root_ / name, fs::copy_options::recursive);
+    fs::remove_all(root_ / name / "figures");
+    return root_ / name;
+  };
+  const fs::path reference = fresh("fig_reference");
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(Lexp(root_, {"figures", reference.string()}).code, 0);
+  const double full = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto whole_name = [](const std::string& f) {
+    return f.find(".tmp") == std::string::npos && f.find(".run.gp") == std::string::npos &&
+           f.find(".log") == std::string::npos;
+  };
+  int checked = 0;
+  for (int k = 1; k <= 10; ++k) {
+    const fs::path dir = fresh("fig_killed" + std::to_string(k));
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::vector<std::string> args = {"figures", dir.string()};
+      std::vector<char*> argv = {const_cast<char*>(kLexp.c_str())};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      freopen("/dev/null", "w", stdout);
+      freopen("/dev/null", "w", stderr);
+      execv(kLexp.c_str(), argv.data());
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(full * k / 11.0));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    for (const auto& f : Files(dir / "figures")) {
+      if (!whole_name(f)) continue;
+      EXPECT_EQ(Slurp(dir / "figures" / f), Slurp(reference / "figures" / f))
+          << "killed after " << k << "/11 of a draw: " << f << " is not whole";
+      ++checked;
+    }
+    ASSERT_EQ(Lexp(root_, {"figures", dir.string()}).code, 0);
+    for (const auto& f : Files(dir / "figures"))
+      EXPECT_TRUE(whole_name(f) || f.find(".log") != std::string::npos) << f << " left behind";
+  }
+  EXPECT_GT(checked, 0) << "no kill landed after a figure was written";
 }
 
 // Killed (SIGKILL) at many points of a run: every .h5 left is readable or a temporary, none says
