@@ -10,6 +10,7 @@
 #include "experiments/core/memory_estimate.h"
 #include "experiments/core/recipe.h"
 #include "experiments/core/run_file.h"
+#include "experiments/replay/analyze.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/rope_scaling.h"
@@ -105,11 +106,33 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
   RunOptions ro;
   ro.out_dir = p.out_dir;
   const std::string out = RunFilePath(ro.out_dir, p.name);
-  LEXP_INPUT_CHECK(opt.force || !std::filesystem::exists(out),
-                   "'" + out +
-                       "' holds an earlier evaluation of the same name; pass --force to "
-                       "replace it, or --out for another directory");
   ro.weights_from = std::filesystem::absolute(opt.run_file).lexically_normal().string();
+  if (!opt.force && std::filesystem::exists(out)) {
+    // An evaluation of the same weights killed before its analysis ended is finished, as lexp run
+    // --resume finishes a run; anything else of that name is an earlier evaluation, kept.
+    const RunFileHead h = ReadRunFileHead(out);
+    std::string from;
+    if (h.state == RunState::kAnalyzing) {
+      h5::Reader r(out);
+      if (r.root().HasAttr("weights_from")) from = r.root().AttrString("weights_from");
+    }
+    if (h.state == RunState::kAnalyzing && from == ro.weights_from) {
+      if (opt.progress)
+        opt.progress("finishing the analysis of the interrupted evaluation '" + out + "'");
+      std::stringstream lines(AnalyzeRunFile(out, "", p.cfg.probe_replay == 1, true));
+      for (std::string line; std::getline(lines, line);)
+        if (opt.progress) opt.progress("analysis: " + line);
+      RunSummary s;
+      s.encoding = p.encoding;
+      s.label = p.name;
+      s.state = "completed";
+      s.path = out;
+      return s;
+    }
+    FailInput("'" + out +
+              "' holds an earlier evaluation of the same name; pass --force to replace it, or "
+              "--out for another directory");
+  }
   ro.name = p.name;
   ro.label = p.name;
   ro.progress = opt.progress;

@@ -160,6 +160,38 @@ TEST_F(EvalCommandRun, OutputsKeepTheSourceNameAndAreNotReplacedWithoutForce) {
   }
 }
 
+// An evaluation killed after its file was written and before its analysis ended (D3) leaves the
+// file "analyzing": the next lexp eval of the same weights finishes it (as lexp run --resume
+// does) instead of refusing it as an earlier evaluation; one of other weights is still refused.
+TEST_F(EvalCommandRun, AnEvaluationKilledBeforeItsAnalysisIsFinishedByTheNextOne) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.scale = "ntk:factor=2";
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  {  // The file as a kill before the analysis leaves it.
+    h5::Writer w(s.path, h5::Writer::Mode::kUpdate);
+    w.root().Remove("analysis");
+    w.root().OpenGroup("status").SetAttr("state", "analyzing");
+    w.Commit();
+  }
+  const RunSummary again = EvaluateRunFile(o);
+  EXPECT_EQ(again.state, "completed");
+  EXPECT_EQ(again.path, s.path);
+  {
+    h5::Reader r(s.path);
+    EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "completed");
+    EXPECT_TRUE(r.root().OpenGroup("analysis").Has("geometry"));
+  }
+  {  // Another evaluation's interrupted file under this name is not this one's to finish.
+    h5::Writer w(s.path, h5::Writer::Mode::kUpdate);
+    w.root().OpenGroup("status").SetAttr("state", "analyzing");
+    w.root().SetAttr("weights_from", "/elsewhere/rope.h5");
+    w.Commit();
+  }
+  EXPECT_THROW(EvaluateRunFile(o), InputError);
+}
+
 // Several rules side by side: one file each, and a table of entropy and max logit by probe length.
 TEST_F(EvalCommandRun, SeveralRulesCompareInOneTable) {
   std::vector<std::string> files;
