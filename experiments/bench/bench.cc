@@ -207,6 +207,12 @@ std::string Row(const BenchResult& r) {
 }  // namespace
 
 std::vector<BenchResult> RunBench(const BenchOptions& opt) {
+  LEXP_INPUT_CHECK(opt.steps >= 0, "lexp bench: --steps " + std::to_string(opt.steps) +
+                                       ": allowed: 0 (each config's default) or more");
+  LEXP_INPUT_CHECK(opt.warmup >= 0,
+                   "lexp bench: --warmup " + std::to_string(opt.warmup) + ": allowed: 0 or more");
+  LEXP_INPUT_CHECK(opt.rounds >= 1,
+                   "lexp bench: --rounds " + std::to_string(opt.rounds) + ": allowed: 1 or more");
   const int threads = ThreadLimit::Active();
   auto print = [&](const std::string& s) {
     if (opt.print) opt.print(s);
@@ -218,8 +224,8 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   print(
       fmt::format("machine: {}, {}; build: {} ({}; compiled SIMD: {}; products: {}, libxsmm "
                   "kernels: {})",
-                  CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags,
-                  CompiledSimd(), GemmBackendName(), GemmJitTarget()));
+                  CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags, CompiledSimd(),
+                  GemmBackendName(), GemmJitTarget()));
   print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
                     "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));

@@ -26,7 +26,14 @@ int main(int argc, char** argv) {
   lexp::cli::Shared shared;
   app.add_option("--threads", shared.threads,
                  "worker threads (0 = all cores; results do not depend on it)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const bool digits = !v.empty() && v.size() < 6 &&
+                                v.find_first_not_of("0123456789") == std::string::npos;
+            return digits ? std::string()
+                          : "'" + v + "': allowed: 0 (every core) or a number of threads";
+          },
+          "THREADS"));
   std::vector<std::unique_ptr<lexp::cli::Command>> commands = lexp::cli::AllCommands();
   std::vector<CLI::App*> subcommands;
   for (auto& c : commands) subcommands.push_back(c->Declare(app, shared));

@@ -40,11 +40,13 @@ class RunCommand final : public Command {
            "are the same as one at a time)")
         ->check(CLI::Range(1, 64));
     run->add_flag("--print-recipe", print_recipe_, "print the effective recipe and exit");
-    run->add_option("--job", job_,
-                    "run only these rows of the sweep's plan (lexp plan): K, K1-K2 or a list "
-                    "0,3,7-9; a row whose run file is complete is skipped, an interrupted one "
-                    "resumes from its checkpoint; no figures or summary (lexp collect makes them)")
-        ->excludes("--overwrite");
+    job_option_ =
+        run->add_option(
+               "--job", job_,
+               "run only these rows of the sweep's plan (lexp plan): K, K1-K2 or a list "
+               "0,3,7-9; a row whose run file is complete is skipped, an interrupted one "
+               "resumes from its checkpoint; no figures or summary (lexp collect makes them)")
+            ->excludes("--overwrite");
     shared.AddFormatOption(run);
     run->footer(RecipeKeysHelp());
     return run;
@@ -98,7 +100,7 @@ class RunCommand final : public Command {
     so.overwrite = overwrite_;
     so.figures = !no_figures_;
     so.progress = PrintLine;
-    if (!job_.empty()) so.rows = ParseJobList(job_);
+    if (job_option_->count() > 0) so.rows = ParseJobList(job_);  // "" too: refused there
     const auto runs = RunRecipe(cfg, so);
     if (!so.rows.empty())
       PrintLine(
@@ -127,6 +129,7 @@ class RunCommand final : public Command {
  private:
   CLI::Option* recipe_option_ = nullptr;
   std::string recipe_path_, out_dir_, job_;
+  CLI::Option* job_option_ = nullptr;
   std::vector<std::string> sets_;
   bool resume_ = false, overwrite_ = false, no_figures_ = false, print_recipe_ = false;
   int jobs_ = 0;

@@ -3,6 +3,7 @@
 // make, encodings with the layout and pattern, positions and patterns with the lengths, capture
 // sites of the model, files it reads). Every error names the key and the recipe.
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <string>
 
@@ -117,6 +118,13 @@ void ValidateOneTask(const RecipeConfig& c) {
                      KeyLocation(src, "eval") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
   {
+    std::set<int> seen;
+    for (int n : c.eval_lengths)
+      LEXP_INPUT_CHECK(seen.insert(n).second, KeyLocation(src, "eval.lengths") + " lists " +
+                                                  std::to_string(n) +
+                                                  " twice; each length is evaluated once");
+  }
+  {
     const std::vector<int> ev = c.EvalLengths();
     for (int n : c.eval_every_lengths)
       LEXP_INPUT_CHECK(std::find(ev.begin(), ev.end(), n) != ev.end(),
@@ -170,6 +178,27 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
                      KeyLocation(src, "probe.lengths") + ": length " + std::to_string(n) +
                          " is outside what " + task_range);
+  // A learned table too short for the longest sequence would fail only once the run is under way.
+  for (const auto& e : c.encodings) {
+    if (e != "learned" || c.positions != "identity") continue;
+    const auto it = c.encoding_options.find(e);
+    if (it == c.encoding_options.end() || !it->second.count("max_len")) continue;
+    const auto& o = it->second;
+    if (o.count("beyond") && o.at("beyond") == "clamp") continue;
+    int longest = c.train_max_length;
+    for (int n : c.EvalLengths()) longest = std::max(longest, n);
+    for (int n : c.ProbeLengths()) longest = std::max(longest, n);
+    const SequenceLayout at(*task, layout);
+    const int tokens = c.DecodingFor(*task) == Decoding::kGreedy ? at.GreedyCapacityFor(longest)
+                                                                 : at.SequenceLengthFor(longest);
+    const int max_len = std::atoi(o.at("max_len").c_str());
+    LEXP_INPUT_CHECK(
+        max_len == 0 || max_len >= tokens,
+        KeyLocation(src, "encoding_options.learned.max_len") + " = " + o.at("max_len") +
+            " rows, but the longest sequence of this recipe has " + std::to_string(tokens) +
+            " positions; allowed: 0 (as many as needed) or >= " + std::to_string(tokens) +
+            ", or beyond = \"clamp\"");
+  }
   MatchCaptureSites(c.Model(1), c.probe_capture, KeyLocation(src, "probe.capture"));
   if (!c.length_schedule.empty()) {
     const std::string at = KeyLocation(src, "train.length_schedule");
@@ -196,6 +225,9 @@ void ValidateOneTask(const RecipeConfig& c) {
                          "; it must be train.max_length = " + std::to_string(c.train_max_length) +
                          " (the length the run is trained to)");
   }
+  LEXP_INPUT_CHECK(c.lora_rank > 0 || c.lora_base == "float",
+                   KeyLocation(src, "train.lora_base") + " = \"" + c.lora_base +
+                       "\" applies to LoRA's frozen matrices; train.lora_rank is 0 (no LoRA)");
   if (c.lora_rank > 0) {
     LEXP_INPUT_CHECK(!c.lora_targets.empty(), KeyLocation(src, "train.lora_targets") +
                                                   " is empty; allowed: q, k, v, o, mlp");

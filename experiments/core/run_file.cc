@@ -263,6 +263,7 @@ void RunFile::Write(const std::string& path) const {
                   "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
   ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
   ev.SetAttr("chance_token_accuracy", chance_token_accuracy);
+  if (!nonfinite_lengths.empty()) ev.SetAttr("nonfinite_lengths", nonfinite_lengths);
   if (std::isfinite(source_entropy_rate))
     ev.SetAttr("source_entropy_rate", source_entropy_rate);  // nats per token
   if (!depth_exact.empty()) {
@@ -401,6 +402,7 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
     if (ev.HasAttr("end_token")) f.end_token = ev.AttrInt("end_token") != 0;
     if (ev.HasAttr("chance_token_accuracy"))
       f.chance_token_accuracy = ev.AttrDouble("chance_token_accuracy");
+    if (ev.HasAttr("nonfinite_lengths")) f.nonfinite_lengths = ev.AttrString("nonfinite_lengths");
     if (ev.HasAttr("source_entropy_rate"))
       f.source_entropy_rate = ev.AttrDouble("source_entropy_rate");
     if (ev.Has("depth_exact_match")) {

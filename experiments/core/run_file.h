@@ -85,6 +85,7 @@ struct RunFile {
   bool end_token = false;
   double source_entropy_rate = std::numeric_limits<double>::quiet_NaN();  // nats per token
   double chance_token_accuracy = 0;  // a uniform guess over the task's output alphabet
+  std::string nonfinite_lengths;     // lengths whose loss is not finite, comma-separated ("": none)
   std::vector<double> depth_exact, depth_accuracy;  // [length, recipe.eval_depths] (passkey)
   std::vector<ProbeRecord> probes;
   std::vector<StoredTensor> weights;      // written when completed

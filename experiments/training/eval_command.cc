@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "experiments/replay/analyze.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
+#include "pe/registry.h"
 #include "pe/rope_scaling.h"
 
 namespace lexp {
@@ -39,7 +41,34 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
     LEXP_INPUT_CHECK(
         eq != std::string::npos && eq > 0,
         "--scale '" + text + "': expected RULE:key=value,key=value, got '" + item + "'");
-    s.options[item.substr(0, eq)] = item.substr(eq + 1);
+    const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
+    std::string options, default_value;
+    bool known_key = false;
+    for (const auto& o : FindEncoding("rope").options) {
+      options += (options.empty() ? "" : ", ") + o.name;
+      if (o.name == key) {
+        known_key = true;
+        default_value = o.default_value;
+      }
+    }
+    LEXP_INPUT_CHECK(known_key && key != "scaling", "--scale '" + text + "': '" + key +
+                                                        "' is not an option of rope's scaling; "
+                                                        "options: " +
+                                                        options);
+    // A value of the option's kind, as its default shows it: a number, or true/false.
+    auto number = [](const std::string& v) {
+      char* end = nullptr;
+      std::strtod(v.c_str(), &end);
+      return !v.empty() && end && *end == '\0';
+    };
+    if (number(default_value))
+      LEXP_INPUT_CHECK(number(value),
+                       "--scale '" + text + "': " + key + " = '" + value + "' is not a number");
+    if (default_value == "true" || default_value == "false")
+      LEXP_INPUT_CHECK(
+          value == "true" || value == "false",
+          "--scale '" + text + "': " + key + " = '" + value + "'; allowed: true, false");
+    s.options[key] = value;
   }
   return s;
 }
@@ -56,6 +85,15 @@ struct PreparedEvaluation {
 PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
   PreparedEvaluation p;
   p.cfg = CompletedRunRecipe(opt.run_file, &p.encoding);
+  // An evaluation trains nothing and reads the run's own task: keys of training, of the task and
+  // of the sweep would be ignored, so they are refused.
+  for (const auto& set : opt.sets)
+    for (const char* ignored : {"train.", "task.", "run."})
+      LEXP_INPUT_CHECK(
+          set.rfind(ignored, 0) != 0,
+          "lexp eval --set " + set + ": an evaluation does not " +
+              (std::string(ignored) == "train." ? "train" : "change its run's task or sweep") +
+              "; allowed: eval.*, probe.*, model.* and encoding_options.* keys");
   ApplyOverrides(p.cfg, opt.sets);
   // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
   // of one encoding never share a file.

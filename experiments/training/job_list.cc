@@ -207,6 +207,25 @@ std::vector<RowStatus> ReadRowStates(const std::vector<PlanRow>& rows) {
     if (fs::exists(row.file)) {
       const RunFileHead head = ReadRunFileHead(row.file);
       s.message = head.message;
+      // The file must be this row's: a run of another recipe placed at its name (or copied from
+      // another sweep) would be read into this one's scores.
+      if (!row.recipe.empty()) {
+        std::string stored;
+        {
+          h5::Reader r(row.file);
+          LEXP_INPUT_CHECK(r.root().Has("config") && r.root().OpenGroup("config").Has("recipe"),
+                           "'" + row.file + "' holds no recipe (/config/recipe)");
+          stored = r.root().OpenGroup("config").ReadString("recipe");
+        }
+        RecipeConfig theirs = ParseRecipe(stored, row.file + ":/config/recipe");
+        LEXP_INPUT_CHECK(
+            RecipeToToml(theirs) == row.recipe && head.encoding == row.encoding,
+            "'" + row.file + "' is not the run of row " + std::to_string(row.index) +
+                " of the plan: its recipe (or its encoding, '" + head.encoding +
+                "') differs from the row's (a file of another recipe or sweep; move it away, or "
+                "run the row again with lexp run --job " +
+                std::to_string(row.index) + " --overwrite)");
+      }
       switch (head.state) {
         case RunState::kCompleted:
           s.state = RowState::kDone;

@@ -21,6 +21,12 @@ namespace lexp {
 std::string WritePeTable(const PeTableOptions& o) {
   LEXP_INPUT_CHECK(o.head_dim >= 2 && o.head_dim % 2 == 0, "pe-table: --head-dim must be even");
   LEXP_INPUT_CHECK(o.max_distance >= 1, "pe-table: --max-distance must be positive");
+  LEXP_INPUT_CHECK(o.heads >= 1, "pe-table: --heads " + std::to_string(o.heads) +
+                                     ": the bias families need at least 1 head");
+  LEXP_INPUT_CHECK(o.train_length >= 1, "pe-table: --train-length " +
+                                            std::to_string(o.train_length) +
+                                            ": the scaling rules need a training length >= 1");
+  LEXP_INPUT_CHECK(o.factor > 0, "pe-table: --factor must be positive");
   h5::Writer w(o.out_file);
   WriteProvenance(w.root(), ThreadLimit::Active());
   w.root().SetAttr("head_dim", o.head_dim);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 
 #include "experiments/core/memory_estimate.h"
 #include "experiments/core/shell.h"
@@ -141,6 +142,18 @@ void CheckOptions(const SlurmOptions& o) {
         std::pair{"--qos", o.qos}, std::pair{"--time", o.time}, std::pair{"--mem", o.mem}})
     LEXP_INPUT_CHECK(v.find_first_of(" \t\n'\"$`\\;") == std::string::npos,
                      std::string(name) + " '" + v + "': no spaces, quotes or shell characters");
+  // The forms sbatch takes: minutes, minutes:seconds, hours:minutes:seconds, days-hours,
+  // days-hours:minutes, days-hours:minutes:seconds (sbatch(1), --time); a size with K, M, G or T.
+  static const std::regex time(R"(\d+(:\d{1,2}){0,2}|\d+-\d+(:\d{1,2}){0,2})");
+  LEXP_INPUT_CHECK(o.time.empty() || std::regex_match(o.time, time),
+                   "--time '" + o.time +
+                       "': allowed: minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS (as "
+                       "sbatch takes it)");
+  static const std::regex mem(R"(\d+[KMGT]?)");
+  LEXP_INPUT_CHECK(o.mem.empty() || std::regex_match(o.mem, mem),
+                   "--mem '" + o.mem +
+                       "': allowed: a number of megabytes, or one with K, M, G or "
+                       "T (e.g. 2G)");
 }
 
 }  // namespace

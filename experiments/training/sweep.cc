@@ -109,12 +109,26 @@ void RefuseToOverwrite(const std::vector<PlannedRun>& plan, const SweepOptions& 
 // Files the recipe reads must exist before anything is trained (ValidateRecipe checks the recipe
 // alone, so a recipe that fine-tunes a run still to be made validates).
 void CheckInputFiles(const std::vector<PlannedRun>& plan) {
-  for (const auto& r : plan)
-    LEXP_INPUT_CHECK(
-        r.recipe.init_from.empty() || std::filesystem::is_regular_file(r.recipe.init_from),
-        "recipe '" + r.recipe.source_name + "': train.init_from = \"" + r.recipe.init_from +
-            "\" is not a file (a completed run file was expected; paths are "
-            "relative to the working directory)");
+  for (const auto& r : plan) {
+    if (r.recipe.init_from.empty()) continue;
+    const std::string at =
+        "recipe '" + r.recipe.source_name + "': train.init_from = \"" + r.recipe.init_from + "\"";
+    LEXP_INPUT_CHECK(std::filesystem::is_regular_file(r.recipe.init_from),
+                     at + " is not a file (a completed run file was expected; paths are "
+                          "relative to the working directory)");
+    // The weights as the trainer will load them (a completed run, float32, the shapes of this
+    // recipe's model), checked before anything is written: a refusal leaves no plan and no
+    // failed run file behind.
+    try {
+      AssembledModel m = AssembleModel(r.recipe, r.encoding);
+      std::vector<ParamRef<float>> params;
+      for (const auto& p : m.model->Parameters())
+        if (!m.model->config().side.Active() || p.name.rfind("side", 0) != 0) params.push_back(p);
+      LoadModelWeights(r.recipe.init_from, params);
+    } catch (const InputError& e) {
+      FailInput(at + ": " + e.what());
+    }
+  }
 }
 
 // The job list of a plan (its rows in plan order).
@@ -130,6 +144,8 @@ std::vector<PlanRow> RowsOf(const RecipeConfig& cfg, const std::vector<PlannedRu
     row.sweep_key = cfg.SweepKey();
     row.sweep_value = r.sweep_value;
     row.file = r.File();
+    RecipeConfig copy = r.recipe;
+    row.recipe = RecipeToToml(copy);
     rows.push_back(row);
   }
   return rows;
@@ -159,6 +175,14 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
     plan = std::move(chosen);
   }
   CheckInputFiles(plan);
+  for (const auto& r : plan)
+    if (r.recipe.lora_rank > 0 && r.recipe.init_from.empty()) {
+      std::fprintf(stderr,
+                   "lexp: note: %s: train.lora_rank = %d with no train.init_from trains adapters "
+                   "on a frozen random model (LoRA adapts a trained one)\n",
+                   r.label.c_str(), r.recipe.lora_rank);
+      break;
+    }
   // One writer per directory: the whole sweep holds it; --job rows share it, each holding its own
   // row (experiments/core/output_lock.h).
   std::vector<OutputLock> locks;

@@ -34,6 +34,7 @@ struct PlanRow {
   int seed = 0;
   std::string sweep_key, sweep_value;  // empty without run.sweep
   std::string file;                    // its run file
+  std::string recipe;                  // the row's recipe as TOML (RecipeToToml), as its file holds it
 };
 std::vector<PlanRow> SweepPlan(const RecipeConfig& cfg, const std::string& out_dir);
 

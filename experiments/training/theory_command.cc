@@ -23,6 +23,11 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
   using namespace theory;
   LEXP_INPUT_CHECK(o.head_dim >= 4 && o.head_dim % 2 == 0, "theory: --head-dim must be even, >= 4");
   LEXP_INPUT_CHECK(o.max_distance >= 1, "theory: --max-distance must be positive");
+  // Each curve holds a value per distance: 1e8 of them is already 0.8 GB per curve.
+  LEXP_INPUT_CHECK(o.max_distance <= 100'000'000, "theory: --max-distance " +
+                                                      std::to_string(o.max_distance) +
+                                                      " would not fit in memory; allowed: up "
+                                                      "to 100000000");
   LEXP_INPUT_CHECK(o.mc_distribution == "gaussian" || o.mc_distribution == "uniform",
                    "theory: --mc-distribution '" + o.mc_distribution +
                        "' is not known; use gaussian or uniform");

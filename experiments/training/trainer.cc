@@ -417,6 +417,20 @@ class Runner {
         "evaluated {} lengths in {:.1f}s ({}): token accuracy {:.3f} at 1..{}, {:.3f} beyond",
         eval_.size(), el, DecodingName(cfg_.DecodingFor(*task_)), or_zero(p.in_distribution),
         cfg_.train_max_length, or_zero(p.ruoss)));
+    // A loss that is not finite at some length (the model overflows there: xPos with a small
+    // scale base at n = 256, say) is a finding, said here and kept in the file.
+    nonfinite_lengths_.clear();
+    for (const EvalRow& row : eval_)
+      if (!std::isfinite(row.loss))
+        nonfinite_lengths_ += (nonfinite_lengths_.empty() ? "" : ",") + std::to_string(row.length);
+    if (!nonfinite_lengths_.empty()) {
+      const std::string warning =
+          "warning: the evaluation loss is not finite at n = " + nonfinite_lengths_ +
+          ": the model overflows there (its scores at those lengths are not measurements; "
+          "/eval@nonfinite_lengths)";
+      Say(warning);
+      std::fprintf(stderr, "lexp: %s\n", warning.c_str());
+    }
   }
 
   void Probe() {
@@ -507,6 +521,7 @@ class Runner {
     f.end_token = layout_.EndsWithEndToken();
     f.source_entropy_rate = task_->EntropyRate();
     f.chance_token_accuracy = 1.0 / task_->OutputAlphabet();
+    f.nonfinite_lengths = nonfinite_lengths_;
     f.depth_exact = depth_exact_;
     f.depth_accuracy = depth_accuracy_;
     f.probes = std::move(probes_);
@@ -538,6 +553,7 @@ class Runner {
   TrainHistory hist_;
   EvalHistory eval_history_;  // train.eval_every
   std::vector<EvalRow> eval_;
+  std::string nonfinite_lengths_;  // lengths whose evaluation loss is not finite ("": none)
   std::vector<double> depth_accuracy_, depth_exact_;  // [length, depth] (tasks with a depth axis)
   EvalBuffers eval_buf_;                              // reused across evaluation batches
   std::vector<ProbeRecord> probes_;
