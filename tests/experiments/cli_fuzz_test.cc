@@ -397,6 +397,53 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
        {"slurm", "RECIPE", "--cpus-per-task", "0"},
        2,
        "cpus-per-task"},
+      // The second fuzz's findings (issue 31): each refused where it is given, nothing written.
+      {"C1: pe-table with no head", {"pe-table", "--heads", "0"}, 2, "pe-table: --heads 0"},
+      {"C1: pe-table with negative heads", {"pe-table", "--heads", "-3"}, 2, "--heads -3"},
+      {"U1: a negative thread count",
+       {"--threads", "-1", "list", "tasks"},
+       2,
+       "'-1': allowed: 0 (every core) or a number of threads"},
+      {"U2: a theory too long for memory",
+       {"theory", "--max-distance", "100000000000"},
+       2,
+       "--max-distance 100000000000 would not fit in memory"},
+      {"U3: pe-table with a negative training length",
+       {"pe-table", "--train-length", "-1"},
+       2,
+       "pe-table: --train-length -1"},
+      {"A1: an evaluation length twice",
+       {"run", "RECIPE", "--set", "eval.lengths=3,3"},
+       2,
+       "eval.lengths lists 3 twice"},
+      {"A2: an NF4 base without LoRA",
+       {"run", "RECIPE", "--set", "train.lora_base=nf4"},
+       2,
+       "train.lora_base = \"nf4\" applies to LoRA's frozen matrices"},
+      {"A3: an empty --job", {"run", "RECIPE", "--job", ""}, 2, "--job '': expected"},
+      {"A4: slurm --time that sbatch does not take",
+       {"slurm", "RECIPE", "--time", "abc"},
+       2,
+       "--time 'abc': allowed"},
+      {"A4: slurm --mem that sbatch does not take",
+       {"slurm", "RECIPE", "--mem", "lots"},
+       2,
+       "--mem 'lots': allowed"},
+      {"A5: bench with negative steps", {"bench", "--steps", "-1"}, 2, "--steps -1: allowed"},
+      {"late check: a learned table shorter than the longest sequence",
+       {"run", "RECIPE", "--set", "model.encodings=learned", "--set",
+        "encoding_options.learned.max_len=4"},
+       2,
+       "encoding_options.learned.max_len = 4 rows"},
+      {"late check: train.init_from of another width",
+       {"run", "RECIPE", "--set", "train.init_from=GOOD", "--set", "model.d_model=32"},
+       2,
+       "the model needs [15 x 32]"},
+      {"late check: LoRA from a file of another width",
+       {"run", "RECIPE", "--set", "train.init_from=GOOD", "--set", "model.d_model=32", "--set",
+        "train.lora_rank=2"},
+       2,
+       "train.init_from"},
   };
   for (const auto& bad : table) {
     const fs::path cwd = testing::FreshTempDir("cli_case");
@@ -404,8 +451,11 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
     fs::create_directories(cwd / "somedir");
     const auto before = Files(cwd);
     std::vector<std::string> args = bad.args;
-    for (auto& a : args)
+    for (auto& a : args) {
       if (a == "RECIPE") a = "tiny.toml";
+      for (const std::string key : {"train.init_from=GOOD"})
+        if (a == key) a = "train.init_from=" + good_.string();
+    }
     ExpectRefused(bad, Lexp(cwd, args));
     EXPECT_EQ(Files(cwd), before) << bad.what << ": wrote files";
     EXPECT_FALSE(fs::exists("/proc/lexp_fuzz"));
@@ -468,8 +518,59 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   fs::copy_file(ragged_eval, dir / "ragged_dir" / "rope.h5");
   fs::create_directories(dir / "ragged_loss_dir");
   fs::copy_file(ragged_loss, dir / "ragged_loss_dir" / "rope.h5");
+  // U5: a root encoding no encoding has; U6: a foreign HDF5 file among the runs; U7: a run whose
+  // /eval/loss lost a bit, met by base-law.
+  const std::string bad_encoding = Corrupt("bad_encoding", [](hid_t f) {
+    const hid_t root = H5Gopen2(f, "/", H5P_DEFAULT);
+    SetVariableLengthString(root, "encoding", "ropez");
+    H5Gclose(root);
+  });
+  fs::create_directories(dir / "foreign_dir");
+  fs::copy_file(good_, dir / "foreign_dir" / "rope.h5");
+  {
+    h5::Writer w((dir / "foreign_dir" / "other.h5").string());
+    w.root().WriteDoubles("x", {1, 2}, {2}, "i");
+    w.Commit();
+  }
+  fs::create_directories(dir / "flipped_dir");
+  {
+    fs::copy_file(good_, dir / "flipped_dir" / "rope.h5");
+    const hid_t f = H5Fopen((dir / "flipped_dir" / "rope.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "/eval/loss", H5P_DEFAULT);
+    const haddr_t at = H5Dget_offset(ds);
+    H5Dclose(ds);
+    H5Fclose(f);
+    std::fstream b(dir / "flipped_dir" / "rope.h5",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    b.seekg(static_cast<std::streamoff>(at) + 3);
+    char c = 0;
+    b.read(&c, 1);
+    c = static_cast<char>(c ^ 4);
+    b.seekp(static_cast<std::streamoff>(at) + 3);
+    b.write(&c, 1);
+  }
   const std::vector<BadInput> table = {
       {"evaluating NaN weights", {"eval", nan_weights, "--no-figures"}, 2, "not finite"},
+      {"U4: a scaling rule's value that is no number",
+       {"eval", good_.string(), "--scale", "yarn:factor=abc", "--no-figures"},
+       2,
+       "--scale 'yarn:factor=abc': factor = 'abc' is not a number"},
+      {"U5: a root encoding no encoding has",
+       {"analyze", bad_encoding},
+       2,
+       "its root attribute encoding is 'ropez', which is no encoding of lexp"},
+      {"U6: figures of a directory holding a foreign HDF5 file",
+       {"figures", (dir / "foreign_dir").string()},
+       2,
+       "other.h5' is not a lexp run file (no root attribute 'format')"},
+      {"U7: base-law names the damaged file it meets",
+       {"base-law", (dir / "flipped_dir").string()},
+       2,
+       "flipped_dir/rope.h5': dataset '/eval/loss' fails its checksum"},
+      {"A6: eval --set of a key an evaluation ignores",
+       {"eval", good_.string(), "--set", "train.steps=5", "--no-figures"},
+       2,
+       "lexp eval --set train.steps=5: an evaluation does not train"},
       {"weights stored as float64 (F2)",
        {"eval", f64_weights, "--no-figures"},
        2,
@@ -551,6 +652,30 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   // No temporary left beside the corrupted files.
   for (const auto& f : Files(dir))
     EXPECT_EQ(f.find(".tmp"), std::string::npos) << "temporary left behind: " << f;
+}
+
+// What a run that finishes must still say (exit 0): an evaluation whose loss is not finite at a
+// length (xPos with scale_base = 1 overflows at n = 128) warns and records the lengths in the
+// file; LoRA adapters trained on a random model (no train.init_from) are noted.
+TEST_F(CliFuzz, RunsThatFinishSayWhatTheirNumbersCannotMean) {
+  const Result nan =
+      Lexp(root_, {"run", "tiny.toml", "--out", "nan_eval", "--no-figures", "--set",
+                   "model.encodings=xpos", "--set", "encoding_options.xpos.scale_base=1", "--set",
+                   "eval.lengths=2,4,128", "--set", "probe.lengths=4"});
+  EXPECT_EQ(nan.code, 0) << nan.err;
+  EXPECT_NE(nan.err.find("the evaluation loss is not finite at n = 128"), std::string::npos)
+      << nan.err;
+  {
+    h5::Reader r((root_ / "nan_eval" / "xpos.h5").string());
+    EXPECT_EQ(r.root().OpenGroup("eval").AttrString("nonfinite_lengths"), "128");
+  }
+  const Result lora = Lexp(root_, {"run", "tiny.toml", "--out", "lora_random", "--no-figures",
+                                   "--set", "train.lora_rank=2"});
+  EXPECT_EQ(lora.code, 0) << lora.err;
+  EXPECT_NE(lora.err.find("train.lora_rank = 2 with no train.init_from trains adapters on a "
+                          "frozen random model"),
+            std::string::npos)
+      << lora.err;
 }
 
 // A subdirectory lexp writes inside --out that is a symbolic link (figures/, plan/, slurm/, a task
