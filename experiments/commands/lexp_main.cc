@@ -3,6 +3,7 @@
 // 2 bad input (recipe, options, files, memory), also when found while a model ran; 3 internal
 // error.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "experiments/commands/command.h"
+#include "experiments/core/build_info.h"
 #include "experiments/core/output_lock.h"
+#include "experiments/startup/compiled_isa.h"
 #include "nn/check.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figure_kit.h"
@@ -21,7 +24,9 @@ int main(int argc, char** argv) {
       "lexp: length-extrapolation experiments with positional encodings.\n"
       "Trains small transformers from scratch on synthetic tasks, evaluates them past their\n"
       "training length, measures attention, and writes one HDF5 file per model plus figures."};
-  app.set_version_flag("--version", std::string("lexp ") + LEXP_VERSION);
+  app.set_version_flag("--version", fmt::format("lexp {} ({} build; instruction sets it needs: {})",
+                                                 LEXP_VERSION, lexp::kBuildFlavour,
+                                                 lexp::CompiledInstructionSets()));
   app.require_subcommand(1);
   lexp::cli::Shared shared;
   app.add_option("--threads", shared.threads,
