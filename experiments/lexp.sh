@@ -11,6 +11,8 @@ PACKAGES=(g++ cmake make git libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools lib
   libboost-iostreams-dev libboost-filesystem-dev libboost-math-dev gnuplot-nox libgnuplot-iostream-dev
   libgtest-dev libtomlplusplus-dev libcli11-dev libfmt-dev libxsmm-dev
   fortunes)  # fortunes: the natural text that task text_lm reads (/usr/share/games/fortunes)
+# For the tests only: qemu-user emulates an older CPU (tests/experiments/cpu_guard_test.cc).
+TEST_PACKAGES=(qemu-user)
 
 install_missing() {
   local missing=()
@@ -36,6 +38,7 @@ build() {
 
 cmd="${1:-run}"
 shift || true
+[ "$cmd" = test ] && PACKAGES+=("${TEST_PACKAGES[@]}")
 install_missing
 build
 case "$cmd" in
