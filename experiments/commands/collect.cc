@@ -4,6 +4,7 @@
 
 #include "experiments/commands/command.h"
 #include "experiments/training/job_list.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -16,7 +17,12 @@ class CollectCommand final : public Command {
         "make a run directory's summary, score tables and figures from the run files there");
     collect->add_option("RUN_DIR", dir_, "a run directory with a plan (lexp plan/slurm/run)")
         ->required();
-    collect->add_flag("--no-figures", no_figures_, "do not draw figures");
+    auto* no_figures = collect->add_flag("--no-figures", no_figures_, "do not draw figures");
+    collect
+        ->add_flag("--data-only", data_only_,
+                   "write the figures' data and gnuplot scripts without drawing them (a node "
+                   "without gnuplot; draw later with lexp figures RUN_DIR)")
+        ->excludes(no_figures);
     shared.AddFormatOption(collect);
     collect->footer(
         "Runs that finished before their NoPE reference are analysed again with it, so that the "
@@ -24,6 +30,7 @@ class CollectCommand final : public Command {
     return collect;
   }
   int Run(Shared&) override {
+    SetFigureDataOnly(data_only_);
     const auto res = CollectSweep(dir_, !no_figures_, PrintLine);
     std::fputs(res.report.c_str(), stdout);
     return 0;
@@ -31,7 +38,7 @@ class CollectCommand final : public Command {
 
  private:
   std::string dir_;
-  bool no_figures_ = false;
+  bool no_figures_ = false, data_only_ = false;
 };
 
 }  // namespace

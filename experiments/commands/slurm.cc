@@ -39,7 +39,20 @@ class SlurmCommand final : public Command {
                      "array tasks at once (--array=...%N; 0: no limit)")
         ->check(CLI::Range(0, 100000));
     slurm->add_option("--setup", o_.setup,
-                      "shell lines run before lexp in each job, e.g. 'module load gcc'");
+                      "shell lines run before lexp in each job, before strict mode, e.g. "
+                      "'module load gcc'");
+    slurm->add_option("--binary", o_.binary,
+                      "the lexp binary the jobs run (default: this one); it must start on "
+                      "every node of the array");
+    slurm->add_option("--build-preset", o_.build_preset,
+                      "run this source tree's build of a preset instead: avx2 (x86-64-v3, "
+                      "AVX2 CPUs) or portable (any x86-64 CPU) for nodes of several CPU kinds, "
+                      "release (this machine's CPU)");
+    slurm->add_option("--collect-time", o_.collect_time, "time limit of the collect job")
+        ->capture_default_str();
+    slurm->add_option("--collect-mem", o_.collect_mem,
+                      "memory of the collect job (default: an array task's; it may replay a "
+                      "model to analyse it against its NoPE reference)");
     slurm->add_flag("--submit", o_.submit, "submit the array and the collect job (sbatch)");
     slurm->add_flag("--resubmit", resubmit_,
                     "with RUN_DIR: submit only the rows not done (missing, killed or failed), "
@@ -48,7 +61,12 @@ class SlurmCommand final : public Command {
         "Writes RUN_DIR/plan/ (the frozen recipe and the rows), RUN_DIR/slurm/sweep.sbatch (a job "
         "array, one task per row, logs in RUN_DIR/slurm/logs/%A_%a.out) and "
         "RUN_DIR/slurm/collect.sbatch (lexp collect, after the array with "
-        "--dependency=afterany).");
+        "--dependency=afterany; figures as data and gnuplot scripts on a node without gnuplot). "
+        "Both run --setup before `set -euo pipefail` and export HDF5_USE_FILE_LOCKING=FALSE "
+        "(HDF5's locks fail on some Lustre and NFS mounts; lexp locks RUN_DIR itself). A "
+        "native build (the default) runs only on nodes with this CPU's instruction sets "
+        "(lexp --version lists them; a node without them exits 2 naming them). RUN_DIR must be "
+        "on a file system every node shares: lexp warns when it is node-local (/tmp).");
     return slurm;
   }
   int Run(Shared&) override {

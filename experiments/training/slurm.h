@@ -3,10 +3,13 @@
 //   lexp --threads $SLURM_CPUS_PER_TASK run <run dir>/plan/recipe.toml --out <run dir> --job $ID
 // (binary, recipe and directory as absolute paths; one log per task,
 // slurm/logs/<array>_<task>.out), and slurm/collect.sbatch, which runs `lexp collect <run dir>`
-// once the array has ended
-// (--dependency=afterany, given on the sbatch line). Without --submit it prints the two sbatch
-// lines; with it, submits both and prints the job ids. --resubmit submits the rows that have no
-// final run file or failed (an explicit --array list), then collect again.
+// once the array has ended, with resources of its own and figures drawn only where gnuplot is
+// (--dependency=afterany, given on the sbatch line). Both scripts run the --setup lines before
+// strict mode (module and virtualenv scripts often fail under set -u), export
+// HDF5_USE_FILE_LOCKING=FALSE (HDF5's locks fail on some Lustre and NFS mounts; lexp locks its
+// output directory itself) and name the instruction sets the binary needs. Without --submit it
+// prints the two sbatch lines; with it, submits both and prints the job ids. --resubmit submits the
+// rows that have no final run file or failed (an explicit --array list), then collect again.
 #pragma once
 
 #include <functional>
@@ -24,6 +27,10 @@ struct SlurmOptions {
   std::string mem;                // per task; empty: the memory estimate of one model, rounded up
   int max_parallel = 0;           // array tasks at once (0: as many as SLURM allows)
   std::string setup;              // shell lines run before lexp (module load ..., a venv, ...)
+  std::string binary;             // the lexp the jobs run; empty: this one
+  std::string build_preset;       // or the binary of this source tree's build/<preset>/
+  std::string collect_time = "01:00:00";  // the collect job's own limits
+  std::string collect_mem;                // empty: as an array task's (it may replay a model)
   bool submit = false;
   std::function<void(const std::string&)> print;
 };

@@ -6,8 +6,9 @@
 # Installs slurmctld, slurmd, slurm-client and munge with apt when missing, starts munged (unless
 # one already answers), slurmctld and slurmd on localhost with this machine's CPUs, state and logs
 # in a temporary directory and on ports of their own, then:
-#  1. `lexp slurm --submit` of a 6-row sweep (2 encodings x 3 seeds, a few steps each); waits for the
-#     array and the collect job;
+#  1. `lexp slurm --submit` of a 6-row sweep (2 encodings x 3 seeds, a few steps each) with a
+#     --setup that reads an unset variable; waits for the array and the collect job, and checks the
+#     setup ran in all 7 jobs and the scripts export HDF5_USE_FILE_LOCKING=FALSE;
 #  2. runs the same recipe with `lexp run` in one process and checks that every run file's /train
 #     (but its tokens/s) and /eval, and the collected summary's /scores, are bit for bit the same;
 #  3. deletes two run files, `lexp slurm RUN_DIR --resubmit --submit`, and checks that exactly those
@@ -180,7 +181,11 @@ wait_for() {  # job ids...
 job_ids() { sed -n 's/^submitted .*: job \([0-9]*\).*/\1/p' "$1"; }
 
 RUN=$WORK/cluster
-"$LEXP" slurm "$WORK/tiny.toml" --out "$RUN" --cpus-per-task 1 --time 00:10:00 --submit | tee "$WORK/submit.txt"
+# A --setup that reads an unset variable, as module and virtualenv scripts often do: it runs
+# before the script's strict mode.
+SETUP='lexp_setup="ran${LEXP_SURELY_UNSET_IN_SETUP}"; echo "setup $lexp_setup"'
+"$LEXP" slurm "$WORK/tiny.toml" --out "$RUN" --cpus-per-task 1 --time 00:10:00 \
+  --collect-time 00:05:00 --collect-mem 1G --setup "$SETUP" --submit | tee "$WORK/submit.txt"
 mapfile -t ids < <(job_ids "$WORK/submit.txt")
 [ ${#ids[@]} -eq 2 ] || fail "expected two job ids from lexp slurm --submit"
 grep -q -- "--array=0-5" "$RUN/slurm/sweep.sbatch" || fail "sweep.sbatch has no --array=0-5"
@@ -189,6 +194,14 @@ wait_for "${ids[@]}"
 say "array ${ids[0]} and collect ${ids[1]} ended in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 logs=$(ls "$RUN/slurm/logs/" | grep -c "^${ids[0]}_")
 [ "$logs" -eq 6 ] || fail "expected 6 array task logs, found $logs"
+ran=$(grep -l -x "setup ran" "$RUN/slurm/logs/${ids[0]}_"*.out "$RUN/slurm/logs/collect_${ids[1]}.out" | wc -l)
+[ "$ran" -eq 7 ] || fail "the --setup line ran in $ran of 7 jobs"
+for script in sweep collect; do
+  grep -q -x "export HDF5_USE_FILE_LOCKING=FALSE" "$RUN/slurm/$script.sbatch" ||
+    fail "$script.sbatch does not export HDF5_USE_FILE_LOCKING=FALSE"
+done
+grep -q -x "#SBATCH --time=00:05:00" "$RUN/slurm/collect.sbatch" || fail "collect has not its own --time"
+say "the --setup line with an unset variable ran in all 7 jobs, HDF5 file locking off"
 "$LEXP" status "$RUN" | tee "$WORK/status.txt"
 grep -q "^done *6 " "$WORK/status.txt" || fail "status does not count 6 rows done"
 [ -f "$RUN/summary.h5" ] || { cat "$RUN/slurm/logs/collect_${ids[1]}.out"; fail "collect wrote no summary"; }
