@@ -18,6 +18,7 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "nn/io/paths.h"
+#include "notebooks_cpp/figure_data.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
@@ -207,6 +208,51 @@ std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& bu
   return recipes;
 }
 
+// Labels from the plans: a training stage's rows (seeds grouped), an evaluating stage's sources
+// with the name each rule adds.
+void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<RecipeConfig>& recipes,
+                                    const std::string& budget, const std::string& claim_dir) {
+  std::map<std::string, std::vector<std::string>> labels, tasks;  // by stage, in plan order
+  auto add = [](std::vector<std::string>& to, const std::string& v) {
+    if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+  };
+  for (size_t i = 0; i < claim.stages.size(); ++i) {
+    const ClaimStage& stage = claim.stages[i];
+    if (stage.EvaluatesOnly()) {
+      const std::vector<std::string> sets = EvaluationOverrides(stage, budget);
+      for (const auto& source : labels[stage.evaluate])
+        for (const auto& scale : stage.scales)
+          add(labels[stage.name], source + EvaluationNameSuffix(scale, sets));
+      tasks[stage.name] = tasks[stage.evaluate];
+      continue;
+    }
+    for (const auto& row : SweepPlan(recipes[i], (fs::path(claim_dir) / "runs" / stage.name).string())) {
+      add(labels[stage.name], GroupKey(row.label));
+      add(tasks[stage.name], row.task);
+    }
+  }
+  const ClaimCriterion& k = claim.criterion;
+  const std::string where = "claim '" + claim.file + "' [criterion]";
+  const std::vector<std::string>& planned = labels[k.stage];
+  LEXP_INPUT_CHECK(k.task.empty() || std::find(tasks[k.stage].begin(), tasks[k.stage].end(),
+                                               k.task) != tasks[k.stage].end(),
+                   fmt::format("{}.task = '{}': stage '{}' trains no run of it at the {} budget; "
+                               "its tasks: {}",
+                               where, k.task, k.stage, budget, fmt::join(tasks[k.stage], ", ")));
+  std::vector<std::pair<std::string, std::string>> named;  // (label, where it is named)
+  for (const auto& h : k.holds) {
+    const Comparison c = ParseComparison(h, where + ".holds");
+    named.emplace_back(c.a, "holds '" + h + "'");
+    if (!c.b_is_number) named.emplace_back(c.b, "holds '" + h + "'");
+  }
+  for (const auto& a : k.also) named.emplace_back(a, "also");
+  for (const auto& [label, in] : named)
+    LEXP_INPUT_CHECK(std::find(planned.begin(), planned.end(), label) != planned.end(),
+                     fmt::format("{}.{} names '{}', which stage '{}' does not write at the {} "
+                                 "budget; its run labels: {}",
+                                 where, in, label, k.stage, budget, fmt::join(planned, ", ")));
+}
+
 std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt) {
   return (fs::path(opt.out_root) / opt.budget / claim.DirName()).string();
 }
@@ -277,6 +323,7 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   // Every stage's recipe is checked before the first one trains, at every step count of the
   // trend too.
   const std::vector<RecipeConfig> recipes = StageRecipes(claim, opt.budget, dir);
+  if (claim.testable) CheckCriterionNamesPlannedRuns(claim, recipes, opt.budget, dir);
   const std::vector<int> trend_steps = opt.budget == "full" ? claim.trend.full : claim.trend.smoke;
   std::vector<std::pair<int, std::vector<RecipeConfig>>> trend;
   size_t trend_stage = 0;

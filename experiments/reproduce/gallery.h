@@ -41,6 +41,13 @@ RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std:
 std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& budget,
                                        const std::string& claim_dir);
 
+// Refuses, before anything trains, a criterion that names a run label (in holds or also) or a task
+// that the criterion's stage does not write at this budget, listing the labels it does: the
+// labels of the stages' plans (`recipes`, from StageRecipes), seeds grouped, and for a stage that
+// evaluates its sources' labels with the name each rule adds (EvaluationNameSuffix).
+void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<RecipeConfig>& recipes,
+                                    const std::string& budget, const std::string& claim_dir);
+
 // <out_root>/<budget>/<id>_<name>.
 std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt);
 

@@ -73,6 +73,30 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
   return s;
 }
 
+std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std::string>& sets) {
+  std::string name = "+eval";
+  if (!scale.empty()) {
+    // The name carries every option given, so two evaluations never share a file.
+    const ScaleSpec spec = ParseScaleSpec(scale);
+    name = "+" + spec.rule;
+    if (spec.options.count("factor")) name += "x" + spec.options.at("factor");
+    for (const auto& [k, v] : spec.options)
+      if (k != "factor") name += "-" + k + v;
+  }
+  // Overrides of the model or its encoding name the output too (rope+eval-patternlambda,
+  // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
+  for (const auto& set : sets) {
+    const auto eq = set.find('=');
+    if (eq == std::string::npos ||
+        (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
+      continue;
+    const auto dot = set.rfind('.', eq);
+    name += fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
+                        set.substr(eq + 1));
+  }
+  return name;
+}
+
 namespace {
 
 // What an evaluation will run: the source run's recipe with the rule and overrides applied, and
@@ -97,8 +121,6 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
   ApplyOverrides(p.cfg, opt.sets);
   // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
   // of one encoding never share a file.
-  const std::string source = ReadRunFileHead(opt.run_file).label;
-  p.name = source + "+eval";
   if (!opt.scale.empty()) {
     LEXP_INPUT_CHECK(p.encoding == "rope", "--scale applies to RoPE runs; '" + opt.run_file +
                                                "' was trained with '" + p.encoding + "'");
@@ -106,24 +128,8 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
     auto& o = p.cfg.encoding_options[p.encoding];
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
-    // The name carries every option given, so two evaluations never share a file.
-    p.name = source + "+" + spec.rule;
-    if (spec.options.count("factor")) p.name += "x" + spec.options.at("factor");
-    for (const auto& [k, v] : spec.options)
-      if (k != "factor") p.name += "-" + k + v;
   }
-  // Overrides of the model or its encoding name the output too (rope+eval-patternlambda,
-  // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
-  for (const auto& set : opt.sets) {
-    const auto eq = set.find('=');
-    if (eq == std::string::npos ||
-        (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
-      continue;
-    const auto dot = set.rfind('.', eq);
-    p.name +=
-        fmt::format("-{}{}", set.substr(dot == std::string::npos ? 0 : dot + 1, eq - (dot + 1)),
-                    set.substr(eq + 1));
-  }
+  p.name = ReadRunFileHead(opt.run_file).label + EvaluationNameSuffix(opt.scale, opt.sets);
   ValidateRecipe(p.cfg);
   p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                   : opt.out_dir;

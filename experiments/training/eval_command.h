@@ -34,6 +34,10 @@ struct EvalCommandOptions {
 RunSummary EvaluateRunFile(const EvalCommandOptions& opt);
 // The file EvaluateRunFile(opt) writes (the rule, options and overrides checked as it would).
 std::string EvaluationFile(const EvalCommandOptions& opt);
+// What an evaluation adds to its source run's label to name its file: "+<rule>[x<factor>]
+// [-<option><value>...]" with a rule, "+eval" without, then "-<key><value>" per model or encoding
+// override (a claim checks the labels its criterion names with it before anything trains).
+std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std::string>& sets);
 
 // Evaluations of one run under several rules side by side: per probe length, each file's attention
 // entropy and max logit (means over layers and heads, /analysis/entropy_mean and max_logit_mean).

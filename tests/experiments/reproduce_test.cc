@@ -198,6 +198,14 @@ TEST(Claims, EveryBuiltInClaimParsesAndItsStagesAreValidRecipesAtBothBudgets) {
         << "a claim's file is named <id>_<name>.toml";
     for (const std::string budget : {"smoke", "full"}) {
       EXPECT_NO_THROW(StageRecipes(c, budget, "/tmp/x")) << c.id;
+      // Every label its criterion names is one its stages write.
+      if (c.testable) {
+        try {
+          CheckCriterionNamesPlannedRuns(c, StageRecipes(c, budget, "/tmp/x"), budget, "/tmp/x");
+        } catch (const InputError& e) {
+          ADD_FAILURE() << c.id << " (" << budget << "): " << e.what();
+        }
+      }
     }
     if (c.testable) {
       EXPECT_GT(c.smoke_minutes, 0) << c.id << ": state the smoke budget's time";
@@ -655,6 +663,60 @@ const char* const kTinyModel =
     "\"model.d_model=16\", \"model.n_heads=2\", \"model.n_layers=1\", \"train.batch_size=8\", "
     "\"train.max_length=4\", \"eval.samples=8\", \"probe.lengths=[4]\", \"probe.samples=2\", "
     "\"probe.replay=0\"";
+
+// A criterion naming a run no stage writes (F9 of the second fuzz: an encoding the claim does
+// not train, a rule it does not evaluate, a task it does not run) is refused before the first
+// stage trains, naming the label and listing those the stage writes.
+TEST(Reproduce, ACriterionNamingARunNoStageWritesIsRefusedBeforeTraining) {
+  const fs::path root = testing::FreshTempDir("reproduce_unplanned_label");
+  const std::string stages = R"([[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"nope\", \"rope\"]", "train.steps=5", "run.seeds=[1, 2]", )" +
+                             std::string(kTinyModel) + R"(]
+[[stage]]
+name = "zero_shot"
+evaluate = "train"
+scales = ["none", "pi:factor=2"]
+)";
+  struct Case {
+    std::string criterion, message;
+  };
+  const std::vector<Case> cases = {
+      {"stage = \"train\"\nholds = [\"alibi > rope\"]",
+       "holds 'alibi > rope' names 'alibi', which stage 'train' does not write at the smoke "
+       "budget; its run labels: nope, rope"},
+      {"stage = \"train\"\nholds = [\"nope > rope\"]\nalso = [\"t5\"]", "also names 't5'"},
+      {"stage = \"train\"\ntask = \"reverse\"\nholds = [\"nope > rope\"]",
+       "task = 'reverse': stage 'train' trains no run of it"},
+      {"holds = [\"rope+yarnx2 < rope+none\"]",
+       "names 'rope+yarnx2', which stage 'zero_shot' does not write"},
+  };
+  for (const auto& c : cases) {
+    const Claim claim = ParseClaim(ClaimHead("X8", "unplanned") + stages + "[criterion]\nmetric = "
+                                       "\"loss\"\nlengths = [4, 4]\n" + c.criterion + "\n",
+                                   "unplanned.toml");
+    ReproduceOptions opt;
+    opt.out_root = root.string();
+    opt.figures = false;
+    std::string error;
+    try {
+      ReproduceClaim(claim, opt);
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.criterion << "\n" << error;
+    EXPECT_FALSE(fs::exists(root / "smoke" / "X8_unplanned" / "runs")) << c.criterion;
+  }
+  // The control: the same stages with labels they write are accepted by the check.
+  const Claim good = ParseClaim(ClaimHead("X8", "unplanned") + stages +
+                                    "[criterion]\nmetric = \"loss\"\nlengths = [4, 4]\nholds = "
+                                    "[\"rope+pix2 < rope+none\"]\n",
+                                "unplanned.toml");
+  EXPECT_NO_THROW(CheckCriterionNamesPlannedRuns(
+      good, StageRecipes(good, "smoke", root.string()), "smoke", root.string()));
+  fs::remove_all(root);
+}
 
 // A stage that evaluates: an earlier stage's run evaluated again under each rule, with no
 // training, its files judged under the labels <label>+<rule>; kept on a second call.

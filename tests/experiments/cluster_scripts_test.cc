@@ -74,7 +74,7 @@ Shell RunBash(const fs::path& cwd, const std::string& line) {
 // Positions of the lines in a script, in order; npos when one is missing.
 size_t At(const std::string& text, const std::string& line) { return text.find(line); }
 
-TEST(SlurmScripts, RunOnANodeWithASetupOfUnsetVariablesAndWithoutGnuplot) {
+TEST(ClusterScripts, RunOnANodeWithASetupOfUnsetVariablesAndWithoutGnuplot) {
   const fs::path dir = fs::path("/tmp") / ("lexp_slurm_scripts_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -140,7 +140,7 @@ bool LooksNodeLocal(const fs::path& dir) {
   return RunBash(dir, "stat -f -c %T . | grep -qx tmpfs").code == 0;
 }
 
-TEST(SlurmScripts, AnOutputOnASharedDiskIsNotWarnedOf) {
+TEST(ClusterScripts, AnOutputOnASharedDiskIsNotWarnedOf) {
   const fs::path dir = fs::path(LEXP_BINARY_DIR) / ("slurm_scripts_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -165,7 +165,7 @@ TEST(SlurmScripts, AnOutputOnASharedDiskIsNotWarnedOf) {
   fs::remove_all(dir);
 }
 
-TEST(SlurmScripts, TheJobsRunTheBinaryAskedForAndSayWhatItNeeds) {
+TEST(ClusterScripts, TheJobsRunTheBinaryAskedForAndSayWhatItNeeds) {
   const fs::path dir = testing::FreshTempDir("slurm_binary");
   std::ofstream(dir / "tiny.toml") << kRecipe;
   auto exec_line = [&](const std::string& out) {
