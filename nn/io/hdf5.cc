@@ -266,6 +266,19 @@ std::vector<std::string> AttrNamesOf(hid_t obj) {
   return names;
 }
 
+// The names of a group's links, in name order.
+std::vector<std::string> ChildNamesOf(hid_t group) {
+  std::vector<std::string> names;
+  H5Literate(
+      group, H5_INDEX_NAME, H5_ITER_INC, nullptr,
+      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+        static_cast<std::vector<std::string>*>(out)->push_back(name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+
 // The hash of an object's attributes other than attributes_checksum, by name.
 uint64_t AttributesHash(hid_t obj) {
   Hasher h;
@@ -395,17 +408,7 @@ void Group::Remove(const std::string& name) const {
               ObjectName(id()) + "' (the file is damaged)");
 }
 
-std::vector<std::string> Group::Children() const {
-  std::vector<std::string> names;
-  H5Literate(
-      id(), H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-        static_cast<std::vector<std::string>*>(out)->push_back(name);
-        return 0;
-      },
-      &names);
-  return names;
-}
+std::vector<std::string> Group::Children() const { return ChildNamesOf(id()); }
 
 void Group::WriteDoubles(const std::string& name, const std::vector<double>& data,
                          const std::vector<uint64_t>& dims, const std::string& axes,
@@ -660,14 +663,7 @@ namespace {
 // Writes attributes_checksum on every object below (and including) obj: the file's seal.
 void Seal(hid_t obj) {
   SetStringAttr(obj, kAttributesChecksum, ChecksumText(AttributesHash(obj)));
-  std::vector<std::string> children;
-  H5Literate(
-      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-        static_cast<std::vector<std::string>*>(out)->push_back(name);
-        return 0;
-      },
-      &children);
+  const std::vector<std::string> children = ChildNamesOf(obj);
   for (const std::string& c : children) {
     Handle o = Check(H5Oopen(obj, c.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + c + "'");
     if (H5Iget_type(o.id()) == H5I_GROUP)
@@ -735,14 +731,7 @@ void ClearThreadErrors() { H5Eclear2(H5E_DEFAULT); }
 namespace {
 // Sets the checksum of every dataset below obj from its values (Reseal).
 void ChecksumDatasets(hid_t obj) {
-  std::vector<std::string> children;
-  H5Literate(
-      obj, H5_INDEX_NAME, H5_ITER_INC, nullptr,
-      [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
-        static_cast<std::vector<std::string>*>(out)->push_back(name);
-        return 0;
-      },
-      &children);
+  const std::vector<std::string> children = ChildNamesOf(obj);
   for (const std::string& c : children) {
     Handle o = Check(H5Oopen(obj, c.c_str(), H5P_DEFAULT), H5Oclose, "open object '" + c + "'");
     if (H5Iget_type(o.id()) == H5I_GROUP) {
