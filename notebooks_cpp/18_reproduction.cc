@@ -53,7 +53,8 @@ std::filesystem::path VerdictFile(const std::string& claim_dir) {
   LEXP_INPUT_CHECK(std::filesystem::exists(file),
                    "'" + claim_dir + "' has no verdict.h5 (lexp reproduce ID writes it)");
   h5::Reader r(file.string());
-  LEXP_INPUT_CHECK(r.root().HasAttr("format") && r.root().AttrString("format") == "lexp-verdict/1",
+  const std::string format = r.root().HasAttr("format") ? r.root().AttrString("format") : "";
+  LEXP_INPUT_CHECK(format == "lexp-verdict/1" || format == "lexp-verdict/2",
                    "'" + file.string() + "' is not a lexp verdict file");
   return file;
 }

@@ -7,6 +7,7 @@
 
 #include "experiments/commands/command.h"
 #include "experiments/core/output_lock.h"
+#include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/gallery.h"
 
 namespace lexp::cli {
@@ -18,7 +19,8 @@ class ReproduceCommand final : public Command {
     auto* cmd = app.add_subcommand(
         "reproduce",
         "run published claims (experiments/reproductions/) and judge each by the criterion "
-        "written in its file: reproduced, partly, not reproduced, or not testable at this scale");
+        "written in its file: reproduced, partly, no effect, contradicted, or not testable at "
+        "this scale");
     cmd->add_option("IDS", ids_,
                     "claims to run by id (P2, X6, M3, ...; lexp reproduce --list), or claim files "
                     "of your own (*.toml, in the format of experiments/reproductions/)");
@@ -43,9 +45,8 @@ class ReproduceCommand final : public Command {
     cmd->footer(
         "Each claim's file states the claim, its source, the published figure, the protocol, "
         "lexp's deviations, the stages (recipes of experiments/recipes/ with overrides per "
-        "budget) and the criterion. Verdict: reproduced when every comparison holds beyond the "
-        "95% intervals; partly when at least half hold in direction; not reproduced "
-        "otherwise; not testable when a compared label has no completed run.");
+        "budget) and the criterion.\n\n" +
+        VerdictRules());
     return cmd;
   }
 

@@ -302,9 +302,13 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     }
   }
   if (c.testable) {
+    LEXP_INPUT_CHECK(!RequiredTable(root, "criterion", source).contains("paired"),
+                     where + " [criterion].paired: a claim does not say whether its comparisons "
+                             "are paired; they are, exactly when the compared runs of a seed come "
+                             "from the same trained model or pre-training (lexp reproduce --help)");
     TableReader r(RequiredTable(root, "criterion", source), where + " [criterion]",
                   {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "also",
-                   "published", "compute", "at_compute", "paired"});
+                   "published", "compute", "at_compute"});
     ClaimCriterion& k = c.criterion;
     k.stage = r.String("stage", false, c.stages.back().name);
     LEXP_INPUT_CHECK(std::any_of(c.stages.begin(), c.stages.end(),
@@ -336,9 +340,6 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     k.seeds = r.String("seeds", false, "mean");
     LEXP_INPUT_CHECK(k.seeds == "mean" || k.seeds == "max",
                      where + " [criterion].seeds = '" + k.seeds + "'; allowed: mean, max");
-    k.paired = r.Bool("paired", false);
-    LEXP_INPUT_CHECK(!k.paired || k.seeds == "mean",
-                     where + " [criterion].paired compares seed by seed: it needs seeds = \"mean\"");
     k.holds = r.Strings("holds");
     LEXP_INPUT_CHECK(!k.holds.empty(), where + " [criterion].holds is empty: list the "
                                                "comparisons (\"A > B\") the claim makes");

@@ -57,10 +57,6 @@ struct ClaimCriterion {
   double at_compute = 0;
   int relative_lo = 0, relative_hi = 0; // optional: divided by the mean over [lo, hi] (0 = none)
   std::string seeds = "mean";           // over seeds: mean | max
-  // Comparisons between labels judged on the seeds' differences (A - B, seed by seed) rather
-  // than on each label's own interval: for labels that are the same trained models evaluated two
-  // ways (an evaluation stage's rules), where the seed-to-seed spread is shared.
-  bool paired = false;
   std::vector<std::string> holds;       // "A > B" / "A < B" between run labels
   std::vector<std::string> also;        // labels measured and drawn beside them, not compared
   std::map<std::string, double> published;  // the paper's number per label, drawn as a reference

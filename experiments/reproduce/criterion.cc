@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
 
 #include "analysis/binomial.h"
+#include "analysis/difference_intervals.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figure_data.h"
@@ -60,6 +62,7 @@ struct RunPoint {
 
 struct RunScores {
   std::string label, state;
+  std::string origin;  // the trained model or pre-training the run comes from ("" from scratch)
   int seed = 0, train_max_length = 0;
   std::vector<RunPoint> points;
   double total_compute = 0;  // a compute criterion: the whole training's
@@ -170,6 +173,10 @@ std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& 
   s.label = GroupKey(RunLabel(root));  // a seed sweep's runs group under their label
   if (std::find(labels.begin(), labels.end(), s.label) == labels.end()) return std::nullopt;
   s.seed = static_cast<int>(root.AttrInt("seed"));
+  // An evaluation of trained weights comes from them; a fine-tuning from its pre-training.
+  for (const char* from : {"weights_from", "init_from"})
+    if (s.origin.empty() && root.HasAttr(from))
+      s.origin = fs::absolute(root.AttrString(from)).lexically_normal().string();
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
   if (s.state != "completed") return s;
@@ -231,6 +238,81 @@ double ScoreRun(const RunScores& r, const ClaimCriterion& k, int lo, int hi, dou
   return n > 0 ? sum / n : std::numeric_limits<double>::quiet_NaN();
 }
 
+// A label's interval at `confidence` (see criterion.h); its point when it has none.
+Interval GroupInterval(const GroupScore& g, double confidence) {
+  if (!g.has_interval) return {g.score, g.score};
+  if (g.by_mean) {
+    const Interval t = MeanInterval(g.per_seed, confidence);
+    // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0.
+    return {std::max(0.0, t.lo), g.is_fraction ? std::min(1.0, t.hi) : t.hi};
+  }
+  // The best of k seeds: Bonferroni over the k it was chosen from.
+  return ClopperPearson(g.successes, g.trials, 1 - (1 - confidence) / g.candidates);
+}
+
+// The test of one comparison: its difference A - B and the interval at any confidence.
+struct ComparisonTest {
+  std::string name = "none";
+  bool testable = false;
+  double difference = 0;
+  int paired_seeds = 0;
+  std::function<Interval(double)> interval;
+};
+
+ComparisonTest TestComparison(const GroupScore& a, const GroupScore& b, bool b_is_number) {
+  ComparisonTest t;
+  t.difference = a.score - b.score;
+  if (b_is_number) {
+    if (!a.has_interval) return t;
+    t.name = a.by_mean ? "Student-t" : "Clopper-Pearson";
+    t.testable = true;
+    t.interval = [a, number = b.score](double confidence) {
+      const Interval i = GroupInterval(a, confidence);
+      return Interval{i.lo - number, i.hi - number};
+    };
+    return t;
+  }
+  // Paired when every seed both have comes from one trained model or pre-training on both sides.
+  std::vector<double> da, db;
+  bool shared = true;
+  for (size_t i = 0; i < a.seeds.size(); ++i) {
+    const auto j = std::find(b.seeds.begin(), b.seeds.end(), a.seeds[i]);
+    if (j == b.seeds.end()) continue;
+    const size_t jb = static_cast<size_t>(j - b.seeds.begin());
+    shared = shared && !a.origins[i].empty() && a.origins[i] == b.origins[jb];
+    da.push_back(a.per_seed[i]);
+    db.push_back(b.per_seed[jb]);
+  }
+  if (shared && !da.empty()) {
+    t.name = "paired t";
+    t.paired_seeds = static_cast<int>(da.size());
+    double sum = 0;
+    for (size_t i = 0; i < da.size(); ++i) sum += da[i] - db[i];
+    t.difference = sum / static_cast<double>(da.size());
+    if (da.size() < 2) return t;  // one common seed: no interval
+    t.testable = true;
+    t.interval = [da, db](double confidence) { return PairedDifference(da, db, confidence); };
+    return t;
+  }
+  if (a.by_mean && b.by_mean) {
+    t.name = "Welch t";
+    t.testable = true;
+    t.interval = [pa = a.per_seed, pb = b.per_seed](double confidence) {
+      return WelchDifference(pa, pb, confidence);
+    };
+    return t;
+  }
+  if (a.has_interval && b.has_interval) {
+    t.name = "MOVER";
+    t.testable = true;
+    t.interval = [a, b](double confidence) {
+      return MoverDifference(a.score, GroupInterval(a, confidence), b.score,
+                             GroupInterval(b, confidence));
+    };
+  }
+  return t;
+}
+
 // One label's score over the lengths [lo, hi] (see criterion.h), its interval and its curve.
 GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& runs,
                       const ClaimCriterion& k, int lo, int hi, double at_compute) {
@@ -268,41 +350,41 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
       s /= base;
     }
     g.seeds.push_back(r->seed);
+    g.origins.push_back(r->origin);
     g.per_seed.push_back(s);
     const double cur = g.per_seed.back();
     if (best < 0 || (larger_better ? cur > g.per_seed[best] : cur < g.per_seed[best]))
       best = static_cast<int>(g.per_seed.size()) - 1;
   }
   if (done.empty()) return g;
-  const bool by_mean = k.seeds == "mean" && done.size() >= 2;
-  if (by_mean) {
+  g.is_fraction = metric.is_fraction;
+  g.by_mean = k.seeds == "mean" && done.size() >= 2;
+  if (g.by_mean) {
     double sum = 0;
     for (const double s : g.per_seed) sum += s;
     g.score = sum / static_cast<double>(g.per_seed.size());
-    const Interval t = MeanInterval(g.per_seed);
-    // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0.
-    g.lo = std::max(0.0, t.lo);
-    g.hi = metric.is_fraction ? std::min(1.0, t.hi) : t.hi;
     g.interval = fmt::format("Student-t over {} seeds", g.per_seed.size());
     g.has_interval = true;
   } else {
     g.score = g.per_seed[best];
+    g.candidates = static_cast<int>(done.size());
     const std::string which =
         done.size() == 1 ? "1 run" : fmt::format("the best of {} seeds", done.size());
     if (metric.is_fraction && k.relative_lo == 0 && k.compute.empty()) {
       double trials = 0, hits = 0;
       ScoreRun(*done[best], k, lo, hi, at_compute, &trials, &hits);
-      const Interval cp = ClopperPearson(static_cast<long>(hits), static_cast<long>(trials));
-      g.lo = cp.lo;
-      g.hi = cp.hi;
-      g.interval =
-          fmt::format("Clopper-Pearson, {} ({} sequences)", which, static_cast<long>(trials));
+      g.trials = static_cast<long>(trials);
+      g.successes = static_cast<long>(hits);
+      g.interval = fmt::format("Clopper-Pearson, {} ({} sequences{})", which, g.trials,
+                               g.candidates > 1 ? ", Bonferroni over the seeds" : "");
       g.has_interval = true;
     } else {
-      g.lo = g.hi = g.score;
       g.interval = "none (" + which + ")";
     }
   }
+  const Interval shown = GroupInterval(g, 0.95);
+  g.lo = shown.lo;
+  g.hi = shown.hi;
   // The curve over every length the runs evaluated (the first run's lengths), or over the
   // evaluations during training, matched by step (x: the mean compute over the runs).
   std::vector<std::vector<RunPoint>> curves;
@@ -404,7 +486,8 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     return *std::find_if(v.groups.begin(), v.groups.end(),
                          [&](const GroupScore& g) { return g.label == label; });
   };
-  int direction = 0, beyond = 0;
+  const int m = static_cast<int>(comparisons.size());
+  const double family = BonferroniConfidence(m);
   for (const auto& c : comparisons) {
     // A comparison over its own span scores its labels there; otherwise the groups' scores.
     const GroupScore a =
@@ -413,47 +496,68 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     b.score = b.lo = b.hi = c.b_value;
     if (!c.b_is_number)
       b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi, v.at_compute) : group(c.b);
-    // A side without an interval (one run's loss or ratio) orders, it does not separate.
-    const bool intervals = a.has_interval && (c.b_is_number || b.has_interval);
-    ComparisonResult r{c, c.greater ? a.score > b.score : a.score < b.score,
-                       intervals && (c.greater ? a.lo > b.hi : a.hi < b.lo),
-                       {a.score, a.lo, a.hi},
-                       {b.score, b.lo, b.hi},
-                       {},
-                       0};
-    if (k.paired && !c.b_is_number) {
-      // Seed by seed: the differences of the seeds both labels have, and their t interval.
-      std::vector<double> d;
-      for (size_t i = 0; i < a.seeds.size(); ++i) {
-        const auto j = std::find(b.seeds.begin(), b.seeds.end(), a.seeds[i]);
-        if (j != b.seeds.end()) d.push_back(a.per_seed[i] - b.per_seed[j - b.seeds.begin()]);
-      }
-      r.paired_seeds = static_cast<int>(d.size());
-      if (d.size() >= 2) {
-        double sum = 0;
-        for (const double x : d) sum += x;
-        const Interval t = MeanInterval(d);
-        r.difference = {sum / static_cast<double>(d.size()), t.lo, t.hi};
-        r.beyond_intervals = c.greater ? t.lo > 0 : t.hi < 0;
-      } else {
-        r.beyond_intervals = false;  // fewer than 2 common seeds: no interval to separate
-      }
+    ComparisonResult r;
+    r.comparison = c;
+    r.in_direction = c.greater ? a.score > b.score : a.score < b.score;
+    r.a = {a.score, a.lo, a.hi};
+    r.b = {b.score, b.lo, b.hi};
+    const ComparisonTest t = TestComparison(a, b, c.b_is_number);
+    r.test = t.name;
+    r.paired_seeds = t.paired_seeds;
+    if (t.testable) {
+      const Interval d95 = t.interval(0.95), dm = t.interval(family);
+      r.difference = {t.difference, d95.lo, d95.hi};
+      auto on_claimed_side = [&](const Interval& d) { return c.greater ? d.lo > 0 : d.hi < 0; };
+      auto on_other_side = [&](const Interval& d) { return c.greater ? d.hi < 0 : d.lo > 0; };
+      r.significant_for = on_claimed_side(d95);
+      r.significant_against = on_other_side(d95);
+      r.family_for = on_claimed_side(dm);
+      r.family_against = on_other_side(dm);
+    } else {
+      r.difference = {t.difference, t.difference, t.difference};
     }
-    direction += r.in_direction;
-    beyond += r.beyond_intervals;
     v.comparisons.push_back(r);
   }
-  const int n = static_cast<int>(comparisons.size());
-  if (beyond == n) {
+  int all_for = 0, some_for = 0, some_against = 0, direction = 0;
+  for (const auto& r : v.comparisons) {
+    all_for += r.significant_for;
+    some_for += r.family_for;
+    some_against += r.family_against;
+    direction += r.in_direction;
+  }
+  if (some_against > 0) {
+    v.verdict = "contradicted";
+  } else if (all_for == m) {
     v.verdict = "reproduced";
-  } else if (2 * direction >= n) {
+  } else if (some_for > 0) {
     v.verdict = "partly";
   } else {
-    v.verdict = "not reproduced";
+    v.verdict = "no effect";
   }
-  v.reason = fmt::format("{} of {} comparisons hold beyond the 95% intervals{}, {} in direction",
-                         beyond, n, k.paired ? " of the seeds' differences" : "", direction);
+  v.reason = fmt::format(
+      "{} of {} comparisons significant for the claim at 95%; at Bonferroni's {:.4g}: {} for, {} "
+      "against; {} in direction",
+      all_for, m, family, some_for, some_against, direction);
   return v;
+}
+
+std::string VerdictRules() {
+  return "Each comparison \"A > B\" is tested on the difference A - B and its 95% interval: "
+         "paired (the Student-t interval of the per-seed differences) when the runs of A and B of "
+         "each seed come from the same trained model or the same pre-training (decided from the "
+         "run files' weights_from and init_from, not declared); Welch's t between two groups of "
+         "independent runs each averaged over seeds; MOVER (Zou & Donner 2008) from each side's "
+         "own interval otherwise (a Clopper-Pearson interval of one run's sequences); against a "
+         "number, A's own interval. A side without an interval (one run's loss) orders but is "
+         "never significant. A difference is significant when its interval lies wholly on one "
+         "side of 0. Verdicts: reproduced, every comparison significant in the claimed direction "
+         "at 95% (an intersection-union test: the claim's level stays 5%); contradicted, some "
+         "comparison significant against the claim; partly, some significant for it and none "
+         "against; no effect, none significant; the last three at Bonferroni's level 1 - 0.05/m "
+         "over the claim's m comparisons. Not testable: a compared label has no completed run. "
+         "The best of k seeds (seeds = \"max\") has the Clopper-Pearson interval of the best seed "
+         "at level 1 - 0.05/k, so its selection widens the interval; where a claim fine-tunes, each "
+         "seed starts from its own pre-training, so the seeds' spread includes the pre-training's.";
 }
 
 }  // namespace lexp

@@ -16,28 +16,16 @@
 // Runs are grouped by label (the `label` attribute without its "-seed<s>"); only completed runs
 // count. Over a group's seeds the score is their mean (seeds = "mean") or the best one
 // (seeds = "max": the largest accuracy, the smallest loss), as the claim's source reports.
-// Interval (95%):
+// A label's interval (95%, shown in the table):
 //   mean over n >= 2 seeds: Student-t over the seeds' scores (an accuracy's clipped to [0, 1], a
 //     loss's or divergence's at 0);
-//   one run, or the best of several, of an /eval accuracy without relative_to: Clopper-Pearson of
-//     that run's pooled counts (sum over the lengths of score x samples out of the samples);
-//   otherwise (a loss of one run, a ratio, a divergence, a value at a compute): none (the interval
-//     is the point, stated as such).
-// A comparison "A > B at LO..HI" scores both sides over its own span instead.
-// A comparison "A > B" holds beyond the intervals when lo(A) > hi(B) ("A < B": hi(A) < lo(B)), in
-// direction when the scores alone are ordered so. B may be a number (a point). A label without an
-// interval (one run's loss or ratio: its interval is its point) can hold in direction only: it
-// cannot separate. Seeds that agree exactly (every seed's accuracy 1) have a Student-t interval of
-// zero width, which is an interval: it separates.
-// paired = true (labels that are the same trained models evaluated two ways): a comparison of two
-// labels is judged on the differences A - B of the seeds both have instead, beyond the intervals
-// when the Student-t interval of their mean lies on the claimed side of 0 (at least 2 seeds).
-// Verdict:
-//   reproduced      every comparison holds beyond the intervals;
-//   partly          not all, but at least half hold in direction;
-//   not reproduced  otherwise;
-//   not testable    a label compared has no completed run (the reason names it), or the claim
-//                   is marked untestable at this scale.
+//   one run of an /eval accuracy without relative_to: Clopper-Pearson of that run's pooled counts
+//     (sum over the lengths of score x samples out of the samples); the best of k seeds: the same
+//     for the best seed at level 1 - 0.05/k (Bonferroni over the k seeds it was chosen from, so
+//     the selection widens the interval);
+//   otherwise (a loss of one run, a ratio, a divergence, a value at a compute): none.
+// VerdictRules() below states how comparisons are tested and claims decided; a comparison
+// "A > B at LO..HI" scores both sides over its own span instead.
 #pragma once
 
 #include <string>
@@ -61,14 +49,27 @@ const CriterionMetric& FindCriterionMetric(const std::string& name, const std::s
 // The compute axes of a criterion judged at equal compute, with their units.
 const std::vector<std::pair<std::string, std::string>>& ComputeAxes();
 
+// The verdict rules in words, for REPRODUCTIONS.md and `lexp reproduce --help`.
+std::string VerdictRules();
+
 struct GroupScore {
   std::string label;
   std::vector<int> seeds;           // of the completed runs
   std::vector<double> per_seed;     // their scores, in seed order
+  // Per seed: the trained model (weights_from) or the pre-training (train.init_from) its run comes
+  // from; "" for a model trained from scratch. Two labels whose runs of a seed share it are the
+  // same models (or one pre-training) measured two ways: their comparison is paired.
+  std::vector<std::string> origins;
   int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
   double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
   std::string interval;             // how the interval was made, for the table
   bool has_interval = false;         // false: none (lo = hi = score stand for the point)
+  // What the interval is made from, to make it at another level: the mean over seeds, or one
+  // run's counts (successes of trials; the best of `candidates` seeds).
+  bool by_mean = false;
+  long trials = 0, successes = 0;
+  int candidates = 1;
+  bool is_fraction = false;
   // The metric's curve: at every evaluated length, or with a compute criterion at every
   // evaluation during training against the compute spent before it (x: the mean over the runs);
   // mean, min and max over the completed runs.
@@ -82,15 +83,23 @@ struct SideScore {
 
 struct ComparisonResult {
   Comparison comparison;
-  bool in_direction = false, beyond_intervals = false;
+  bool in_direction = false;
   SideScore a, b;  // A's and B's (B a number: the number)
-  // paired: the mean of A - B over the seeds both have, with its 95% interval, and their number.
+  // A - B (B a number: A - the number) with its 95% interval, and the test that made it: "paired
+  // t" (over `paired_seeds` seeds of shared models), "Welch t", "MOVER", "Student-t" or
+  // "Clopper-Pearson" against a number, or "none" (a side without an interval: it orders, it
+  // cannot be significant).
   SideScore difference;
+  std::string test;
   int paired_seeds = 0;
+  // Significant at 95% on the claimed side, or against it; and the same at Bonferroni's level
+  // over the claim's comparisons (the "some comparison" rules).
+  bool significant_for = false, significant_against = false;
+  bool family_for = false, family_against = false;
 };
 
 struct Verdict {
-  std::string verdict;  // reproduced | partly | not reproduced | not testable
+  std::string verdict;  // reproduced | partly | no effect | contradicted | not testable
   std::string reason;   // one line: why
   std::vector<GroupScore> groups;  // the labels compared (then `also`), in order of appearance
   std::vector<ComparisonResult> comparisons;

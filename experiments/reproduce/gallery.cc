@@ -72,12 +72,16 @@ std::string Measured(const VerdictRecord& r) {
     }
     s += fmt::format("{} {:.3f} [{:.3f}, {:.3f}]", g.label, g.score, g.lo, g.hi);
   }
-  // Paired comparisons give the mean difference over seeds with its interval.
-  for (const auto& c : r.verdict.comparisons)
-    if (c.paired_seeds > 0)
-      s +=
-          fmt::format("; {}: difference {:.3f} [{:.3f}, {:.3f}] over {} seeds", c.comparison.Text(),
-                      c.difference.score, c.difference.lo, c.difference.hi, c.paired_seeds);
+  // Each comparison's difference with its 95% interval and test (files of the earlier rules
+  // compared the sides' intervals and stored no difference).
+  for (const auto& c : r.verdict.comparisons) {
+    if (r.format == "lexp-verdict/1" || c.test.empty()) continue;
+    s += fmt::format("; {}: {:+.3f}", c.comparison.Text(), c.difference.score);
+    if (c.test != "none")
+      s += fmt::format(" [{:+.3f}, {:+.3f}]", c.difference.lo, c.difference.hi);
+    s += " (" + (c.test == "paired t" ? fmt::format("paired t, {} seeds", c.paired_seeds) : c.test) +
+         ")";
+  }
   // Comparisons over their own spans give their own numbers.
   for (const auto& c : r.verdict.comparisons) {
     if (c.comparison.lo == 0) continue;
@@ -405,11 +409,14 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
       << "` from the verdict files `"
       << (fs::absolute(budget_dir).lexically_normal().lexically_relative(table_dir) / "").string()
       << "<id>_<name>/verdict.h5` (layout in data/README.md); do not edit by hand. Each claim's "
-         "criterion was written in its file (experiments/reproductions/) before it ran. "
-         "Intervals are 95%: Student-t over seeds, or Clopper-Pearson over the sequences of one "
-         "run; a paired claim (the same trained models evaluated two ways) judges each comparison "
-         "on the seeds' differences; a claim about cost reads every run at the same training "
-         "compute.\n\n"
+         "criterion was written in its file (experiments/reproductions/) before it ran. A label's "
+         "interval is 95%: Student-t over seeds, or Clopper-Pearson over the sequences of one "
+         "run; a claim about cost reads every run at the same training compute. "
+      << VerdictRules()
+      << " Measured: each label's score [95% interval], then each comparison's difference A - B "
+         "[95% interval] (its test). A verdict marked *(earlier rules)* was judged by "
+         "lexp-verdict/1, which compared the two sides' intervals; it stands until the claim "
+         "runs again.\n\n"
       << "| id | claim | source | published | lexp measured (budget, minutes) | verdict | figure "
          "|\n"
       << "|---|---|---|---|---|---|---|\n";
@@ -433,7 +440,8 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
     out << "| " << r.claim.id << " | " << Cell(r.claim.statement) << " | " << Cell(r.claim.source)
         << " | " << Cell(r.claim.published) << " | "
         << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | **"
-        << r.verdict.verdict << "**: " << Cell(r.verdict.reason + trend) << " | "
+        << r.verdict.verdict << "**" << (r.format == "lexp-verdict/1" ? " *(earlier rules)*" : "")
+        << ": " << Cell(r.verdict.reason + trend) << " | "
         << (figures.empty() ? std::string("-") : figures) << " |\n";
   }
   out.close();

@@ -37,7 +37,7 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
   h5::Writer w(path);
   const h5::Group& root = w.root();
   WriteProvenance(root, ThreadLimit::Active());
-  root.SetAttr("format", "lexp-verdict/1");
+  root.SetAttr("format", "lexp-verdict/2");
   const Claim& c = rec.claim;
   const ClaimCriterion& k = c.criterion;
   for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
@@ -53,7 +53,6 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
            {"reason", rec.verdict.reason},
            {"metric", k.metric},
            {"seeds", k.seeds},
-           {"paired", k.paired ? "true" : "false"},
            {"holds", fmt::format("{}", fmt::join(k.holds, "; "))},
            {"task", k.task}})
     root.SetAttr(key, value);
@@ -94,17 +93,19 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
     const h5::Group s = comps.CreateGroup(fmt::format("{}", i));
     s.SetAttr("text", r.comparison.Text());
     s.SetAttr("in_direction", r.in_direction);
-    s.SetAttr("beyond_intervals", r.beyond_intervals);
+    s.SetAttr("test", r.test);
+    s.SetAttr("paired_seeds", static_cast<int64_t>(r.paired_seeds));
+    s.SetAttr("difference", r.difference.score);
+    s.SetAttr("difference_lo", r.difference.lo);
+    s.SetAttr("difference_hi", r.difference.hi);
+    s.SetAttr("significant_for", r.significant_for);
+    s.SetAttr("significant_against", r.significant_against);
+    s.SetAttr("family_for", r.family_for);
+    s.SetAttr("family_against", r.family_against);
     for (const auto& [side, x] : {std::pair{"a", r.a}, std::pair{"b", r.b}}) {
       s.SetAttr(std::string(side) + "_score", x.score);
       s.SetAttr(std::string(side) + "_lo", x.lo);
       s.SetAttr(std::string(side) + "_hi", x.hi);
-    }
-    if (k.paired && !r.comparison.b_is_number) {
-      s.SetAttr("paired_seeds", static_cast<int64_t>(r.paired_seeds));
-      s.SetAttr("difference", r.difference.score);
-      s.SetAttr("difference_lo", r.difference.lo);
-      s.SetAttr("difference_hi", r.difference.hi);
     }
   }
   if (!rec.trend.empty()) {
@@ -133,9 +134,12 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
 VerdictRecord ReadVerdictFile(const std::string& path) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
-  LEXP_INPUT_CHECK(root.HasAttr("format") && root.AttrString("format") == "lexp-verdict/1",
-                   "'" + path + "' is not a lexp verdict file (format lexp-verdict/1)");
+  const std::string format = root.HasAttr("format") ? root.AttrString("format") : "";
+  LEXP_INPUT_CHECK(format == "lexp-verdict/1" || format == "lexp-verdict/2",
+                   "'" + path + "' is not a lexp verdict file (format lexp-verdict/1 or /2)");
   VerdictRecord rec;
+  rec.format = format;
+  if (root.HasAttr("git_commit")) rec.commit = root.AttrString("git_commit");
   Claim& c = rec.claim;
   c.id = root.AttrString("id");
   c.name = root.AttrString("name");
@@ -158,7 +162,6 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
   rec.verdict.verdict = root.AttrString("verdict");
   rec.verdict.reason = root.AttrString("reason");
   rec.verdict.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
-  c.criterion.paired = root.HasAttr("paired") && root.AttrString("paired") == "true";
   if (root.HasAttr("compute")) {  // older files judge over lengths only
     c.criterion.compute = root.AttrString("compute");
     rec.verdict.at_compute = root.AttrDouble("at_compute");
@@ -188,7 +191,17 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
     ComparisonResult cr;
     cr.comparison = ParseComparison(s.AttrString("text"), path);
     cr.in_direction = s.AttrInt("in_direction") != 0;
-    cr.beyond_intervals = s.AttrInt("beyond_intervals") != 0;
+    if (format == "lexp-verdict/1") {
+      // Then a comparison held when the sides' intervals did not overlap.
+      cr.test = "intervals compared";
+      cr.significant_for = cr.family_for = s.AttrInt("beyond_intervals") != 0;
+    } else {
+      cr.test = s.AttrString("test");
+      cr.significant_for = s.AttrInt("significant_for") != 0;
+      cr.significant_against = s.AttrInt("significant_against") != 0;
+      cr.family_for = s.AttrInt("family_for") != 0;
+      cr.family_against = s.AttrInt("family_against") != 0;
+    }
     if (s.HasAttr("a_score")) {  // files of before 2026-12-02 lack the sides' scores
       cr.a = {s.AttrDouble("a_score"), s.AttrDouble("a_lo"), s.AttrDouble("a_hi")};
       cr.b = {s.AttrDouble("b_score"), s.AttrDouble("b_lo"), s.AttrDouble("b_hi")};

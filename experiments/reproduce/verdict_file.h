@@ -19,6 +19,10 @@ struct TrendPoint {
 };
 
 struct VerdictRecord {
+  // lexp-verdict/2 (the rules of VerdictRules()); lexp-verdict/1 files, judged by comparing the
+  // two sides' intervals, are read for the table and marked there.
+  std::string format = "lexp-verdict/2";
+  std::string commit;  // the lexp commit that judged it (provenance's git_commit), when recorded
   Claim claim;  // the claim's text fields and criterion (stages are not stored)
   std::string budget;
   Verdict verdict;

@@ -3,6 +3,7 @@
 // order its labels as it claims and fails on the reverse order; the interval and verdict rules on
 // hand-made files; bad claim files name the key; and one claim end to end at a tiny budget, its
 // verdict file, figure and table row.
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <tuple>
 
 #include "analysis/binomial.h"
+#include "analysis/difference_intervals.h"
 #include "experiments/reproduce/claim.h"
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/gallery.h"
@@ -46,6 +48,9 @@ struct FakeRun {
   std::vector<double> step_flops = {};
   // Its own JS divergences at every probe length, [2 layers, 2 heads, 2 reference heads].
   std::vector<double> js = {};
+  // The trained model it evaluates (weights_from) and the pre-training it was fine-tuned from
+  // (init_from); empty: trained from scratch.
+  std::string weights_from = "", init_from = "";
 };
 
 void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
@@ -60,6 +65,8 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   root.SetAttr("label", label);
   root.SetAttr("seed", r.seed);
   root.SetAttr("train_max_length", r.train_max_length);
+  if (!r.weights_from.empty()) root.SetAttr("weights_from", r.weights_from);
+  if (!r.init_from.empty()) root.SetAttr("init_from", r.init_from);
   root.CreateGroup("status").SetAttr("state", r.state);
   const h5::Group eval = root.CreateGroup("eval");
   const uint64_t L = r.length.size();
@@ -217,8 +224,8 @@ TEST(Claims, EveryBuiltInClaimParsesAndItsStagesAreValidRecipesAtBothBudgets) {
   EXPECT_THROW(SelectClaims({"Q99"}), InputError);
 }
 
-// For every claim: one set of run files that must pass (the claimed order) and one that must fail
-// (the reverse).
+// For every claim: one set of run files that must pass (the claimed order) and one that contradicts
+// it (the reverse).
 TEST(Claims, EveryCriterionPassesOnTheClaimedOrderAndFailsOnTheReverse) {
   for (const auto& c : BuiltinClaims()) {
     if (!c.testable) continue;
@@ -229,7 +236,7 @@ TEST(Claims, EveryCriterionPassesOnTheClaimedOrderAndFailsOnTheReverse) {
     const Verdict good = JudgeCriterion(c.criterion, (dir / "good").string());
     EXPECT_EQ(good.verdict, "reproduced") << good.reason;
     const Verdict bad = JudgeCriterion(c.criterion, (dir / "bad").string());
-    EXPECT_EQ(bad.verdict, "not reproduced") << bad.reason;
+    EXPECT_EQ(bad.verdict, "contradicted") << bad.reason;
     fs::remove_all(dir);
   }
 }
@@ -274,14 +281,18 @@ TEST(Criterion, ScoresTheMeanOverTheSpanWithAStudentTIntervalOverSeeds) {
   EXPECT_NEAR(g.hi, t.hi, 1e-12);
   EXPECT_EQ(v.groups[1].incomplete, 1) << "the diverged run is counted, not scored";
   EXPECT_EQ(g.x, (std::vector<double>{8, 17, 32, 64}));
-  // t interval 0.6 +- 0.248 against 0.1 +- 0: beyond.
+  // Welch: 0.5 +- t(2) 0.1 / sqrt(3) = [0.25, 0.75], above 0.
+  EXPECT_EQ(v.comparisons[0].test, "Welch t");
+  const Interval w = WelchDifference(a, {0.1, 0.1, 0.1});
+  EXPECT_NEAR(v.comparisons[0].difference.lo, w.lo, 1e-12);
+  EXPECT_NEAR(v.comparisons[0].difference.hi, w.hi, 1e-12);
   EXPECT_EQ(v.verdict, "reproduced");
   EXPECT_EQ(v.train_max_length, 16);
   fs::remove_all(dir);
 }
 
 // Three seeds that all score 1 have a Student-t interval of zero width: an interval, which
-// separates (one run's loss has none, and cannot).
+// can be significant (one run's loss has none, and cannot).
 TEST(Criterion, SeedsThatAgreeExactlySeparate) {
   const fs::path dir = testing::FreshTempDir("criterion_exact_seeds");
   const std::vector<double> other = {0.10, 0.30, 0.20};
@@ -297,7 +308,7 @@ TEST(Criterion, SeedsThatAgreeExactlySeparate) {
   EXPECT_TRUE(v.groups[0].has_interval);
   EXPECT_EQ(v.verdict, "reproduced") << v.reason;
   k.holds = {"window > memtrm"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "contradicted");
   fs::remove_all(dir);
 }
 
@@ -309,39 +320,65 @@ TEST(Criterion, OneRunOrTheBestSeedGetsTheClopperPearsonIntervalOfItsSequences) 
   const Verdict v = JudgeCriterion(Criterion({"t5 > sinusoidal"}, "max"), dir.string());
   const GroupScore& t5 = v.groups[0];
   EXPECT_NEAR(t5.score, 0.40, 1e-12) << "the best seed";
-  const Interval cp = ClopperPearson(12 + 20, 80);
+  // The best of 2 seeds: Clopper-Pearson at 1 - 0.05/2, wider than the one run's 95%.
+  const Interval cp = ClopperPearson(12 + 20, 80, 0.975);
   EXPECT_NEAR(t5.lo, cp.lo, 1e-12);
   EXPECT_NEAR(t5.hi, cp.hi, 1e-12);
-  EXPECT_NE(t5.interval.find("Clopper-Pearson"), std::string::npos);
-  // 0.40 against 0.30 with 80 sequences each: ordered, not beyond the intervals.
+  EXPECT_LT(t5.lo, ClopperPearson(32, 80).lo);
+  EXPECT_NE(t5.interval.find("Bonferroni over the seeds"), std::string::npos) << t5.interval;
+  const Interval one = ClopperPearson(24, 80);
+  EXPECT_NEAR(v.groups[1].lo, one.lo, 1e-12) << "one run: its own 95%";
+  // 0.40 against 0.30 with 80 sequences each: ordered; MOVER's interval of the difference holds 0.
   EXPECT_TRUE(v.comparisons[0].in_direction);
-  EXPECT_FALSE(v.comparisons[0].beyond_intervals);
-  EXPECT_EQ(v.verdict, "partly");
-  // Against numbers: 0.40 [0.29, 0.52] is beyond 0.2, in direction only against 0.35.
+  EXPECT_EQ(v.comparisons[0].test, "MOVER");
+  const Interval mover = MoverDifference(0.40, cp, 0.30, one);
+  EXPECT_NEAR(v.comparisons[0].difference.lo, mover.lo, 1e-12);
+  EXPECT_LT(mover.lo, 0);
+  EXPECT_FALSE(v.comparisons[0].significant_for);
+  EXPECT_EQ(v.verdict, "no effect");
+  // Against numbers: 0.40 [0.28, 0.53] lies above 0.2; 0.35 lies inside it either way.
   ClaimCriterion k = Criterion({"t5 > 0.2"}, "max");
   EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "reproduced");
+  k.holds = {"t5 < 0.2"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "contradicted");
   k.holds = {"t5 > 0.35"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "no effect");
   k.holds = {"t5 < 0.35"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "no effect");
   EXPECT_EQ(JudgeCriterion(k, dir.string()).groups.size(), 1u) << "a number is not a label";
   fs::remove_all(dir);
 }
 
-TEST(Criterion, PartlyWhenHalfHoldInDirection) {
+// Partly needs a comparison significant for the claim and none against it; a null difference,
+// however it leans, is no effect.
+TEST(Criterion, ANullDifferenceIsNoEffectAndPartlyNeedsASignificantOne) {
   const fs::path dir = testing::FreshTempDir("criterion_partly");
+  const std::vector<double> noise = {0.01, -0.01, 0.0};
   for (int s = 1; s <= 3; ++s) {
     WriteFakeRun(dir, {"a", s, "completed", {20}, {0.9 + 0.001 * s}});
     WriteFakeRun(dir, {"b", s, "completed", {20}, {0.1 + 0.001 * s}});
+    WriteFakeRun(dir, {"same", s, "completed", {20}, {0.9005 + noise[s - 1]}});
     WriteFakeRun(dir, {"c", s, "completed", {20}, {0.95 + 0.001 * s}});
   }
-  ClaimCriterion k = Criterion({"a > b", "a > c"});
+  ClaimCriterion k = Criterion({"a > b", "a > same"});
   k.length_lo = k.length_hi = 20;
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly");
-  k.holds = {"b > a", "c > a"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "partly") << "c > a holds beyond";
+  Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.verdict, "partly") << v.reason;
+  EXPECT_TRUE(v.comparisons[0].family_for) << "0.8 apart: significant at Bonferroni's 0.975";
+  EXPECT_FALSE(v.comparisons[1].significant_for || v.comparisons[1].significant_against);
+  // The null comparison alone, in either direction (it leans against a by 0.0005 on average).
+  k.holds = {"a > same"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "no effect");
+  k.holds = {"same > a"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "no effect");
+  // Half in direction used to make "partly": two null comparisons, one leaning each way.
+  k.holds = {"a > same", "same > a"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "no effect");
+  // Significant for and against at once: contradicted.
+  k.holds = {"a > b", "a > c"};
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "contradicted");
   k.holds = {"b > a"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "contradicted");
   fs::remove_all(dir);
 }
 
@@ -353,17 +390,19 @@ TEST(Criterion, LossRatiosAndSmallerIsBetter) {
   k.metric = "loss";
   k.length_lo = k.length_hi = 128;
   k.relative_lo = k.relative_hi = 16;
-  const Verdict v = JudgeCriterion(k, dir.string());
+  Verdict v = JudgeCriterion(k, dir.string());
   EXPECT_NEAR(v.groups[0].score, 1.05, 1e-12);
   EXPECT_NEAR(v.groups[1].score, 2.0, 1e-12);
   EXPECT_EQ(v.groups[0].interval, "none (1 run)");
   EXPECT_TRUE(v.comparisons[0].in_direction);
-  EXPECT_FALSE(v.comparisons[0].beyond_intervals) << "points without intervals cannot separate";
-  EXPECT_EQ(v.verdict, "partly");
-  // The raw loss at 128 orders them the same way (2.1 against 3.0); RoPE below ALiBi fails.
+  EXPECT_EQ(v.comparisons[0].test, "none") << "points without intervals cannot be significant";
+  EXPECT_EQ(v.verdict, "no effect");
+  // The raw loss at 128 orders them the same way (2.1 against 3.0); reversed, still no test.
   k.relative_lo = 0;
   k.holds = {"rope < alibi"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_FALSE(v.comparisons[0].in_direction);
+  EXPECT_EQ(v.verdict, "no effect");
   fs::remove_all(dir);
 }
 
@@ -431,18 +470,18 @@ TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
   EXPECT_EQ(v.groups[0].interval, "none (1 run)");
   EXPECT_EQ(v.groups[1].x, (std::vector<double>{0, 7.5, 15}));
   EXPECT_EQ(v.groups[1].curve_mean, (std::vector<double>{3.0, 1.4, 1.0}));
-  EXPECT_EQ(v.verdict, "partly") << "ordered; one run each cannot separate";
+  EXPECT_EQ(v.verdict, "no effect") << "ordered; one run each cannot be significant";
   // At 5 FLOPs the cheaper run is not ahead yet: 2.0 against 3 (1/3) + 1.4 (2/3).
   k.at_compute = 5;
   v = JudgeCriterion(k, dir.string());
   EXPECT_NEAR(v.groups[1].score, 3.0 / 3 + 1.4 * 2 / 3, 1e-12);
-  EXPECT_EQ(v.verdict, "not reproduced");
+  EXPECT_FALSE(v.comparisons[0].in_direction);
   // At equal tokens (one per step) both end at 10 tokens, where the longer-trained run is lower.
   k.at_compute = 0;
   k.compute = "tokens";
   v = JudgeCriterion(k, dir.string());
   EXPECT_NEAR(v.groups[1].score, 1.0, 1e-12);
-  EXPECT_EQ(v.verdict, "not reproduced");
+  EXPECT_FALSE(v.comparisons[0].in_direction);
   // A length with no evaluation during training is an input error naming the span.
   k.length_lo = k.length_hi = 32;
   const std::string error = JudgeError(k, dir);
@@ -451,40 +490,80 @@ TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
   fs::remove_all(dir);
 }
 
-// Two evaluations of the same trained models share the seeds' spread: paired, the comparison is
-// judged on the seeds' differences, which separate where the labels' own intervals overlap.
-TEST(Criterion, PairedComparisonsJudgeTheSeedsDifferences) {
+// Two evaluations of the same trained models share the seeds' spread: the comparison is paired,
+// judged on the seeds' differences, because the runs say so (weights_from), not because a claim
+// declares it. The same values from separately trained models are compared unpaired (Welch), where
+// the spread hides the difference.
+TEST(Criterion, RunsOfTheSameTrainedModelsAreComparedPaired) {
   const fs::path dir = testing::FreshTempDir("criterion_paired");
   const std::vector<double> a = {1.0, 2.0, 3.0}, d = {-0.10, -0.12, -0.08};
   for (int s = 0; s < 3; ++s) {
-    WriteFakeRun(dir, {"rope+cut", s + 1, "completed", {128}, {a[s] + d[s]}});
-    WriteFakeRun(dir, {"rope+none", s + 1, "completed", {128}, {a[s]}});
+    const std::string model = fmt::format("/runs/train/rope-seed{}.h5", s + 1);
+    FakeRun cut{"rope+cut", s + 1, "completed", {128}, {a[s] + d[s]}};
+    cut.weights_from = model;
+    WriteFakeRun(dir / "same", cut);
+    FakeRun none{"rope+none", s + 1, "completed", {128}, {a[s]}};
+    none.weights_from = model;
+    WriteFakeRun(dir / "same", none);
+    // The same numbers from models trained apart.
+    WriteFakeRun(dir / "apart", {"rope+cut", s + 1, "completed", {128}, {a[s] + d[s]}});
+    WriteFakeRun(dir / "apart", {"rope+none", s + 1, "completed", {128}, {a[s]}});
   }
-  WriteFakeRun(dir, {"rope+other", 1, "completed", {128}, {0.5}});
-  WriteFakeRun(dir, {"rope+other", 4, "completed", {128}, {0.6}});
   ClaimCriterion k = Criterion({"rope+cut < rope+none"});
   k.metric = "loss";
   k.length_lo = k.length_hi = 128;
-  Verdict v = JudgeCriterion(k, dir.string());
-  EXPECT_FALSE(v.comparisons[0].beyond_intervals) << "unpaired, the seeds' spread hides it";
-  k.paired = true;
-  v = JudgeCriterion(k, dir.string());
+  Verdict v = JudgeCriterion(k, (dir / "same").string());
   const ComparisonResult& c = v.comparisons[0];
+  EXPECT_EQ(c.test, "paired t");
   EXPECT_EQ(c.paired_seeds, 3);
   EXPECT_NEAR(c.difference.score, -0.1, 1e-12);
   const Interval t = MeanInterval(d);
   EXPECT_NEAR(c.difference.lo, t.lo, 1e-12);
   EXPECT_NEAR(c.difference.hi, t.hi, 1e-12);
-  EXPECT_TRUE(c.beyond_intervals);
   EXPECT_EQ(v.verdict, "reproduced");
   k.holds = {"rope+cut > rope+none"};
-  EXPECT_EQ(JudgeCriterion(k, dir.string()).verdict, "not reproduced");
-  // Only seed 1 in common: one difference has no interval, so it cannot separate.
-  k.holds = {"rope+other < rope+none"};
-  v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(JudgeCriterion(k, (dir / "same").string()).verdict, "contradicted");
+  k.holds = {"rope+cut < rope+none"};
+  v = JudgeCriterion(k, (dir / "apart").string());
+  EXPECT_EQ(v.comparisons[0].test, "Welch t");
+  EXPECT_EQ(v.verdict, "no effect") << "unpaired, the seeds' spread hides it";
+  fs::remove_all(dir);
+}
+
+// Fine-tunings of one pre-training per seed are paired too (init_from); a seed whose two runs
+// come from different models breaks the pairing, and one common seed gives no interval.
+TEST(Criterion, FineTuningsOfOnePreTrainingArePairedAndMixedOriginsAreNot) {
+  const fs::path dir = testing::FreshTempDir("criterion_paired_init");
+  const std::vector<double> base = {2.0, 2.5, 3.0};
+  for (int s = 1; s <= 3; ++s) {
+    const std::string pre = fmt::format("/runs/pretrain/rope-seed{}.h5", s);
+    FakeRun pi{"rope-pi", s, "completed", {256}, {base[s - 1] - 0.1}};
+    pi.init_from = pre;
+    FakeRun direct{"rope-direct", s, "completed", {256}, {base[s - 1]}};
+    direct.init_from = s == 3 ? std::string("/runs/pretrain/other.h5") : pre;
+    WriteFakeRun(dir / "mixed", pi);
+    WriteFakeRun(dir / "mixed", direct);
+    direct.init_from = pre;
+    WriteFakeRun(dir / "shared", pi);
+    WriteFakeRun(dir / "shared", direct);
+  }
+  FakeRun lone{"rope-lone", 1, "completed", {256}, {1.0}};
+  lone.init_from = "/runs/pretrain/rope-seed1.h5";
+  WriteFakeRun(dir / "shared", lone);
+  ClaimCriterion k = Criterion({"rope-pi < rope-direct"});
+  k.metric = "loss";
+  k.length_lo = k.length_hi = 256;
+  Verdict v = JudgeCriterion(k, (dir / "shared").string());
+  EXPECT_EQ(v.comparisons[0].test, "paired t");
+  EXPECT_EQ(v.verdict, "reproduced");
+  v = JudgeCriterion(k, (dir / "mixed").string());
+  EXPECT_EQ(v.comparisons[0].test, "Welch t") << "seed 3's runs share no model";
+  k.holds = {"rope-lone < rope-direct"};
+  v = JudgeCriterion(k, (dir / "shared").string());
+  EXPECT_EQ(v.comparisons[0].test, "paired t");
   EXPECT_EQ(v.comparisons[0].paired_seeds, 1);
   EXPECT_TRUE(v.comparisons[0].in_direction);
-  EXPECT_FALSE(v.comparisons[0].beyond_intervals);
+  EXPECT_EQ(v.verdict, "no effect") << "one difference has no interval";
   fs::remove_all(dir);
 }
 
@@ -550,9 +629,8 @@ holds = ["nope > rope"]
       {with("[criterion]", "[criterion]\ncompute = \"flops\"\nrelative_to = [1, 2]"),
        "relative_to and compute exclude each other"},
       {with("[criterion]", "[criterion]\nat_compute = 5.0"), "at_compute must be a positive"},
-      {with("[criterion]", "[criterion]\npaired = true\nseeds = \"max\""),
-       "paired compares seed by seed: it needs seeds = \"mean\""},
-      {with("[criterion]", "[criterion]\npaired = 1"), "paired must be true or false"},
+      {with("[criterion]", "[criterion]\npaired = true"),
+       "[criterion].paired: a claim does not say whether its comparisons are paired"},
       {with("lengths = [17, 32]", "lengths = [32, 17]"), "lengths must be [LO, HI]"},
       {with("holds = [\"nope > rope\"]", "holds = [\"nope >> rope\"]"), "is not a comparison"},
       {with("holds = [\"nope > rope\"]", "holds = []"), "holds is empty"},
@@ -648,7 +726,7 @@ TEST(Criterion, AComparisonOverItsOwnSpanScoresItsLabelsThere) {
   EXPECT_NEAR(v.groups[0].score, 0.12, 1e-12);  // the groups keep the criterion's span
   // The same comparisons the other way round fail, at both spans.
   const Verdict w = JudgeCriterion(Criterion({"a > b", "a < b at 1..8"}), dir.string());
-  EXPECT_EQ(w.verdict, "not reproduced") << w.reason;
+  EXPECT_EQ(w.verdict, "contradicted") << w.reason;
   // A span no run evaluated is an input error naming it.
   EXPECT_THROW(JudgeCriterion(Criterion({"a > b at 5..6"}), dir.string()), InputError);
   fs::remove_all(dir);
@@ -823,8 +901,11 @@ full_minutes = 1
   EXPECT_EQ(rec.claim.criterion.metric, "token_accuracy");
   EXPECT_EQ(rec.claim.criterion.holds, (std::vector<std::string>{"nope > rope"}));
   EXPECT_TRUE(rec.verdict.verdict == "reproduced" || rec.verdict.verdict == "partly" ||
-              rec.verdict.verdict == "not reproduced")
+              rec.verdict.verdict == "no effect" || rec.verdict.verdict == "contradicted")
       << rec.verdict.verdict;
+  EXPECT_EQ(rec.format, "lexp-verdict/2");
+  ASSERT_EQ(rec.verdict.comparisons.size(), 1u);
+  EXPECT_FALSE(rec.verdict.comparisons[0].test.empty());
   ASSERT_EQ(rec.verdict.groups.size(), 2u);
   EXPECT_EQ(rec.verdict.groups[0].seeds, (std::vector<int>{1}));
   EXPECT_EQ(rec.verdict.groups[0].x, (std::vector<double>{2, 4, 6}));
@@ -849,6 +930,8 @@ full_minutes = 1
             std::string::npos)
       << text;
   EXPECT_NE(text.find("[figure](P9_tiny/figures/reproduction.png)"), std::string::npos);
+  EXPECT_NE(text.find(VerdictRules()), std::string::npos) << "the rules head the table";
+  EXPECT_NE(text.find("; nope > rope: "), std::string::npos) << "each comparison's difference";
   EXPECT_FALSE(lines.empty());
   // Again: the finished runs are kept (no error about existing run files).
   EXPECT_NO_THROW(ReproduceClaim(c, opt));
