@@ -436,7 +436,8 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.lora_also_train},
       {"train.init_from",
        "fine-tuning: start from the trained weights of this completed run file (path relative to "
-       "the working directory; empty = random initialisation)",
+       "the working directory; empty = random initialisation); {seed} in it is the model's seed, "
+       "so that each seed fine-tunes its own pre-training (rope-seed{seed}.h5)",
        &c.init_from},
       {"train.checkpoint_every", "checkpoint every this many steps (resume point)",
        &c.checkpoint_every, 1, kBig},

@@ -161,9 +161,12 @@ struct RecipeConfig {
   // Model labels of the sweep in summary order: for every variant, every encoding it changes
   // (the encodings it leaves alone once, with the first variant).
   std::vector<std::string> ModelLabels() const;
-  // The recipe of one model of the sweep.
+  // The recipe of one model of the sweep; "{seed}" in train.init_from becomes its seed (one
+  // pre-training per seed: fine-tuning seed s starts from pre-training seed s).
   RecipeConfig For(const std::string& task_name, int seed_value) const {
     RecipeConfig c = *this;
+    for (size_t at; (at = c.init_from.find("{seed}")) != std::string::npos;)
+      c.init_from.replace(at, 6, std::to_string(seed_value));
     c.task = task_name;
     c.tasks.clear();
     c.seed = seed_value;

@@ -282,12 +282,14 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
       continue;
     }
     RecipeConfig cfg = recipes[i];
-    if (!stage.init_from.empty() && !RunCompleted(cfg.init_from)) {
-      // The earlier stage's run diverged or failed: its file says why; this claim is untested.
+    // A pre-training (of each seed, with {seed}) that diverged or failed: its file says why; the
+    // claim is untested.
+    for (const int seed : cfg.Seeds()) {
+      const std::string from = cfg.For(cfg.task, seed).init_from;
+      if (stage.init_from.empty() || RunCompleted(from)) continue;
       Verdict v;
       v.verdict = "not testable";
-      v.reason = "stage '" + stage.name + "' starts from '" + stage.init_from +
-                 "', which did not complete";
+      v.reason = "stage '" + stage.name + "' starts from '" + from + "', which did not complete";
       return v;
     }
     if (opt.jobs > 0) cfg.jobs = opt.jobs;

@@ -938,6 +938,46 @@ full_minutes = 1
   fs::remove_all(root);
 }
 
+// A claim that fine-tunes gives each seed its own pre-training ({seed} in init_from): the seeds'
+// spread then includes the pre-training's, and two fine-tunings of one seed share it, so their
+// comparison is paired.
+TEST(Reproduce, EachSeedFineTunesItsOwnPreTrainingAndTheVariantsArePaired) {
+  const fs::path root = testing::FreshTempDir("reproduce_seed_init");
+  const Claim c = ParseClaim(ClaimHead("X9", "seeded") + R"([[stage]]
+name = "pretrain"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "train.steps=12", "eval.lengths=[2, 4, 6]",
+       "run.seeds=[1, 2, 3]", )" + kTinyModel + R"(]
+[[stage]]
+name = "finetune"
+recipe = "default"
+init_from = "pretrain/rope-seed{seed}.h5"
+set = ["model.encodings=[\"rope\"]", "train.steps=6", "eval.lengths=[2, 4, 6]",
+       "run.seeds=[1, 2, 3]", "run.variants=[\"slow: train.lr=0.0001\", \"fast\"]",
+       )" + kTinyModel + R"(]
+[criterion]
+metric = "loss"
+lengths = [6, 6]
+holds = ["rope-fast < rope-slow"]
+)",
+                             "seeded_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  const fs::path runs = root / "smoke" / "X9_seeded" / "runs";
+  for (int seed = 1; seed <= 3; ++seed)
+    for (const char* variant : {"slow", "fast"}) {
+      h5::Reader r((runs / "finetune" / fmt::format("rope-{}-seed{}.h5", variant, seed)).string());
+      EXPECT_EQ(fs::path(r.root().AttrString("init_from")).filename().string(),
+                fmt::format("rope-seed{}.h5", seed));
+    }
+  ASSERT_EQ(rec.verdict.comparisons.size(), 1u);
+  EXPECT_EQ(rec.verdict.comparisons[0].test, "paired t");
+  EXPECT_EQ(rec.verdict.comparisons[0].paired_seeds, 3);
+  fs::remove_all(root);
+}
+
 // A claim with a trend is judged again at each number of steps of its trend stage, each in its
 // own directory; the verdict file keeps every point in order of steps, the budget's own among
 // them; the table gives the verdict at each and links the figure against steps.
