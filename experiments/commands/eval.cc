@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "experiments/commands/command.h"
+#include "nn/check.h"
 #include "experiments/core/output_lock.h"
 #include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
@@ -36,13 +37,16 @@ class EvalCommand final : public Command {
                      "--set probe.capture=[...]")
         ->take_all();
     eval->add_option("--out", o_.out_dir, "output directory (default: the run file's directory)");
+    eval->add_option("--name", o_.name,
+                     "name the evaluation: the file is <label>+NAME.h5 instead of a name made "
+                     "from the rule and overrides (one --scale at most)");
     eval->add_flag("--no-figures", no_figures_, "do not redraw the directory's figures");
     eval->add_flag("--force", o_.force,
                    "replace an earlier evaluation's file of the same name (refused otherwise)");
     shared.AddFormatOption(eval);
     eval->footer(
         "Writes <out>/<label>+<rule>x<factor>[-<option><value>...].h5 (the source run's label, "
-        "e.g. rope-base500+yarnx4.h5) with the same layout as a trained run (weights taken from "
+        "e.g. rope-base500+yarnx4.h5; <label>+NAME.h5 with --name) with the same layout as a trained run (weights taken from "
         "RUN_FILE, /train empty), then redraws the figures of <out>.");
     return eval;
   }
@@ -54,12 +58,16 @@ class EvalCommand final : public Command {
       o_.sets.push_back("probe.capture=[" + globs + "]");
     }
     if (scales_.empty()) scales_.push_back("");
+    LEXP_INPUT_CHECK(o_.name.empty() || scales_.size() == 1,
+                     "lexp eval --name names one evaluation: give one --scale with it");
     // Every rule is checked before any evaluation runs.
     for (const auto& sc : scales_)
       if (!sc.empty()) ParseScaleSpec(sc);
     std::vector<std::string> written;
-    // Evaluations are written beside the run file: one writer there at a time.
-    const OutputLock lock(std::filesystem::path(o_.run_file).parent_path().string());
+    // One writer at a time in the directory the evaluations go to.
+    const OutputLock lock(o_.out_dir.empty()
+                              ? std::filesystem::path(o_.run_file).parent_path().string()
+                              : o_.out_dir);
     for (const auto& sc : scales_) {
       o_.scale = sc;
       written.push_back(EvaluateRunFile(o_).path);

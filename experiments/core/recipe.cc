@@ -69,9 +69,6 @@ bool IsPlainFileName(const std::string& name) {
   return true;
 }
 
-namespace {
-
-// "NAME: key=value; key=value" -> NAME and its overrides (spaces around each trimmed).
 RecipeConfig::Variant ParseNamedVariant(const std::string& text) {
   auto trim = [](std::string s) {
     const auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
@@ -92,8 +89,6 @@ RecipeConfig::Variant ParseNamedVariant(const std::string& text) {
   }
   return v;
 }
-
-}  // namespace
 
 std::vector<RecipeConfig::Variant> RecipeConfig::Variants() const {
   if (!variants.empty()) {

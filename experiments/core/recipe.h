@@ -207,6 +207,10 @@ struct RecipeConfig {
   Decoding DecodingFor(const Task& task) const;
 };
 
+// "NAME: key=value; key=value" -> NAME (value), "-NAME" (suffix) and its overrides, spaces around
+// each trimmed: a run.variants entry, or a claim's named evaluation.
+RecipeConfig::Variant ParseNamedVariant(const std::string& text);
+
 struct Field {
   using Ptr =
       std::variant<int*, double*, std::string*, std::vector<int>*, std::vector<std::string>*>;

@@ -245,7 +245,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
         const std::string w = fmt::format("{} [[stage]] {}", where, i + 1);
         TableReader r(*(*stages)[i].as_table(), w,
                       {"name", "recipe", "variants", "set", "smoke", "full", "init_from",
-                       "evaluate", "scales"});
+                       "evaluate", "scales", "evaluations"});
         ClaimStage s;
         s.name = r.String("name", true);
         LEXP_INPUT_CHECK(IsPlainFileName(s.name), w + ".name = '" + s.name +
@@ -260,6 +260,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
         s.variants = r.Strings("variants");
         s.init_from = r.String("init_from", false);
         s.scales = r.Strings("scales");
+        s.evaluations = r.Strings("evaluations");
         if (s.EvaluatesOnly()) {
           LEXP_INPUT_CHECK(s.recipe.empty(),
                            w + ": give either recipe (a stage that trains) or evaluate (a stage "
@@ -270,10 +271,22 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                            w + ": a stage that evaluates (evaluate = '" + s.evaluate +
                                "') takes no variants or init_from: it evaluates every run of "
                                "that stage");
-          LEXP_INPUT_CHECK(!s.scales.empty(),
+          LEXP_INPUT_CHECK(s.scales.empty() || s.evaluations.empty(),
+                           w + ": give scales (RoPE scaling rules) or evaluations (named "
+                               "overrides), not both");
+          std::set<std::string> names;
+          for (const auto& e : s.evaluations) {
+            const RecipeConfig::Variant v = ParseNamedVariant(e);
+            LEXP_INPUT_CHECK(IsPlainFileName(v.value) && names.insert(v.value).second,
+                             w + ".evaluations: '" + e +
+                                 "' needs a plain name of its own before its ':' (letters, "
+                                 "digits, . _ -)");
+          }
+          LEXP_INPUT_CHECK(!s.scales.empty() || !s.evaluations.empty(),
                            w + ".scales is missing: list the RoPE scaling rules to evaluate "
                                "under, e.g. [\"none\", \"pi:factor=4\", \"ntk:factor=4\"] "
-                               "(lexp list scalings)");
+                               "(lexp list scalings), or give evaluations, named sets of "
+                               "overrides [\"full\", \"window: model.pattern=...\"]");
           for (const auto& sc : s.scales) {
             try {
               ParseScaleSpec(sc);
@@ -290,8 +303,9 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
           } catch (const InputError& e) {
             FailInput(w + ".recipe: " + e.what());
           }
-          LEXP_INPUT_CHECK(s.scales.empty(), w + ".scales belongs to a stage that evaluates "
-                                                 "(evaluate = \"STAGE\"), not to one that trains");
+          LEXP_INPUT_CHECK(s.scales.empty() && s.evaluations.empty(),
+                           w + ".scales and .evaluations belong to a stage that evaluates "
+                               "(evaluate = \"STAGE\"), not to one that trains");
         }
         if (!s.init_from.empty()) {
           const auto slash = s.init_from.find('/');

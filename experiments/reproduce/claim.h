@@ -6,8 +6,10 @@
 //                untestable_reason
 //   [[stage]]    name, recipe, variants = [...], set = [...], smoke = [...], full = [...],
 //                init_from = "STAGE/FILE"; or, instead of a recipe, evaluate = "STAGE" with
-//                scales = ["none", "pi:factor=4", ...]: that earlier stage's runs evaluated again
-//                (lexp eval), once per RoPE scaling rule, with `set` as evaluation overrides
+//                scales = ["none", "pi:factor=4", ...] (once per RoPE scaling rule) or
+//                evaluations = ["full", "lambda: model.pattern=\"lambda\"; ..."] (once per named
+//                set of overrides): that earlier stage's trained runs evaluated again (lexp eval),
+//                with `set` as evaluation overrides
 //   [criterion]  see experiments/reproduce/criterion.h
 //   [trend]      stage, smoke = [steps...], full = [steps...]: the claim judged again with that
 //                stage's train.steps at each value (its own runs under steps<N>/), beside the
@@ -38,8 +40,12 @@ struct ClaimStage {
   // unchanged, "none:log_n=true" adds only log-n scaling), with `set`, `smoke` and `full` as the
   // evaluation's overrides. Its files are <label>+<rule>[x<factor>][-<option><value>].h5 (rope+pix4,
   // rope+none, rope+none-log_ntrue), the labels its criterion names.
+  // Or under each named set of overrides of `evaluations` ("NAME: key=value; ..."), files
+  // <label>+<NAME>.h5: the same trained models measured several ways (attention patterns at
+  // evaluation, say), which the verdict then compares paired.
   std::string evaluate;
   std::vector<std::string> scales;
+  std::vector<std::string> evaluations;
   bool EvaluatesOnly() const { return !evaluate.empty(); }
 };
 

@@ -101,6 +101,24 @@ std::vector<std::string> EvaluationOverrides(const ClaimStage& stage, const std:
   return sets;
 }
 
+// One evaluation of an evaluating stage: a RoPE scaling rule, or a named set of overrides.
+struct StageEvaluation {
+  std::string scale, name;
+  std::vector<std::string> sets;  // the stage's overrides at the budget, then the evaluation's own
+};
+
+std::vector<StageEvaluation> StageEvaluations(const ClaimStage& stage, const std::string& budget) {
+  std::vector<StageEvaluation> out;
+  for (const auto& scale : stage.scales) out.push_back({scale, "", EvaluationOverrides(stage, budget)});
+  for (const auto& text : stage.evaluations) {
+    const RecipeConfig::Variant v = ParseNamedVariant(text);
+    StageEvaluation e{"", v.value, EvaluationOverrides(stage, budget)};
+    e.sets.insert(e.sets.end(), v.sets.begin(), v.sets.end());
+    out.push_back(e);
+  }
+  return out;
+}
+
 // Every completed run of the evaluated stage, evaluated again under each rule of the stage
 // (lexp eval --scale); an evaluation already completed is kept unless --overwrite. A source run
 // that did not complete is skipped: its labels then have no run, and the criterion says so.
@@ -115,11 +133,12 @@ std::vector<std::string> EvaluateStage(const ClaimStage& stage,
       say("skipped '" + source + "', which did not complete");
       continue;
     }
-    for (const auto& scale : stage.scales) {
+    for (const StageEvaluation& one : StageEvaluations(stage, opt.budget)) {
       EvalCommandOptions eo;
       eo.run_file = source;
-      eo.scale = scale;
-      eo.sets = EvaluationOverrides(stage, opt.budget);
+      eo.scale = one.scale;
+      eo.sets = one.sets;
+      eo.name = one.name;
       eo.out_dir = out_dir;
       eo.force = true;
       eo.progress = say;
@@ -202,6 +221,11 @@ std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& bu
     while (claim.stages[k].name != stage.evaluate) ++k;
     RecipeConfig check = recipes[k];
     try {
+      for (const StageEvaluation& e : StageEvaluations(stage, budget)) {
+        RecipeConfig one = check;
+        ApplyOverrides(one, e.sets);
+        ValidateRecipe(one);
+      }
       ApplyOverrides(check, EvaluationOverrides(stage, budget));
       ValidateRecipe(check);
     } catch (const InputError& e) {
@@ -223,10 +247,10 @@ void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<Recipe
   for (size_t i = 0; i < claim.stages.size(); ++i) {
     const ClaimStage& stage = claim.stages[i];
     if (stage.EvaluatesOnly()) {
-      const std::vector<std::string> sets = EvaluationOverrides(stage, budget);
       for (const auto& source : labels[stage.evaluate])
-        for (const auto& scale : stage.scales)
-          add(labels[stage.name], source + EvaluationNameSuffix(scale, sets));
+        for (const StageEvaluation& e : StageEvaluations(stage, budget))
+          add(labels[stage.name],
+              source + (e.name.empty() ? EvaluationNameSuffix(e.scale, e.sets) : "+" + e.name));
       tasks[stage.name] = tasks[stage.evaluate];
       continue;
     }
@@ -276,7 +300,8 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
     if (stage.EvaluatesOnly()) {
       say(fmt::format("stage {} of {}: {} (evaluates stage {} under {}) into {}", i + 1,
                       claim.stages.size(), stage.name, stage.evaluate,
-                      fmt::join(stage.scales, ", "), out_dir));
+                      fmt::join(stage.scales.empty() ? stage.evaluations : stage.scales, ", "),
+                      out_dir));
       stage_files[stage.name] =
           EvaluateStage(stage, stage_files[stage.evaluate], opt, out_dir, stage_say);
       continue;
@@ -289,7 +314,9 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
       if (stage.init_from.empty() || RunCompleted(from)) continue;
       Verdict v;
       v.verdict = "not testable";
-      v.reason = "stage '" + stage.name + "' starts from '" + from + "', which did not complete";
+      v.reason = "stage '" + stage.name + "' starts from '" +
+                 fs::path(from).lexically_relative(fs::path(runs_root) / "runs").string() +
+                 "', which did not complete";
       return v;
     }
     if (opt.jobs > 0) cfg.jobs = opt.jobs;

@@ -129,7 +129,11 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
   }
-  p.name = ReadRunFileHead(opt.run_file).label + EvaluationNameSuffix(opt.scale, opt.sets);
+  LEXP_INPUT_CHECK(opt.name.empty() || IsPlainFileName(opt.name),
+                   "lexp eval --name '" + opt.name +
+                       "': a plain name (letters, digits, . _ -), the file's suffix after '+'");
+  p.name = ReadRunFileHead(opt.run_file).label +
+           (opt.name.empty() ? EvaluationNameSuffix(opt.scale, opt.sets) : "+" + opt.name);
   ValidateRecipe(p.cfg);
   p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                   : opt.out_dir;

@@ -27,6 +27,9 @@ struct EvalCommandOptions {
   std::string scale;              // empty: re-evaluate unchanged
   std::vector<std::string> sets;  // recipe overrides (eval.*, probe.*)
   std::string out_dir;            // default: the run file's directory
+  // The evaluation's name: its file is <label>+<name>.h5 (default: from the rule and the model
+  // overrides, EvaluationNameSuffix).
+  std::string name;
   bool force = false;             // replace an earlier evaluation's file of the same name
   std::function<void(const std::string&)> progress;
 };

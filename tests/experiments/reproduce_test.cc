@@ -661,7 +661,16 @@ holds = ["nope > rope"]
                          "recipe = \"default\"\nscales = [\"none\"]\n"),
        "either recipe"},
       {with("recipe = \"default\"", "recipe = \"default\"\nscales = [\"none\"]"),
-       "scales belongs to a stage that evaluates"},
+       "scales and .evaluations belong to a stage that evaluates"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "scales = [\"none\"]\nevaluations = [\"full\"]\n"),
+       "give scales (RoPE scaling rules) or evaluations (named overrides), not both"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "evaluations = [\"full\", \"full: model.pattern=\\\"lambda\\\"\"]\n"),
+       "evaluations: 'full: model.pattern=\"lambda\"' needs a plain name of its own"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "evaluations = [\": model.pattern=\\\"lambda\\\"\"]\n"),
+       "needs a plain name of its own"},
       {ClaimError(good + "[trend]\nstage = \"nosuch\"\nfull = [1000]\n"),
        "[trend].stage = 'nosuch' must be the name of a stage that trains"},
       {ClaimError(good + "[trend]\nstage = \"train\"\nfull = [0]\n"),
@@ -844,6 +853,51 @@ holds = ["rope+pix2 < rope+none", "rope+pix2 > rope+none at 2..4"]
   const VerdictRecord again = ReadVerdictFile(ReproduceClaim(c, opt));
   EXPECT_EQ(fs::last_write_time(runs / "zero_shot" / "rope-seed1+pix2.h5"), before);
   EXPECT_EQ(again.verdict.groups[0].score, rec.verdict.groups[0].score);
+  fs::remove_all(root);
+}
+
+// Named evaluations: the same trained models measured under sets of overrides of their own (an
+// attention pattern at evaluation), each file <label>+<name>; compared paired.
+TEST(Reproduce, NamedEvaluationsMeasureTheSameModelsSeveralWays) {
+  const fs::path root = testing::FreshTempDir("reproduce_named_evals");
+  const Claim c = ParseClaim(ClaimHead("X9", "named") + R"([[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "train.steps=20", "eval.lengths=[2, 4, 8]",
+       "run.seeds=[1, 2]", )" + kTinyModel +
+                                 R"(]
+[[stage]]
+name = "patterns"
+evaluate = "train"
+evaluations = ["full", "window: model.pattern=\"sliding_window\"; model.pattern_window=2; model.pattern_when=\"eval\""]
+[criterion]
+metric = "loss"
+lengths = [8, 8]
+holds = ["rope+window > rope+full"]
+)",
+                             "named_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const fs::path runs = root / "smoke" / "X9_named" / "runs";
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  for (const char* f : {"rope-seed1+full.h5", "rope-seed1+window.h5", "rope-seed2+full.h5",
+                        "rope-seed2+window.h5"})
+    EXPECT_TRUE(fs::exists(runs / "patterns" / f)) << f;
+  // "full" evaluates the trained model unchanged: its loss is the training stage's own.
+  {
+    h5::Reader a((runs / "train" / "rope-seed1.h5").string());
+    h5::Reader b((runs / "patterns" / "rope-seed1+full.h5").string());
+    EXPECT_EQ(a.root().OpenGroup("eval").ReadDoubles("loss"),
+              b.root().OpenGroup("eval").ReadDoubles("loss"));
+    h5::Reader w((runs / "patterns" / "rope-seed1+window.h5").string());
+    EXPECT_NE(w.root().OpenGroup("eval").ReadDoubles("loss"),
+              b.root().OpenGroup("eval").ReadDoubles("loss"))
+        << "a 2-token window at evaluation changes the loss at 8";
+  }
+  ASSERT_EQ(rec.verdict.comparisons.size(), 1u);
+  EXPECT_EQ(rec.verdict.comparisons[0].test, "paired t");
+  EXPECT_EQ(rec.verdict.comparisons[0].paired_seeds, 2);
   fs::remove_all(root);
 }
 
