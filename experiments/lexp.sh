@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(g++ cmake make git libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libboost-dev
   libboost-iostreams-dev libboost-filesystem-dev libboost-math-dev gnuplot-nox libgnuplot-iostream-dev
   libgtest-dev libtomlplusplus-dev libcli11-dev libfmt-dev libxsmm-dev
-  fortunes)  # fortunes: the natural text that task text_lm reads (/usr/share/games/fortunes)
+  fortunes bible-kjv python3)  # the text corpora of task text_lm (task.corpus = fortunes, kjv, python)
 # For the tests only: qemu-user emulates an older CPU (tests/experiments/cpu_guard_test.cc).
 TEST_PACKAGES=(qemu-user)
 

@@ -21,6 +21,16 @@
 
 namespace lexp {
 
+std::string WithSeed(const std::string& pattern, const std::string& seed) {
+  const std::string placeholder = "{seed}";
+  std::string filled;
+  size_t from = 0;
+  for (size_t at; (at = pattern.find(placeholder, from)) != std::string::npos;
+       from = at + placeholder.size())
+    filled.append(pattern, from, at - from).append(seed);
+  return filled.append(pattern, from, std::string::npos);
+}
+
 std::vector<int> RecipeConfig::EvalEveryLengths() const {
   if (!eval_every_lengths.empty()) return eval_every_lengths;
   const std::vector<int> ev = EvalLengths();
@@ -274,6 +284,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "input), "
        "in that order, e.g. \"icovr\"; trained on, only the answer graded (\"\" = none)",
        &c.task_scratchpad},
+      {"task.corpus",
+       "text_lm's text: fortunes (Debian's fortune files, records of a few hundred characters), "
+       "kjv (the King James Bible by book, package bible-kjv), python (the Python standard "
+       "library's sources by file); held out by record or whole document (\"\" = fortunes)",
+       &c.task_corpus},
       {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
        0, 1e6},
       {"model.layout",

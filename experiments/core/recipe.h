@@ -16,6 +16,9 @@
 
 namespace lexp {
 
+// `pattern` with every "{seed}" replaced by `seed` (a run file named for its seed).
+std::string WithSeed(const std::string& pattern, const std::string& seed);
+
 // Whether a key sweep over `sweep_key` changes this encoding's model: every encoding, except that
 // encoding_options.<e>.<option> changes only e's (and an empty key changes nothing).
 bool SweepKeyChanges(const std::string& sweep_key, const std::string& encoding);
@@ -37,7 +40,8 @@ struct RecipeConfig {
   std::vector<std::string> tasks;  // task sweep; empty = {task}
   int task_vocab = 0;
   std::string task_scratchpad;  // components of a scratchpad before the answer ("" = none)
-  TaskOptions TaskOpts() const { return TaskOptions{task_vocab, task_scratchpad}; }
+  std::string task_corpus;      // text_lm's corpus ("" = fortunes)
+  TaskOptions TaskOpts() const { return TaskOptions{task_vocab, task_scratchpad, task_corpus}; }
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";
@@ -165,8 +169,7 @@ struct RecipeConfig {
   // pre-training per seed: fine-tuning seed s starts from pre-training seed s).
   RecipeConfig For(const std::string& task_name, int seed_value) const {
     RecipeConfig c = *this;
-    for (size_t at; (at = c.init_from.find("{seed}")) != std::string::npos;)
-      c.init_from.replace(at, 6, std::to_string(seed_value));
+    c.init_from = WithSeed(c.init_from, std::to_string(seed_value));
     c.task = task_name;
     c.tasks.clear();
     c.seed = seed_value;

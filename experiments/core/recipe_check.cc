@@ -113,10 +113,18 @@ void ValidateOneTask(const RecipeConfig& c) {
       c.train_max_length >= task->MinLength() && c.train_max_length <= task->MaxLength(),
       KeyLocation(src, "train.max_length") + " = " + std::to_string(c.train_max_length) + ": " +
           task_range);
+  // Evaluation samples the held-out part when the task has one (its longest document may be
+  // shorter than training's).
+  const std::unique_ptr<Task> held_out = task->HeldOut();
+  const int eval_max = held_out ? held_out->MaxLength() : task->MaxLength();
   for (int n : c.EvalLengths())
-    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= task->MaxLength(),
+    LEXP_INPUT_CHECK(n >= task->MinLength() && n <= eval_max,
                      KeyLocation(src, "eval") + ": length " + std::to_string(n) +
-                         " is outside what " + task_range);
+                         " is outside what " +
+                         (held_out ? "the held-out part of task '" + c.task + "' supports: " +
+                                         std::to_string(task->MinLength()) + ".." +
+                                         std::to_string(eval_max)
+                                   : task_range));
   {
     std::set<int> seen;
     for (int n : c.eval_lengths)

@@ -133,12 +133,6 @@ const toml::table& RequiredTable(const toml::table& root, const std::string& nam
   return *n->as_table();
 }
 
-// A run file name with {seed} standing for a seed, as one with a seed in its place.
-std::string SeedFilled(std::string name) {
-  for (size_t at; (at = name.find("{seed}")) != std::string::npos;) name.replace(at, 6, "1");
-  return name;
-}
-
 bool IsClaimId(const std::string& id) {
   return id.size() >= 2 && std::isupper(static_cast<unsigned char>(id[0])) &&
          std::all_of(id.begin() + 1, id.end(),
@@ -312,7 +306,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
           LEXP_INPUT_CHECK(slash != std::string::npos &&
                                seen.count(s.init_from.substr(0, slash)) &&
                                s.init_from.substr(0, slash) != s.name &&
-                               IsPlainFileName(SeedFilled(s.init_from.substr(slash + 1))),
+                               IsPlainFileName(WithSeed(s.init_from.substr(slash + 1), "1")),
                            w + ".init_from = '" + s.init_from +
                                "' must be EARLIER_STAGE/RUN_FILE (a run file of an earlier stage; "
                                "{seed} in it: the fine-tuning seed's own pre-training)");

@@ -35,12 +35,16 @@ const char* DecodingName(Decoding d);  // "teacher_forced" | "greedy"
 
 struct TaskOptions {
   TaskOptions() = default;
-  TaskOptions(int vocab_size, std::string scratchpad_components = "")
-      : vocab(vocab_size), scratchpad(std::move(scratchpad_components)) {}
+  TaskOptions(int vocab_size, std::string scratchpad_components = "", std::string text_corpus = "")
+      : vocab(vocab_size),
+        scratchpad(std::move(scratchpad_components)),
+        corpus(std::move(text_corpus)) {}
   int vocab = 0;  // task-specific alphabet size; 0 = the task's default
   // Scratchpad components written before the answer (experiments/tasks/scratchpad.h): a subset of
   // the letters i c o v r, in that order; "" = no scratchpad.
   std::string scratchpad;
+  // text_lm's corpus (experiments/tasks/text_lm.h): fortunes, kjv or python; "" = fortunes.
+  std::string corpus;
 };
 
 class Task {

@@ -39,7 +39,9 @@ const std::vector<TaskInfo>& ListTasks() {
        "lexp (synthetic source with long-range structure)"},
       {"text_lm",
        "language modelling of natural text, character by character (96 symbols): Debian's "
-       "fortune files, every tenth record held out for evaluation",
+       "fortune files (task.corpus = fortunes, every tenth record held out), the King James "
+       "Bible by book (kjv) or the Python standard library by file (python; whole documents "
+       "held out)",
        "lexp (real text for the language-modelling claims: ALiBi, LM-Infinite, StreamingLLM)"},
       {"lookback_lm",
        "language modelling: each token repeats the one 24 back with probability 0.8, else "
@@ -87,6 +89,9 @@ const std::vector<TaskInfo>& ListTasks() {
 }
 
 std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) {
+  LEXP_INPUT_CHECK(o.corpus.empty() || name == "text_lm",
+                   "task.corpus = \"" + o.corpus + "\" chooses text_lm's text; task '" + name +
+                       "' reads none (leave task.corpus empty)");
   if (!o.scratchpad.empty()) {
     TaskOptions plain = o;
     plain.scratchpad.clear();
@@ -103,7 +108,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "text_lm") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'text_lm' has a fixed alphabet (96 characters); leave "
                                    "task.vocab at 0");
-    return std::make_unique<TextLmTask>();
+    return std::make_unique<TextLmTask>(o.corpus);
   }
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");

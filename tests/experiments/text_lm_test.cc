@@ -1,6 +1,8 @@
 // Character-level natural text (experiments/tasks/text_lm.h) on a hand-made corpus in the fortune
 // format: the symbols, every tenth record held out, samples as consecutive characters of their
-// stream, evaluation reading the held-out stream, and the error that names the package.
+// stream, evaluation reading the held-out stream, and the error that names the package; then the
+// long-document corpora Debian ships (the King James Bible by book, the Python standard library by
+// file): whole documents held out, samples within one document.
 #include "experiments/tasks/text_lm.h"
 
 #include <gtest/gtest.h>
@@ -62,14 +64,16 @@ TEST_F(TextLm, EveryTenthRecordIsHeldOutAndSamplesAreConsecutiveCharacters) {
   const auto held = train.HeldOut();
   ASSERT_NE(held, nullptr);
   EXPECT_EQ(held->HeldOut(), nullptr);
-  const auto& held_stream = static_cast<const TextLmTask&>(*held).Stream();
+  ASSERT_EQ(static_cast<const TextLmTask&>(*held).Documents().size(), 1u);
+  const auto& held_stream = static_cast<const TextLmTask&>(*held).Documents()[0];
+  const auto& stream = train.Documents()[0];
   const int a = TextLmTask::Symbol('a'), nl = TextLmTask::Symbol('\n');
   // 36 training records and 4 held out, each two lines of 599 characters, their newlines and the
   // join.
-  EXPECT_EQ(train.Stream().size(), 36u * 1201);
+  EXPECT_EQ(stream.size(), 36u * 1201);
   EXPECT_EQ(held_stream.size(), 4u * 1201);
   for (const int s : held_stream) EXPECT_TRUE(s == a || s == nl);
-  EXPECT_EQ(std::count(train.Stream().begin(), train.Stream().end(), a), 0)
+  EXPECT_EQ(std::count(stream.begin(), stream.end(), a), 0)
       << "no held-out record in training";
   Rng rng(3);
   for (int trial = 0; trial < 20; ++trial) {
@@ -78,8 +82,8 @@ TEST_F(TextLm, EveryTenthRecordIsHeldOutAndSamplesAreConsecutiveCharacters) {
     ASSERT_EQ(e.output.size(), 500u);
     EXPECT_EQ(e.output_scored, std::vector<uint8_t>(500, 1));
     EXPECT_NE(
-        std::search(train.Stream().begin(), train.Stream().end(), e.output.begin(), e.output.end()),
-        train.Stream().end());
+        std::search(stream.begin(), stream.end(), e.output.begin(), e.output.end()),
+        stream.end());
   }
   EXPECT_EQ(train.MaxLength(), 36 * 1201);
 }
@@ -117,6 +121,93 @@ TEST_F(TextLm, AMissingCorpusNamesTheDebianPackage) {
   std::ofstream(dir_ / "small" / "x") << "one record\n%\n";
   setenv("LEXP_TEXT_CORPUS", (dir_ / "small").c_str(), 1);
   EXPECT_THROW(TextLmTask(), InputError) << "too little text";
+}
+
+// A corpus of documents: every tenth held out whole, and a sample of length n is n consecutive
+// characters of one document (never across an end).
+void ExpectWholeDocumentsHeldOutAndSamplesWithinOne(const TextLmTask& train, int n) {
+  const auto held_task = train.HeldOut();
+  const auto& held = static_cast<const TextLmTask&>(*held_task).Documents();
+  const auto& docs = train.Documents();
+  EXPECT_EQ(held.size(), (docs.size() + held.size()) / 10);
+  for (const auto& h : held)
+    for (const auto& d : docs) EXPECT_NE(h, d) << "a held-out document also trains";
+  Rng rng(5);
+  for (int trial = 0; trial < 50; ++trial) {
+    const Example e = train.Sample(n, rng);
+    ASSERT_EQ(e.output.size(), static_cast<size_t>(n));
+    bool inside = false;
+    for (const auto& d : docs)
+      inside = inside || std::search(d.begin(), d.end(), e.output.begin(), e.output.end()) != d.end();
+    EXPECT_TRUE(inside) << "sample " << trial << " crosses a document's end";
+  }
+  EXPECT_GE(static_cast<const TextLmTask&>(*held_task).MaxLength(), 4096)
+      << "held-out documents longer than the longest evaluation";
+}
+
+std::string Text(const std::vector<int>& symbols, size_t n) {
+  std::string t;
+  for (size_t i = 0; i < std::min(n, symbols.size()); ++i) t += TextLmTask::Character(symbols[i]);
+  return t;
+}
+
+TEST(TextLmCorpora, TheKingJamesBibleIsSixtySixBooksWithEveryTenthHeldOut) {
+  ASSERT_EQ(std::system("command -v bible > /dev/null 2>&1"), 0)
+      << "apt-get install bible-kjv (bash experiments/lexp.sh test installs it)";
+  const TextLmTask train("kjv");
+  ASSERT_EQ(train.Documents().size(), 60u);
+  EXPECT_EQ(Text(train.Documents()[0], 10), "Genesis 1\n");
+  const auto held = train.HeldOut();
+  const auto& held_docs = static_cast<const TextLmTask&>(*held).Documents();
+  ASSERT_EQ(held_docs.size(), 6u);
+  // The 10th, 20th, ... 60th books.
+  EXPECT_EQ(Text(held_docs[0], 12), "2 Samuel 1\n\n");
+  EXPECT_EQ(Text(held_docs[3], 10), "Matthew 1\n");
+  size_t total = 0;
+  for (const auto& d : train.Documents()) total += d.size();
+  for (const auto& d : held_docs) total += d.size();
+  EXPECT_GT(total, 4000000u);
+  ExpectWholeDocumentsHeldOutAndSamplesWithinOne(train, 3000);
+}
+
+TEST(TextLmCorpora, ThePythonStandardLibraryIsOneDocumentPerFile) {
+  const TextLmTask train("python");
+  EXPECT_GT(train.Documents().size(), 300u);
+  EXPECT_GT(train.MaxLength(), 100000);
+  ExpectWholeDocumentsHeldOutAndSamplesWithinOne(train, 2000);
+}
+
+// Evaluation reads the held-out books, whose longest is shorter than training's: a length that
+// fits training but no held-out book is refused when the recipe is read, not in the middle of a run.
+TEST(TextLmCorpora, EvaluationLengthsMustFitAHeldOutDocument) {
+  const TextLmTask train("kjv");
+  const int held_max = train.HeldOut()->MaxLength();
+  ASSERT_LT(held_max, train.MaxLength());
+  const std::vector<std::string> sets = {"task.name=text_lm", "task.vocab=0", "task.corpus=kjv",
+                                         "probe.lengths=5"};
+  auto with_eval = [&](int n) {
+    std::vector<std::string> s = sets;
+    s.push_back("eval.lengths=2," + std::to_string(n));
+    return testing::TinyRecipeError(s);
+  };
+  EXPECT_EQ(with_eval(held_max), "");
+  const std::string e = with_eval(held_max + 1);
+  EXPECT_NE(e.find("is outside what the held-out part of task 'text_lm' supports: 1.." +
+                   std::to_string(held_max)),
+            std::string::npos)
+      << e;
+}
+
+TEST(TextLmCorpora, ACorpusIsNamedAndOnlyTextLmTakesOne) {
+  try {
+    TextLmTask t("wikipedia");
+    FAIL() << "an unknown corpus";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("allowed: fortunes, kjv, python"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(testing::TinyRecipeError({"task.corpus=kjv"}).find("task 'copy' reads none"),
+            std::string::npos);
 }
 
 }  // namespace
