@@ -9,6 +9,7 @@
 #include "experiments/core/output_lock.h"
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/gallery.h"
+#include "experiments/reproduce/preregistration.h"
 
 namespace lexp::cli {
 namespace {
@@ -24,7 +25,10 @@ class ReproduceCommand final : public Command {
     cmd->add_option("IDS", ids_,
                     "claims to run by id (P2, X6, M3, ...; lexp reproduce --list), or claim files "
                     "of your own (*.toml, in the format of experiments/reproductions/)");
-    cmd->add_flag("--list", list_, "print every claim, one per line starting with its id");
+    cmd->add_flag("--list", list_,
+                  "print every claim, one per line starting with its id: its compute at each "
+                  "budget, the commit of its criterion and the build that judged its full-budget "
+                  "verdict (pre-registration: the criterion's commit comes first)");
     cmd->add_flag("--all", all_, "run every claim");
     cmd->add_option("--budget", budget_,
                     "smoke: minutes per claim, what a new user tries; full: the budget the "
@@ -52,12 +56,33 @@ class ReproduceCommand final : public Command {
 
   int Run(Shared&) override {
     if (list_) {
+      // Pre-registration, from the checkout lexp was built from: the commit of each claim's
+      // criterion and the build that judged its full-budget verdict (under --out when given).
+      const std::string repo = SourceTree();
+      const bool in_git = Git(repo, {"rev-parse", "--git-dir"}).ok;
+      const std::string root = out_.empty() ? "data/reproductions" : out_;
       for (const auto& c : BuiltinClaims()) {
-        std::string time = c.smoke_minutes > 0 ? fmt::format(" [smoke ~{:g} min, full ~{:g} min]",
-                                                             c.smoke_minutes, c.full_minutes)
-                                               : "";
+        // Minutes are wall time on 2 cores (the budgets' estimates in the claim files).
+        std::string time =
+            c.smoke_minutes > 0
+                ? fmt::format(" [compute: smoke ~{:g} min = {:.2f} core-h, full ~{:g} min = {:.2f} "
+                              "core-h, on 2 cores]",
+                              c.smoke_minutes, c.smoke_minutes * 2 / 60, c.full_minutes,
+                              c.full_minutes * 2 / 60)
+                : "";
         if (!c.testable) time = " [not testable at this scale]";
-        PrintLine(fmt::format("{:<4} {:<24} {} ({}){}", c.id, c.name, c.statement, c.source, time));
+        std::string history = " [criterion: not in a git checkout]";
+        if (in_git) {
+          const ClaimHistory h = HistoryOf(c, repo, root, "full");
+          history = fmt::format(
+              " [criterion {}, full verdict {}]",
+              h.criterion_commit.empty() ? "uncommitted" : h.criterion_commit.substr(0, 12),
+              h.verdict_file.empty() ? std::string("none")
+                                     : (h.verdict_commit.empty() ? "of an unrecorded build"
+                                                                 : "by " + h.verdict_commit));
+        }
+        PrintLine(fmt::format("{:<4} {:<24} {} ({}){}{}", c.id, c.name, c.statement, c.source,
+                              time, history));
       }
       return 0;
     }

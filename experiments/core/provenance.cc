@@ -96,7 +96,7 @@ void WriteProvenance(const h5::Group& root, int threads) {
   H5get_libversion(&maj, &min, &rel);
   root.SetAttr("format", "lexp-run/3");
   root.SetAttr("lexp_version", LEXP_VERSION);
-  root.SetAttr("git_commit", kGitCommit);
+  root.SetAttr("git_commit", std::string(GitCommit()));
   root.SetAttr("compiler", kCompiler);
   root.SetAttr("build_type", kBuildType);
   root.SetAttr("compile_flags", kCompileFlags);
