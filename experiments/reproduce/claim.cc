@@ -323,7 +323,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                              "from the same trained model or pre-training (lexp reproduce --help)");
     TableReader r(RequiredTable(root, "criterion", source), where + " [criterion]",
                   {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "also",
-                   "published", "compute", "at_compute"});
+                   "published", "compute", "at_compute", "reach"});
     ClaimCriterion& k = c.criterion;
     k.stage = r.String("stage", false, c.stages.back().name);
     LEXP_INPUT_CHECK(std::any_of(c.stages.begin(), c.stages.end(),
@@ -352,9 +352,21 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     }
     LEXP_INPUT_CHECK(k.at_compute >= 0 && (k.at_compute == 0 || !k.compute.empty()),
                      where + " [criterion].at_compute must be a positive number, with compute");
+    k.reach = r.Number("reach", std::numeric_limits<double>::quiet_NaN());
+    if (!std::isnan(k.reach)) {
+      LEXP_INPUT_CHECK(!k.compute.empty() && k.at_compute == 0,
+                       where + " [criterion].reach scores the compute at which the metric "
+                               "reaches it: it needs compute and excludes at_compute");
+      LEXP_INPUT_CHECK(std::isfinite(k.reach) && (!metric.is_fraction || (k.reach > 0 && k.reach <= 1)),
+                       where + " [criterion].reach must be a finite number" +
+                           (metric.is_fraction ? std::string(" in (0, 1] for a fraction") : ""));
+    }
     k.seeds = r.String("seeds", false, "mean");
     LEXP_INPUT_CHECK(k.seeds == "mean" || k.seeds == "max",
                      where + " [criterion].seeds = '" + k.seeds + "'; allowed: mean, max");
+    LEXP_INPUT_CHECK(std::isnan(k.reach) || k.seeds == "mean",
+                     where + " [criterion]: reach takes seeds = \"mean\" (a best seed of a "
+                             "censored score has no interval)");
     k.holds = r.Strings("holds");
     LEXP_INPUT_CHECK(!k.holds.empty(), where + " [criterion].holds is empty: list the "
                                                "comparisons (\"A > B\") the claim makes");

@@ -19,6 +19,7 @@
 // Errors name the file and the key, with what is allowed.
 #pragma once
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,11 @@ struct ClaimCriterion {
   // at_compute (0: the least total compute of any compared run, where every run has a value).
   std::string compute;
   double at_compute = 0;
+  // With compute: the score is instead the compute spent when the metric first reaches this value
+  // (at or below it for loss, at or above for a fraction), linearly between the evaluations
+  // around it (YaRN's "steps to a loss"); a run that never reaches it counts its whole training,
+  // a lower bound (censored). NaN: off.
+  double reach = std::numeric_limits<double>::quiet_NaN();
   int relative_lo = 0, relative_hi = 0; // optional: divided by the mean over [lo, hi] (0 = none)
   std::string seeds = "mean";           // over seeds: mean | max
   std::vector<std::string> holds;       // "A > B" / "A < B" between run labels

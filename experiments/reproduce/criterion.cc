@@ -45,6 +45,7 @@ const std::vector<std::pair<std::string, std::string>>& ComputeAxes() {
       {"tokens", "training tokens"},
       {"flops", "training FLOPs (matrix products, forward and backward)"},
       {"seconds", "training seconds (wall clock of the steps)"},
+      {"steps", "training steps"},
   };
   return axes;
 }
@@ -131,7 +132,7 @@ void ReadComputePoints(const h5::Group& root, const std::string& path, const std
                    "run file '" + path +
                        "' has no /train/eval_history: a criterion at equal compute needs "
                        "train.eval_every > 0");
-  const char* per_step = compute == "flops" ? "flops" : "tokens";
+  const char* per_step = compute == "flops" ? "flops" : compute == "steps" ? "step" : "tokens";
   LEXP_INPUT_CHECK(train.Has(per_step), "run file '" + path + "' has no /train/" + per_step +
                                             " (run files of before 2026-12-02 do not)");
   std::vector<uint64_t> got;
@@ -140,6 +141,8 @@ void ReadComputePoints(const h5::Group& root, const std::string& path, const std
   std::vector<double> cost(S);
   if (compute == "flops") {
     cost = train.ReadDoublesShaped("flops", {S});
+  } else if (compute == "steps") {
+    cost.assign(S, 1.0);
   } else {
     const std::vector<int64_t> tokens = train.ReadIntsShaped("tokens", {S});
     const std::vector<double> rate =
@@ -220,10 +223,35 @@ double AtCompute(const std::vector<RunPoint>& curve, double c) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+// The compute at which a curve first reaches `target` (at or below it when smaller is better),
+// linearly between the evaluations around it; the run's whole compute, `censored`, when it never
+// does.
+double ComputeToReach(const std::vector<RunPoint>& curve, double target, bool larger_better,
+                      double total, bool* censored) {
+  auto reached = [&](double m) { return larger_better ? m >= target : m <= target; };
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if (!reached(curve[i].metric)) continue;
+    if (i == 0) return curve[0].x;
+    const double w = (curve[i - 1].metric - target) / (curve[i - 1].metric - curve[i].metric);
+    return curve[i - 1].x + w * (curve[i].x - curve[i - 1].x);
+  }
+  *censored = true;
+  return total;
+}
+
 // One run's score over the lengths [lo, hi] (see criterion.h); NaN when it has no value there.
 // An /eval accuracy also gives its pooled counts (samples, and successes = score x samples).
 double ScoreRun(const RunScores& r, const ClaimCriterion& k, int lo, int hi, double at_compute,
-                double* samples = nullptr, double* successes = nullptr) {
+                double* samples = nullptr, double* successes = nullptr,
+                bool* censored = nullptr) {
+  if (!std::isnan(k.reach)) {
+    bool unreached = false;
+    const double c = ComputeToReach(ComputeCurve(r, lo, hi), k.reach,
+                                    FindCriterionMetric(k.metric, "criterion.metric").larger_is_better,
+                                    r.total_compute, &unreached);
+    if (censored) *censored = unreached;
+    return c;
+  }
   if (!k.compute.empty()) return AtCompute(ComputeCurve(r, lo, hi), at_compute);
   double sum = 0, n = 0, trials = 0, hits = 0;
   for (const RunPoint& p : r.points)
@@ -332,7 +360,9 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
             [](const RunScores* a, const RunScores* b) { return a->seed < b->seed; });
   int best = -1;
   for (const RunScores* r : done) {
-    double s = ScoreRun(*r, k, lo, hi, at_compute);
+    bool censored = false;
+    double s = ScoreRun(*r, k, lo, hi, at_compute, nullptr, nullptr, &censored);
+    g.censored += censored;
     LEXP_INPUT_CHECK(
         !std::isnan(s),
         k.compute.empty()
@@ -513,6 +543,9 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       r.significant_against = on_other_side(d95);
       r.family_for = on_claimed_side(dm);
       r.family_against = on_other_side(dm);
+      // A run that never reached the target counts its whole budget, less than it would need:
+      // on the side claimed to reach sooner that favours the claim, so it cannot support it.
+      if ((c.greater ? b.censored : a.censored) > 0) r.significant_for = r.family_for = false;
     } else {
       r.difference = {t.difference, t.difference, t.difference};
     }
@@ -557,7 +590,10 @@ std::string VerdictRules() {
          "over the claim's m comparisons. Not testable: a compared label has no completed run. "
          "The best of k seeds (seeds = \"max\") has the Clopper-Pearson interval of the best seed "
          "at level 1 - 0.05/k, so its selection widens the interval; where a claim fine-tunes, each "
-         "seed starts from its own pre-training, so the seeds' spread includes the pre-training's.";
+         "seed starts from its own pre-training, so the seeds' spread includes the pre-training's. "
+         "A criterion that scores the compute to reach a value (reach) counts a run that never "
+         "reaches it at its whole training, a lower bound: such a run on the side claimed to reach "
+         "sooner makes that comparison not significant for the claim.";
 }
 
 }  // namespace lexp

@@ -61,6 +61,7 @@ struct GroupScore {
   // same models (or one pre-training) measured two ways: their comparison is paired.
   std::vector<std::string> origins;
   int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
+  int censored = 0;                 // with reach: completed runs that never reached it
   double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
   std::string interval;             // how the interval was made, for the table
   bool has_interval = false;         // false: none (lo = hi = score stand for the point)

@@ -61,6 +61,7 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
                k.relative_lo > 0 ? fmt::format("{}..{}", k.relative_lo, k.relative_hi) : "");
   root.SetAttr("compute", k.compute);
   root.SetAttr("at_compute", rec.verdict.at_compute);
+  root.SetAttr("reach", k.reach);
   root.SetAttr("train_max_length", static_cast<int64_t>(rec.verdict.train_max_length));
   root.SetAttr("minutes", rec.minutes);
   root.SetAttr("labels", [&] {
@@ -76,6 +77,7 @@ void WriteVerdictFile(const std::string& path, const VerdictRecord& rec) {
     s.SetAttr("hi", g.hi);
     s.SetAttr("interval", g.interval);
     s.SetAttr("incomplete_runs", static_cast<int64_t>(g.incomplete));
+    s.SetAttr("censored_runs", static_cast<int64_t>(g.censored));
     if (k.published.count(g.label)) s.SetAttr("published", k.published.at(g.label));
     std::vector<int64_t> seeds(g.seeds.begin(), g.seeds.end());
     s.WriteInts("seed", seeds, {seeds.size()}, "seed");
@@ -165,6 +167,7 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
   if (root.HasAttr("compute")) {  // older files judge over lengths only
     c.criterion.compute = root.AttrString("compute");
     rec.verdict.at_compute = root.AttrDouble("at_compute");
+    if (root.HasAttr("reach")) c.criterion.reach = root.AttrDouble("reach");
   }
   const h5::Group groups = root.OpenGroup("groups");
   for (const auto& label : SplitCommas(root.AttrString("labels"))) {
@@ -176,6 +179,7 @@ VerdictRecord ReadVerdictFile(const std::string& path) {
     g.hi = s.AttrDouble("hi");
     g.interval = s.AttrString("interval");
     g.incomplete = static_cast<int>(s.AttrInt("incomplete_runs"));
+    if (s.HasAttr("censored_runs")) g.censored = static_cast<int>(s.AttrInt("censored_runs"));
     if (s.HasAttr("published")) c.criterion.published[label] = s.AttrDouble("published");
     for (const int64_t x : s.ReadInts("seed")) g.seeds.push_back(static_cast<int>(x));
     g.per_seed = s.ReadDoubles("per_seed");

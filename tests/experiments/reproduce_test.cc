@@ -490,6 +490,68 @@ TEST(Criterion, AtEqualComputeEveryRunIsReadAtTheSameCompute) {
   fs::remove_all(dir);
 }
 
+// Steps to a target (YaRN's measure): each run is scored by the training steps at which its loss
+// first reaches the target, linearly between the evaluations around it. A run that never reaches
+// it counts its whole training, a lower bound: harmless on the side claimed slower, but on the side
+// claimed faster it would favour the claim, so that comparison is then never significant for it.
+TEST(Criterion, StepsToReachAreInterpolatedAndAnUnreachedRunCannotSupportTheClaim) {
+  const fs::path dir = testing::FreshTempDir("criterion_reach");
+  // Per seed: the loss at steps 0, 2, 4, ... (length 64), over 10 training steps (fast) or 20
+  // (slow); both variants of a seed fine-tune the same pre-training, so they are paired.
+  auto write = [&](const std::string& label, int seed, const std::vector<double>& loss) {
+    FakeRun r{label, seed, "completed", {}, {}};
+    r.step_flops.assign(2 * (loss.size() - 1), 1.0);
+    for (size_t i = 0; i < loss.size(); ++i)
+      r.history.emplace_back(static_cast<int64_t>(2 * i), 64, loss[i]);
+    r.init_from = (dir / ("pre-seed" + std::to_string(seed) + ".h5")).string();
+    WriteFakeRun(dir, r);
+  };
+  write("fast", 1, {3.0, 1.0, 0.5, 0.5, 0.5, 0.5});  // reaches 1.5 at step 1.5
+  write("fast", 2, {3.0, 0.5, 0.5, 0.5, 0.5, 0.5});  // at 1.2
+  write("fast", 3, {3.0, 1.5, 0.5, 0.5, 0.5, 0.5});  // at 2 exactly
+  const std::vector<double> slow_before = {3.0, 2.9, 2.8, 2.7, 2.6, 2.5, 2.4};  // steps 0..12
+  auto slow = [&](std::vector<double> after) {
+    std::vector<double> v = slow_before;
+    v.insert(v.end(), after.begin(), after.end());
+    return v;
+  };
+  write("slow", 1, slow({1.0, 0.9, 0.9, 0.9}));  // at 12 + 2 (0.9 / 1.4)
+  write("slow", 2, slow({2.0, 1.5, 1.0, 1.0}));  // at 16
+  write("slow", 3, slow({2.0, 1.9, 1.0, 1.0}));  // at 16 + 2 (0.4 / 0.9)
+  ClaimCriterion k = Criterion({"fast < slow"});
+  k.metric = "loss";
+  k.length_lo = k.length_hi = 64;
+  k.compute = "steps";
+  k.reach = 1.5;
+  Verdict v = JudgeCriterion(k, dir.string());
+  ASSERT_EQ(v.groups.size(), 2u);
+  EXPECT_NEAR(v.groups[0].per_seed[0], 1.5, 1e-12);
+  EXPECT_NEAR(v.groups[0].per_seed[1], 1.2, 1e-12);
+  EXPECT_NEAR(v.groups[0].per_seed[2], 2.0, 1e-12) << "reaching it at an evaluation";
+  EXPECT_NEAR(v.groups[1].per_seed[0], 12 + 2 * 0.9 / 1.4, 1e-12);
+  EXPECT_NEAR(v.groups[1].per_seed[1], 16.0, 1e-12);
+  EXPECT_NEAR(v.groups[1].per_seed[2], 16 + 2 * 0.4 / 0.9, 1e-12);
+  EXPECT_EQ(v.groups[1].censored, 0);
+  EXPECT_EQ(v.comparisons[0].test, "paired t");
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  // The side claimed slower never reaching the target on a seed: scored at its 20 steps, a lower
+  // bound that can only understate how much slower it is.
+  write("slow", 3, slow({2.0, 1.9, 1.8, 1.7}));
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.groups[1].censored, 1);
+  EXPECT_NEAR(v.groups[1].per_seed[2], 20.0, 1e-12);
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  // The side claimed faster never reaching it on a seed: its 10 steps are still fewer than the
+  // slow side's, but they understate it, so the comparison cannot count for the claim.
+  write("fast", 3, {3.0, 2.0, 2.0, 2.0, 2.0, 2.0});
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.groups[0].censored, 1);
+  EXPECT_TRUE(v.comparisons[0].in_direction);
+  EXPECT_FALSE(v.comparisons[0].significant_for);
+  EXPECT_EQ(v.verdict, "no effect") << v.reason;
+  fs::remove_all(dir);
+}
+
 // Two evaluations of the same trained models share the seeds' spread: the comparison is paired,
 // judged on the seeds' differences, because the runs say so (weights_from), not because a claim
 // declares it. The same values from separately trained models are compared unpaired (Welch), where
@@ -623,7 +685,13 @@ holds = ["nope > rope"]
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
        "allowed: exact_match, token_accuracy, loss, js_to_reference"},
       {with("[criterion]", "[criterion]\ncompute = \"hours\""),
-       "compute = 'hours'; allowed: tokens, flops, seconds"},
+       "compute = 'hours'; allowed: tokens, flops, seconds, steps"},
+      {with("[criterion]", "[criterion]\nreach = 0.5"),
+       "[criterion].reach scores the compute at which the metric reaches it: it needs compute"},
+      {with("[criterion]", "[criterion]\ncompute = \"steps\"\nreach = 1.5"),
+       "[criterion].reach must be a finite number in (0, 1] for a fraction"},
+      {with("[criterion]", "[criterion]\ncompute = \"steps\"\nreach = 0.5\nseeds = \"max\""),
+       "reach takes seeds = \"mean\""},
       {with("metric = \"exact_match\"", "metric = \"js_to_reference\"\ncompute = \"flops\""),
        "metric 'js_to_reference' is not evaluated during training"},
       {with("[criterion]", "[criterion]\ncompute = \"flops\"\nrelative_to = [1, 2]"),
