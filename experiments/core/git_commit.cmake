@@ -1,12 +1,14 @@
 # Run by every build (target lexp_git_commit): writes OUT, the commit lexp is built from, as
-# `git describe` gives it with "-dirty" when tracked files differ from it ("unknown" outside a
-# git checkout). OUT is rewritten only when that changes, so only it recompiles.
+# its short hash with "-dirty" when tracked files that go into the build differ from it
+# ("unknown" outside a git checkout). OUT is rewritten only when that changes, so only it recompiles.
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${SOURCE_DIR}
   OUTPUT_VARIABLE commit OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE failed)
 if(failed OR NOT commit)
   set(commit "unknown")
 else()
-  execute_process(COMMAND git status --porcelain --untracked-files=no WORKING_DIRECTORY ${SOURCE_DIR}
+  # The outputs (data/) and the documentation (*.md) do not go into the build.
+  execute_process(COMMAND git status --porcelain --untracked-files=no -- . ":(exclude)data"
+    ":(exclude)*.md" WORKING_DIRECTORY ${SOURCE_DIR}
     OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(changes)
     set(commit "${commit}-dirty")
