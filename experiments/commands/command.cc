@@ -21,6 +21,41 @@ void Shared::AddFormatOption(CLI::App* command) {
       ->delimiter(',');
 }
 
+void AddSlurmOptions(CLI::App* cmd, SlurmOptions& o) {
+    cmd->add_option("--partition", o.partition, "SLURM partition");
+    cmd->add_option("--account", o.account, "SLURM account");
+    cmd->add_option("--qos", o.qos, "SLURM quality of service");
+    cmd->add_option("--time", o.time, "time limit per array task (HH:MM:SS)")
+        ->capture_default_str();
+    cmd
+        ->add_option("--cpus-per-task", o.cpus_per_task,
+                     "CPUs per array task, each a model (1: the fastest packing measured)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--mem", o.mem,
+                      "memory per task, e.g. 2G (default: lexp's estimate of one model's peak, "
+                      "with half again)");
+    cmd
+        ->add_option("--max-parallel", o.max_parallel,
+                     "array tasks at once (--array=...%N; 0: no limit)")
+        ->check(CLI::Range(0, 100000));
+    cmd->add_option("--setup", o.setup,
+                      "shell lines run before lexp in each job, before strict mode, e.g. "
+                      "'module load gcc'");
+    cmd->add_option("--binary", o.binary,
+                      "the lexp binary the jobs run (default: this one); it must start on "
+                      "every node of the array");
+    cmd->add_option("--build-preset", o.build_preset,
+                      "run this source tree's build of a preset instead: avx2 (x86-64-v3, "
+                      "AVX2 CPUs) or portable (any x86-64 CPU) for nodes of several CPU kinds, "
+                      "release (this machine's CPU)");
+    cmd->add_option("--collect-time", o.collect_time, "time limit of the collect job")
+        ->capture_default_str();
+    cmd->add_option("--collect-mem", o.collect_mem,
+                      "memory of the collect job (default: an array task's; it may replay a "
+                      "model to analyse it against its NoPE reference)");
+}
+
 void PrintLine(const std::string& s) {
   std::fputs((s + "\n").c_str(), stdout);
   std::fflush(stdout);

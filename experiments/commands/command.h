@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "experiments/core/recipe.h"
+#include "experiments/training/slurm.h"
 
 namespace lexp::cli {
 
@@ -34,6 +35,9 @@ class Command {
 
 // Every command, in the order `lexp --help` lists them.
 std::vector<std::unique_ptr<Command>> AllCommands();
+
+// The SLURM options of lexp slurm and lexp reproduce --slurm: resources, --setup, the binary.
+void AddSlurmOptions(CLI::App* cmd, SlurmOptions& o);
 
 // A line on stdout, flushed (progress of long work).
 void PrintLine(const std::string& s);

@@ -8,6 +8,7 @@
 #include "experiments/commands/command.h"
 #include "experiments/core/output_lock.h"
 #include "experiments/reproduce/criterion.h"
+#include "experiments/reproduce/claim_slurm.h"
 #include "experiments/reproduce/gallery.h"
 #include "experiments/reproduce/preregistration.h"
 
@@ -45,6 +46,15 @@ class ReproduceCommand final : public Command {
                   "train every run again (default: keep the completed runs of an earlier "
                   "reproduce and continue the others)");
     cmd->add_flag("--no-figures", no_figures_, "draw no figures");
+    cmd->add_flag("--slurm", slurm_,
+                  "instead of running: write the claims' stages as SLURM job arrays (one per "
+                  "stage that trains, each after the one before) and a job that judges them "
+                  "(<dir>/<budget>/<id>_<name>/slurm/submit.sh submits them in order)");
+    cmd->add_flag("--submit", slurm_options_.submit, "with --slurm: submit them (sbatch)");
+    cmd->add_flag("--collect", collect_,
+                  "train nothing: judge from the runs the arrays of --slurm made (every planned "
+                  "run must be complete), running the stages that only evaluate");
+    AddSlurmOptions(cmd, slurm_options_);
     shared.AddFormatOption(cmd);
     cmd->footer(
         "Each claim's file states the claim, its source, the published figure, the protocol, "
@@ -91,13 +101,22 @@ class ReproduceCommand final : public Command {
                      "reproduce --list)");
     // A claim by id, or a claim file of one's own by path (*.toml).
     std::vector<Claim> claims;
+    std::vector<std::string> claim_refs;  // how a job names each claim again
     if (all_) claims = BuiltinClaims();
+    for (const auto& c : claims) claim_refs.push_back(c.id);
     for (const auto& id : ids_) {
+      claim_refs.push_back(id);
       claims.push_back(IsTomlPath(id) ? ParseClaim(ReadRecipeFile(id), id)
                                       : SelectClaims({id}).front());
     }
+    LEXP_INPUT_CHECK(!(slurm_ && collect_),
+                     "lexp reproduce: --slurm writes the jobs, --collect judges what they made; "
+                     "give one");
+    LEXP_INPUT_CHECK(slurm_ || !slurm_options_.submit,
+                     "lexp reproduce: --submit goes with --slurm");
     ReproduceOptions opt;
     if (!out_.empty()) opt.out_root = out_;
+    opt.collect_only = collect_;
     opt.budget = budget_;
     opt.jobs = jobs_;
     opt.overwrite = overwrite_;
@@ -105,6 +124,15 @@ class ReproduceCommand final : public Command {
     opt.progress = PrintLine;
     std::vector<std::string> verdicts;
     const OutputLock lock((std::filesystem::path(opt.out_root) / opt.budget).string());
+    if (slurm_) {
+      slurm_options_.print = PrintLine;
+      for (size_t i = 0; i < claims.size(); ++i)
+        WriteClaimSlurm(claims[i], IsTomlPath(claim_refs[i])
+                                       ? std::filesystem::absolute(claim_refs[i]).string()
+                                       : claims[i].id,
+                        opt, slurm_options_);
+      return 0;
+    }
     for (size_t i = 0; i < claims.size(); ++i) {
       PrintLine(fmt::format("lexp reproduce: claim {} of {}: {} {}", i + 1, claims.size(),
                             claims[i].id, claims[i].statement));
@@ -126,6 +154,8 @@ class ReproduceCommand final : public Command {
  private:
   std::vector<std::string> ids_;
   bool list_ = false, all_ = false, overwrite_ = false, no_figures_ = false;
+  bool slurm_ = false, collect_ = false;
+  SlurmOptions slurm_options_;
   std::string budget_ = "smoke", out_;
   int jobs_ = 0;
 };

@@ -21,38 +21,7 @@ class SlurmCommand final : public Command {
         "directory");
     slurm->add_option("--set", sets_, "override a recipe key, as for lexp run")->take_all();
     slurm->add_option("--out", out_, "run directory (default: data/runs/<run.name>)");
-    slurm->add_option("--partition", o_.partition, "SLURM partition");
-    slurm->add_option("--account", o_.account, "SLURM account");
-    slurm->add_option("--qos", o_.qos, "SLURM quality of service");
-    slurm->add_option("--time", o_.time, "time limit per array task (HH:MM:SS)")
-        ->capture_default_str();
-    slurm
-        ->add_option("--cpus-per-task", o_.cpus_per_task,
-                     "CPUs per array task, each a model (1: the fastest packing measured)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 1024));
-    slurm->add_option("--mem", o_.mem,
-                      "memory per task, e.g. 2G (default: lexp's estimate of one model's peak, "
-                      "with half again)");
-    slurm
-        ->add_option("--max-parallel", o_.max_parallel,
-                     "array tasks at once (--array=...%N; 0: no limit)")
-        ->check(CLI::Range(0, 100000));
-    slurm->add_option("--setup", o_.setup,
-                      "shell lines run before lexp in each job, before strict mode, e.g. "
-                      "'module load gcc'");
-    slurm->add_option("--binary", o_.binary,
-                      "the lexp binary the jobs run (default: this one); it must start on "
-                      "every node of the array");
-    slurm->add_option("--build-preset", o_.build_preset,
-                      "run this source tree's build of a preset instead: avx2 (x86-64-v3, "
-                      "AVX2 CPUs) or portable (any x86-64 CPU) for nodes of several CPU kinds, "
-                      "release (this machine's CPU)");
-    slurm->add_option("--collect-time", o_.collect_time, "time limit of the collect job")
-        ->capture_default_str();
-    slurm->add_option("--collect-mem", o_.collect_mem,
-                      "memory of the collect job (default: an array task's; it may replay a "
-                      "model to analyse it against its NoPE reference)");
+    AddSlurmOptions(slurm, o_);
     slurm->add_flag("--submit", o_.submit, "submit the array and the collect job (sbatch)");
     slurm->add_flag("--resubmit", resubmit_,
                     "with RUN_DIR: submit only the rows not done (missing, killed or failed), "

@@ -515,20 +515,40 @@ std::string FieldTypeName(const Field& f) {
   }
 }
 
+// A TOML basic string of s: quotes, backslashes and control characters escaped.
+std::string TomlQuoted(const std::string& s) {
+  std::string q = "\"";
+  for (const char ch : s) {
+    switch (ch) {
+      case '"': q += "\\\""; break;
+      case '\\': q += "\\\\"; break;
+      case '\n': q += "\\n"; break;
+      case '\t': q += "\\t"; break;
+      case '\r': q += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+          q += fmt::format("\\u{:04X}", static_cast<unsigned char>(ch));
+        else
+          q += ch;
+    }
+  }
+  return q + "\"";
+}
+
 std::string FieldValueString(const Field& f) {
   std::ostringstream s;
   std::visit(
       [&](auto* p) {
         using T = std::decay_t<decltype(*p)>;
         if constexpr (std::is_same_v<T, std::string>) {
-          s << '"' << *p << '"';
+          s << TomlQuoted(*p);
         } else if constexpr (std::is_same_v<T, std::vector<int>> ||
                              std::is_same_v<T, std::vector<std::string>>) {
           s << "[";
           for (size_t i = 0; i < p->size(); ++i) {
             if (i) s << ", ";
             if constexpr (std::is_same_v<T, std::vector<std::string>>)
-              s << '"' << (*p)[i] << '"';
+              s << TomlQuoted((*p)[i]);
             else
               s << (*p)[i];
           }
@@ -789,7 +809,7 @@ void ApplyOverrides(RecipeConfig& c, const std::vector<std::string>& sets) {
     if ((it->value.index() == 3 || it->value.index() == 4) && !node.is_array()) {
       toml::table wrapped = toml::parse(fmt::format(
           "v = [{}]",
-          node.is_string() ? fmt::format("\"{}\"", *node.value<std::string>()) : value));
+          node.is_string() ? TomlQuoted(*node.value<std::string>()) : value));
       Assign(*it, *wrapped.get("v"), "--set");
     } else {
       Assign(*it, node, "--set");
@@ -811,7 +831,7 @@ std::string RecipeToToml(RecipeConfig& c) {
   }
   for (const auto& [enc, opts] : c.encoding_options) {
     s << "\n[encoding_options." << enc << "]\n";
-    for (const auto& [k, v] : opts) s << k << " = \"" << v << "\"\n";
+    for (const auto& [k, v] : opts) s << k << " = " << TomlQuoted(v) << "\n";
   }
   return s.str();
 }

@@ -14,6 +14,7 @@
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/verdict_file.h"
 #include "experiments/training/eval_command.h"
+#include "experiments/training/job_list.h"
 #include "experiments/training/sweep.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
@@ -320,6 +321,25 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
       return v;
     }
     if (opt.jobs > 0) cfg.jobs = opt.jobs;
+    if (opt.collect_only) {
+      // The arrays of lexp reproduce --slurm trained this stage; judge only what they completed.
+      // A diverged run is final (judged as not completed, as in one process); a missing,
+      // running or failed one is not.
+      for (const auto& st : ReadRowStates(SweepPlan(cfg, out_dir))) {
+        const PlanRow& row = st.row;
+        LEXP_INPUT_CHECK(st.state == RowState::kDone || st.state == RowState::kDiverged,
+                         "claim " + claim.id + ": stage '" + stage.name + "': run file '" +
+                             row.file + "' is " + RowStateName(st.state) +
+                             "; --collect trains nothing: the stage's array (lexp reproduce "
+                             "--slurm) must finish first (lexp status " + out_dir + ")");
+        if (claim.criterion.task.empty() || stage.name != claim.criterion.stage ||
+            row.task == claim.criterion.task)
+          stage_files[stage.name].push_back(row.file);
+      }
+      say(fmt::format("stage {} of {}: {}: {} completed runs in {}", i + 1, claim.stages.size(),
+                      stage.name, stage_files[stage.name].size(), out_dir));
+      continue;
+    }
     SweepOptions so;
     so.out_dir = out_dir;
     so.resume = !opt.overwrite;
@@ -342,6 +362,34 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
 
 }  // namespace
 
+std::vector<ClaimRoot> PlanClaimRoots(const Claim& claim, const std::string& budget,
+                                      const std::string& dir) {
+  // Every stage's recipe is checked before the first one trains, at every step count of the
+  // trend too.
+  std::vector<ClaimRoot> roots;
+  roots.push_back({0, true, dir, StageRecipes(claim, budget, dir)});
+  const std::vector<RecipeConfig>& recipes = roots.front().recipes;
+  if (claim.testable) CheckCriterionNamesPlannedRuns(claim, recipes, budget, dir);
+  const std::vector<int> trend_steps = budget == "full" ? claim.trend.full : claim.trend.smoke;
+  if (trend_steps.empty()) return roots;
+  size_t trend_stage = 0;
+  while (claim.stages[trend_stage].name != claim.trend.stage) ++trend_stage;
+  roots.front().steps = recipes[trend_stage].steps;
+  for (const int steps : trend_steps) {
+    if (steps == roots.front().steps) continue;  // the budget's own point
+    const std::string root = (fs::path(dir) / fmt::format("steps{}", steps)).string();
+    std::vector<RecipeConfig> r = StageRecipes(claim, budget, root);
+    try {
+      ApplyOverrides(r[trend_stage], {fmt::format("train.steps={}", steps)});
+      ValidateRecipe(r[trend_stage]);
+    } catch (const InputError& e) {
+      FailInput("claim '" + claim.file + "' [trend]: " + e.what());
+    }
+    roots.push_back({steps, false, root, std::move(r)});
+  }
+  return roots;
+}
+
 std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   LEXP_INPUT_CHECK(opt.budget == "smoke" || opt.budget == "full",
                    "--budget '" + opt.budget + "'; allowed: smoke, full");
@@ -353,43 +401,25 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   VerdictRecord rec;
   rec.claim = claim;
   rec.budget = opt.budget;
-  // Every stage's recipe is checked before the first one trains, at every step count of the
-  // trend too.
-  const std::vector<RecipeConfig> recipes = StageRecipes(claim, opt.budget, dir);
-  if (claim.testable) CheckCriterionNamesPlannedRuns(claim, recipes, opt.budget, dir);
-  const std::vector<int> trend_steps = opt.budget == "full" ? claim.trend.full : claim.trend.smoke;
-  std::vector<std::pair<int, std::vector<RecipeConfig>>> trend;
-  size_t trend_stage = 0;
-  if (!trend_steps.empty()) {
-    while (claim.stages[trend_stage].name != claim.trend.stage) ++trend_stage;
-    rec.trend_stage = claim.trend.stage;
-    for (const int steps : trend_steps) {
-      if (steps == recipes[trend_stage].steps) continue;  // the budget's own point
-      const std::string root = (fs::path(dir) / fmt::format("steps{}", steps)).string();
-      std::vector<RecipeConfig> r = StageRecipes(claim, opt.budget, root);
-      try {
-        ApplyOverrides(r[trend_stage], {fmt::format("train.steps={}", steps)});
-        ValidateRecipe(r[trend_stage]);
-      } catch (const InputError& e) {
-        FailInput("claim '" + claim.file + "' [trend]: " + e.what());
-      }
-      trend.emplace_back(steps, std::move(r));
-    }
-  }
+  const std::vector<ClaimRoot> roots = PlanClaimRoots(claim, opt.budget, dir);
+  if (roots.size() > 1) rec.trend_stage = claim.trend.stage;
   if (!claim.testable) {
     rec.verdict.verdict = "not testable";
     rec.verdict.reason = claim.untestable_reason;
   } else {
-    rec.verdict = RunStagesAndJudge(claim, recipes, dir, opt, say);
-    if (!trend.empty()) rec.trend.push_back({recipes[trend_stage].steps, true, rec.verdict});
-    for (const auto& [steps, r] : trend) {
-      say(fmt::format("trend: stage {} at {} steps", claim.trend.stage, steps));
-      const std::string root = (fs::path(dir) / fmt::format("steps{}", steps)).string();
-      const Verdict v = RunStagesAndJudge(claim, r, root, opt, [&](const std::string& s) {
-        say(fmt::format("{} steps: {}", steps, s));
-      });
-      say(fmt::format("trend: {} steps: {} ({})", steps, v.verdict, v.reason));
-      rec.trend.push_back({steps, false, v});
+    for (const ClaimRoot& root : roots) {
+      if (root.budget) {
+        rec.verdict = RunStagesAndJudge(claim, root.recipes, root.dir, opt, say);
+        if (roots.size() > 1) rec.trend.push_back({root.steps, true, rec.verdict});
+        continue;
+      }
+      say(fmt::format("trend: stage {} at {} steps", claim.trend.stage, root.steps));
+      const Verdict v = RunStagesAndJudge(claim, root.recipes, root.dir, opt,
+                                          [&](const std::string& s) {
+                                            say(fmt::format("{} steps: {}", root.steps, s));
+                                          });
+      say(fmt::format("trend: {} steps: {} ({})", root.steps, v.verdict, v.reason));
+      rec.trend.push_back({root.steps, false, v});
     }
     std::sort(rec.trend.begin(), rec.trend.end(),
               [](const TrendPoint& a, const TrendPoint& b) { return a.steps < b.steps; });

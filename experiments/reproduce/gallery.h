@@ -24,6 +24,9 @@ struct ReproduceOptions {
   int jobs = 0;                  // run.jobs of every stage (0: the recipe's)
   bool overwrite = false;        // train every run again (default: keep completed runs)
   bool figures = true;
+  // Train nothing: every planned run of a stage that trains must be complete already (made by
+  // the arrays of lexp reproduce --slurm); stages that evaluate run, then the claim is judged.
+  bool collect_only = false;
   std::function<void(const std::string&)> progress;
 };
 
@@ -50,6 +53,18 @@ void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<Recipe
 
 // <out_root>/<budget>/<id>_<name>.
 std::string ClaimDir(const Claim& claim, const ReproduceOptions& opt);
+
+// Where a claim's runs go at a budget: its own directory, and for each other step count of its
+// trend <claim dir>/steps<N>/ with the trend stage's train.steps set; each with every stage's
+// recipe (StageRecipes), checked before anything trains.
+struct ClaimRoot {
+  int steps = 0;       // the trend stage's steps (0 without a trend)
+  bool budget = true;  // the budget's own point (the claim directory)
+  std::string dir;
+  std::vector<RecipeConfig> recipes;
+};
+std::vector<ClaimRoot> PlanClaimRoots(const Claim& claim, const std::string& budget,
+                                      const std::string& claim_dir);
 
 // Runs the stages (each finished run kept unless overwrite), judges, writes verdict.h5 and the
 // figure; returns the verdict file's path.

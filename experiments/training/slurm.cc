@@ -303,6 +303,17 @@ void WriteSlurmSweep(const RecipeConfig& cfg, const std::string& run_dir_given,
   SubmitOrPrint(run_dir, "", o);
 }
 
+void CheckSlurmOptions(const SlurmOptions& o) { CheckOptions(o); }
+
+std::string SlurmJobBinary(const SlurmOptions& o) { return JobBinary(o); }
+
+std::string SlurmCollectScript(const std::string& name, const std::string& log,
+                               const SlurmOptions& o, const std::string& bin,
+                               const std::string& body) {
+  return Header(name, log, o, o.collect_mem.empty() ? o.mem : o.collect_mem, o.collect_time) +
+         NodeNeeds(bin, DescribeBinary(bin)) + Prologue(o) + body;
+}
+
 void ResubmitSlurmSweep(const std::string& run_dir_given, const SlurmOptions& o) {
   CheckOptions(o);
   const std::string run_dir = fs::absolute(run_dir_given).lexically_normal().string();

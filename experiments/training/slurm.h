@@ -41,4 +41,14 @@ void WriteSlurmSweep(const RecipeConfig& cfg, const std::string& run_dir, const 
 // then collect. Prints what it submitted; nothing to do is not an error.
 void ResubmitSlurmSweep(const std::string& run_dir, const SlurmOptions& opt);
 
+// For scripts of other commands (lexp reproduce --slurm): the options checked, the binary the jobs
+// run, and a one-task job script with the collect job's resources (--collect-time,
+// --collect-mem, else --mem), what a node needs to run that binary, the prologue (--setup before
+// strict mode, HDF5's file locking off), then `body`.
+void CheckSlurmOptions(const SlurmOptions& opt);
+std::string SlurmJobBinary(const SlurmOptions& opt);
+std::string SlurmCollectScript(const std::string& name, const std::string& log,
+                               const SlurmOptions& opt, const std::string& bin,
+                               const std::string& body);
+
 }  // namespace lexp

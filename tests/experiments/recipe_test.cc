@@ -107,6 +107,20 @@ TEST(Recipe, RoundTripsThroughItsTomlForm) {
   EXPECT_EQ(d.encoding_options["t5"]["num_buckets"], "16");
 }
 
+// Variants hold quoted values ("pi: encoding_options.rope.scaling=\"pi\""): the frozen recipe of
+// lexp plan and slurm, and the one stored in every run file, must read back as the same strings.
+TEST(Recipe, QuotesAndBackslashesInStringsRoundTrip) {
+  RecipeConfig c = ParseRecipe("[run]\nname = \"q\"\n", "x");
+  ApplyOverrides(c, {R"(run.variants=["plain", "pi: encoding_options.rope.scaling=\"pi\"; encoding_options.rope.factor=2", "odd: a\\b"])"});
+  ASSERT_EQ(c.variants.size(), 3u);
+  const RecipeConfig d = ParseRecipe(RecipeToToml(c), "y");
+  ASSERT_EQ(d.variants.size(), 3u);
+  EXPECT_EQ(d.variants, c.variants);
+  EXPECT_EQ(d.variants[1],
+            "pi: encoding_options.rope.scaling=\"pi\"; encoding_options.rope.factor=2");
+  EXPECT_EQ(d.variants[2], "odd: a\\b");
+}
+
 TEST(Recipe, EvaluationGridReachesEightTimesTheTrainingLength) {
   RecipeConfig c;
   c.train_max_length = 16;

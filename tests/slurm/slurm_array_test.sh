@@ -249,4 +249,64 @@ ran=$(ls "$RUN/slurm/logs/" | sed -n "s/^${ids2[0]}_\([0-9]*\)\.out$/\1/p" | sor
 [ "$ran" = "1 4 " ] || fail "resubmit ran rows '$ran', not exactly 1 and 4"
 check_all
 say "resubmit ran exactly rows 1 and 4; the files are back with the same bits"
+# --- a claim: its stages as arrays in order, judged from their files ----------------------------
+# A pre-training per seed, two fine-tunings of each (init_from {seed}), and a stage that evaluates
+# them two ways: lexp reproduce --slurm chains the two arrays, then the judging job runs the
+# evaluating stage and writes the verdict, which must equal a one-process lexp reproduce's.
+cat > "$WORK/claim.toml" <<'EOF'
+[claim]
+id = "Z1"
+name = "slurm_claim"
+statement = "A fine-tuned RoPE model with PI has a lower loss at 9 than without"
+source = "lexp's SLURM test"
+published = "none"
+protocol = "tiny"
+deviations = "tiny"
+
+[[stage]]
+name = "pretrain"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "task.vocab=12", "model.d_model=16", "model.n_heads=2", "model.n_layers=2", "train.max_length=5", "train.steps=30", "train.batch_size=8", "train.warmup_steps=5", "train.log_every=1000", "train.checkpoint_every=1000", "eval.lengths=[2, 5, 9]", "eval.samples=16", "eval.batch_size=8", "probe.lengths=[5, 9]", "probe.samples=2", "probe.stored_samples=1", "run.seeds=[1, 2]"]
+
+[[stage]]
+name = "finetune"
+recipe = "default"
+init_from = "pretrain/rope-seed{seed}.h5"
+set = ['run.variants=["plain", "pi: encoding_options.rope.scaling=\"pi\"; encoding_options.rope.factor=2"]', "model.encodings=[\"rope\"]", "task.vocab=12", "model.d_model=16", "model.n_heads=2", "model.n_layers=2", "train.max_length=5", "train.steps=10", "train.batch_size=8", "train.warmup_steps=2", "train.log_every=1000", "train.checkpoint_every=1000", "eval.lengths=[2, 5, 9]", "eval.samples=16", "eval.batch_size=8", "probe.lengths=[5, 9]", "probe.samples=2", "probe.stored_samples=1", "run.seeds=[1, 2]"]
+
+[[stage]]
+name = "windows"
+evaluate = "finetune"
+evaluations = ["full", "window: model.pattern=\"sliding_window\"; model.pattern_window=2; model.pattern_when=\"eval\""]
+
+[criterion]
+metric = "loss"
+lengths = [9, 9]
+holds = ["rope-pi+window > rope-pi+full"]
+also = ["rope-plain+full"]
+EOF
+"$LEXP" reproduce "$WORK/claim.toml" --budget smoke --out "$WORK/claim_cluster" --time 00:10:00 \
+  --collect-time 00:05:00 --slurm --submit | tee "$WORK/claim_submit.txt"
+judge=$(sed -n 's/^judgement: job \([0-9]*\).*/\1/p' "$WORK/claim_submit.txt")
+[ -n "$judge" ] || fail "lexp reproduce --slurm --submit printed no judgement job"
+grep -q "^stage pretrain: array job [0-9]*, its collect job [0-9]*" "$WORK/claim_submit.txt" &&
+  grep -q "^stage finetune: array job" "$WORK/claim_submit.txt" ||
+  fail "lexp reproduce --slurm did not submit the pretrain and finetune arrays"
+wait_for "$judge"
+CV=$WORK/claim_cluster/smoke/Z1_slurm_claim/verdict.h5
+[ -f "$CV" ] || { cat "$WORK"/claim_cluster/smoke/Z1_slurm_claim/slurm/logs/judge_*.out; fail "the judging job wrote no verdict"; }
+"$LEXP" reproduce "$WORK/claim.toml" --budget smoke --out "$WORK/claim_local" --no-figures > /dev/null
+LV=$WORK/claim_local/smoke/Z1_slurm_claim/verdict.h5
+for g in rope-pi+window rope-pi+full rope-plain+full; do
+  for a in score lo hi; do
+    x=$(h5dump -a "/groups/$g/$a" -m %.17g "$CV" | grep "(0)")
+    y=$(h5dump -a "/groups/$g/$a" -m %.17g "$LV" | grep "(0)")
+    [ -n "$x" ] && [ "$x" = "$y" ] || fail "verdict /groups/$g $a: '$x' on the cluster, '$y' in one process"
+  done
+done
+for a in verdict reason; do
+  [ "$(h5dump -a "/$a" "$CV" | grep "(0)")" = "$(h5dump -a "/$a" "$LV" | grep "(0)")" ] ||
+    fail "verdict attribute $a differs"
+done
+say "a claim as chained arrays judges to the same verdict as one lexp reproduce"
 echo "PASS"
