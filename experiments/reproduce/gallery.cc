@@ -403,6 +403,14 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   rec.budget = opt.budget;
   const std::vector<ClaimRoot> roots = PlanClaimRoots(claim, opt.budget, dir);
   if (roots.size() > 1) rec.trend_stage = claim.trend.stage;
+  // Whether an earlier call's runs are kept (their time is that call's verdict's).
+  bool kept_runs = false;
+  for (const ClaimRoot& root : roots)
+    for (size_t i = 0; i < claim.stages.size() && !opt.overwrite && !kept_runs; ++i)
+      if (!claim.stages[i].EvaluatesOnly())
+        for (const auto& row :
+             SweepPlan(root.recipes[i], (fs::path(root.dir) / "runs" / claim.stages[i].name).string()))
+          kept_runs = kept_runs || fs::exists(row.file);
   if (!claim.testable) {
     rec.verdict.verdict = "not testable";
     rec.verdict.reason = claim.untestable_reason;
@@ -429,8 +437,9 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   OwnSubdirectory(opt.out_root, fs::path(dir).lexically_relative(opt.out_root));
   const std::string path = (fs::path(dir) / "verdict.h5").string();
   // Runs kept from earlier calls were timed by those calls: their verdict's minutes count too,
-  // so the time is that of every run the verdict was judged on (an --overwrite starts again).
-  if (!opt.overwrite && fs::exists(path)) {
+  // so the time is that of every run the verdict was judged on (an --overwrite, or an earlier
+  // verdict whose runs are gone, starts again).
+  if (kept_runs && fs::exists(path)) {
     try {
       rec.minutes += ReadVerdictFile(path).minutes;
     } catch (const Error&) {

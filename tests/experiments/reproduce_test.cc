@@ -969,6 +969,35 @@ holds = ["rope+window > rope+full"]
   fs::remove_all(root);
 }
 
+// A verdict's minutes are those of every run it was judged on: an earlier call's time counts when
+// its runs are kept, not when they are gone (a changed claim whose runs were never committed).
+TEST(Reproduce, AnEarlierVerdictsTimeCountsOnlyWithItsRuns) {
+  const fs::path root = testing::FreshTempDir("reproduce_minutes");
+  const Claim c = ParseClaim(ClaimHead("X9", "minutes") + R"([[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"rope\", \"nope\"]", "train.steps=5", "eval.lengths=[2, 4]", )" +
+                                 kTinyModel + R"(]
+[criterion]
+metric = "loss"
+lengths = [4, 4]
+holds = ["rope < nope"]
+)",
+                             "minutes_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const std::string path = ReproduceClaim(c, opt);
+  VerdictRecord rec = ReadVerdictFile(path);
+  rec.minutes = 1000;  // as if the runs had taken 1000 minutes
+  fs::remove(path);
+  WriteVerdictFile(path, rec);
+  EXPECT_GE(ReadVerdictFile(ReproduceClaim(c, opt)).minutes, 1000) << "runs kept: their time counts";
+  fs::remove_all(fs::path(path).parent_path() / "runs");
+  EXPECT_LT(ReadVerdictFile(ReproduceClaim(c, opt)).minutes, 1000) << "runs gone: a new time";
+  fs::remove_all(root);
+}
+
 // One claim end to end at a tiny budget: two stages (pre-training, then fine-tuning from it),
 // the verdict file's fields, the figure and the table row.
 TEST(Reproduce, OneClaimEndToEndWritesItsVerdictFigureAndTableRow) {
