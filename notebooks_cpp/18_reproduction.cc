@@ -179,7 +179,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
   s += "set ylabel " +
        Quote(metric == "loss"              ? "loss (nats per graded token)"
              : metric == "js_to_reference" ? "JS divergence to NoPE (nats, closest heads)"
-                                           : metric) +
+             : metric == "attention_entropy"
+                 ? "attention entropy (nats, mean over queries and heads)"
+                 : metric) +
        "\n";
   // One vertical scale for every panel, so that the labels compare at a glance.
   if (fraction) {

@@ -27,6 +27,10 @@ const std::vector<CriterionMetric>& CriterionMetrics() {
        "JS divergence to the reference NoPE run (nats; per layer the closest pair of heads, mean "
        "over layers)",
        false, false, false},
+      {"attention_entropy",
+       "attention entropy (nats over the visible keys; mean over queries, probe sequences, layers "
+       "and heads)",
+       false, false, false},
   };
   return metrics;
 }
@@ -82,6 +86,24 @@ void ReadEvalPoints(const h5::Group& root, const std::string& path, const std::s
     const double n = static_cast<double>(length[i]);
     s.points.push_back({n, n, value[i], static_cast<double>(samples[i]), 0});
   }
+}
+
+// attention_entropy at every probe length: /analysis/entropy_mean (Chiang & Cholak 2022, the
+// quantity log-n scaling keeps flat).
+void ReadEntropyPoints(const h5::Group& root, const std::string& path, RunScores& s) {
+  LEXP_INPUT_CHECK(root.Has("analysis") && root.OpenGroup("analysis").Has("entropy_mean"),
+                   "run file '" + path + "' has no /analysis/entropy_mean: attention_entropy is "
+                   "measured at the probe lengths (probe.lengths)");
+  const h5::Group an = root.OpenGroup("analysis");
+  std::vector<uint64_t> got;
+  const std::vector<int64_t> n = an.ReadIntsShaped("probe_length", {h5::Group::kAnySize}, &got);
+  const std::vector<double> e = an.ReadDoublesShaped("entropy_mean", {got[0]});
+  for (size_t i = 0; i < n.size(); ++i) {
+    const double len = static_cast<double>(n[i]);
+    s.points.push_back({len, len, e[i], 0, 0});
+  }
+  std::sort(s.points.begin(), s.points.end(),
+            [](const RunPoint& a, const RunPoint& b) { return a.x < b.x; });
 }
 
 // js_to_reference at every probe length of /analysis/geometry: per layer the smallest divergence
@@ -187,6 +209,8 @@ std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& 
     ReadComputePoints(root, path, k.metric, k.compute, s);
   } else if (k.metric == "js_to_reference") {
     ReadJsPoints(root, path, s);
+  } else if (k.metric == "attention_entropy") {
+    ReadEntropyPoints(root, path, s);
   } else {
     ReadEvalPoints(root, path, k.metric, s);
   }

@@ -9,6 +9,8 @@
 //     value is Kazemnejad et al.'s distance between two models' attention: per layer the smallest
 //     Jensen-Shannon divergence over pairs of heads (this run's, the reference NoPE run's), mean
 //     over layers;
+//   attention_entropy: the same mean over the probe lengths of /analysis/entropy_mean (attention
+//     entropy over the visible keys, mean over queries, probe sequences, layers and heads);
 //   with compute = tokens | flops | seconds: the metric of /train/eval_history at the lengths in
 //     [lo, hi] (their mean at each evaluation) against the training compute spent before the
 //     evaluation, linearly interpolated at one compute C, the same for every run (at_compute, or

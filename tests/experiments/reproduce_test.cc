@@ -74,7 +74,11 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   for (const char* m : {"exact_match", "token_accuracy", "loss"})
     eval.WriteDoubles(m, r.value, {L}, "length");
   eval.WriteInts("samples", std::vector<int64_t>(L, r.samples), {L}, "length");
-  const h5::Group geo = root.CreateGroup("analysis").CreateGroup("geometry");
+  const h5::Group an = root.CreateGroup("analysis");
+  // Attention entropy at every length as a probe length: the value again.
+  an.WriteInts("probe_length", r.length, {L}, "probe");
+  an.WriteDoubles("entropy_mean", r.value, {L}, "probe");
+  const h5::Group geo = an.CreateGroup("geometry");
   for (uint64_t i = 0; i < L; ++i) {
     const h5::Group g = geo.CreateGroup("length_" + std::to_string(r.length[i]));
     g.SetAttr("length", r.length[i]);
@@ -190,6 +194,19 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
       for (const auto& [n, v] : at) {
         r.length.push_back(n);
         r.value.push_back(v + 0.002 * seed);
+      }
+      if (!std::isnan(k.reach)) {
+        // Steps to the target: the ordered value x in (0, 1) as a crossing at step 10 x, the
+        // metric going from one side of the target at step 0 to the other at step 10.
+        const bool larger = FindCriterionMetric(k.metric, "test").larger_is_better;
+        r.step_flops.assign(10, 1.0);
+        for (const auto& [n, v] : at) {
+          const double x = v + 0.002 * seed;
+          const double side = larger ? -1 : 1;
+          r.history.emplace_back(0, n, k.reach + side * x);
+          r.history.emplace_back(10, n, k.reach - side * (1 - x));
+        }
+        std::sort(r.history.begin(), r.history.end());
       }
       WriteFakeRun(dir, r);
     }
@@ -683,7 +700,7 @@ holds = ["nope > rope"]
       {with("recipe = \"default\"", "recipe = \"/no/such/r.toml\""),
        "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
-       "allowed: exact_match, token_accuracy, loss, js_to_reference"},
+       "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy"},
       {with("[criterion]", "[criterion]\ncompute = \"hours\""),
        "compute = 'hours'; allowed: tokens, flops, seconds, steps"},
       {with("[criterion]", "[criterion]\nreach = 0.5"),
@@ -967,6 +984,37 @@ holds = ["rope+window > rope+full"]
   EXPECT_EQ(rec.verdict.comparisons[0].test, "paired t");
   EXPECT_EQ(rec.verdict.comparisons[0].paired_seeds, 2);
   fs::remove_all(root);
+}
+
+// Attention entropy (/analysis/entropy_mean at the probe lengths), relative to the training
+// lengths: planted models whose entropy grows like ln n without log-n scaling and stays flat with
+// it (evaluations of the same models, paired), and the negative control where both grow alike.
+TEST(Criterion, AttentionEntropyGrowthIsReadFromTheProbeLengths) {
+  const fs::path dir = testing::FreshTempDir("criterion_entropy");
+  const std::vector<int64_t> lengths = {64, 256};
+  auto write = [&](const std::string& label, int seed, double at64, double at256) {
+    FakeRun r{label, seed, "completed", lengths, {at64, at256}};
+    r.weights_from = (dir / ("trained-seed" + std::to_string(seed) + ".h5")).string();
+    WriteFakeRun(dir, r);
+  };
+  for (int s = 1; s <= 3; ++s) {
+    const double base = 2.0 + 0.1 * s;  // ln of the visible keys grows by ln 4 = 1.39 from 64
+    write("rope+none", s, base, base + 1.30 + 0.02 * s);
+    write("rope+logn", s, base, base + 0.05 + 0.01 * s);
+  }
+  ClaimCriterion k = Criterion({"rope+none > 1", "rope+logn < rope+none"});
+  k.metric = "attention_entropy";
+  k.length_lo = k.length_hi = 256;
+  k.relative_lo = k.relative_hi = 64;
+  Verdict v = JudgeCriterion(k, dir.string());
+  EXPECT_NEAR(v.groups[0].per_seed[0], (2.1 + 1.32) / 2.1, 1e-12);
+  EXPECT_EQ(v.comparisons[1].test, "paired t");
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  for (int s = 1; s <= 3; ++s) write("rope+logn", s, 2.0 + 0.1 * s, 2.0 + 0.1 * s + 1.30 + 0.02 * s);
+  v = JudgeCriterion(k, dir.string());
+  EXPECT_EQ(v.verdict, "partly") << "log-n changing nothing: only the growth holds; " << v.reason;
+  EXPECT_FALSE(v.comparisons[1].significant_for);
+  fs::remove_all(dir);
 }
 
 // A verdict's minutes are those of every run it was judged on: an earlier call's time counts when
