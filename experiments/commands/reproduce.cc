@@ -31,6 +31,9 @@ class ReproduceCommand final : public Command {
                   "budget, the commit of its criterion and the build that judged its full-budget "
                   "verdict (pre-registration: the criterion's commit comes first)");
     cmd->add_flag("--all", all_, "run every claim");
+    cmd->add_flag("--table", table_,
+                  "run nothing: write the budget's table again from its verdict files (with the "
+                  "default --out and the full budget, ./REPRODUCTIONS.md too)");
     cmd->add_option("--budget", budget_,
                     "smoke: minutes per claim, what a new user tries; full: the budget the "
                     "gallery table reports")
@@ -96,6 +99,19 @@ class ReproduceCommand final : public Command {
       }
       return 0;
     }
+    if (table_) {
+      LEXP_INPUT_CHECK(ids_.empty() && !all_, "lexp reproduce --table runs nothing: give no claim");
+      const std::string root = out_.empty() ? "data/reproductions" : out_;
+      const std::string dir = (std::filesystem::path(root) / budget_).string();
+      LEXP_INPUT_CHECK(std::filesystem::is_directory(dir),
+                       "lexp reproduce --table: '" + dir + "' holds no verdicts of the " +
+                           budget_ + " budget");
+      const OutputLock lock(dir);
+      PrintLine("table of every verdict of the " + budget_ + " budget: " + WriteGalleryTable(dir));
+      if (budget_ == "full" && out_.empty())
+        PrintLine("the gallery's table: " + WriteGalleryTable(dir, "REPRODUCTIONS.md"));
+      return 0;
+    }
     LEXP_INPUT_CHECK(all_ != !ids_.empty(),
                      "lexp reproduce: name claims by id, or --all, or --list (ids: lexp "
                      "reproduce --list)");
@@ -154,7 +170,7 @@ class ReproduceCommand final : public Command {
  private:
   std::vector<std::string> ids_;
   bool list_ = false, all_ = false, overwrite_ = false, no_figures_ = false;
-  bool slurm_ = false, collect_ = false;
+  bool slurm_ = false, collect_ = false, table_ = false;
   SlurmOptions slurm_options_;
   std::string budget_ = "smoke", out_;
   int jobs_ = 0;

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "experiments/reproduce/criterion.h"
+#include "experiments/reproduce/preregistration.h"
 #include "experiments/reproduce/verdict_file.h"
 #include "experiments/training/eval_command.h"
 #include "experiments/training/job_list.h"
@@ -484,10 +485,13 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
       << " Measured: each label's score [95% interval], then each comparison's difference A - B "
          "[95% interval] (its test). A verdict marked *(earlier rules)* was judged by "
          "lexp-verdict/1, which compared the two sides' intervals; it stands until the claim "
-         "runs again.\n\n"
+         "runs again. Commits: the last commit of the claim's file (its criterion) and the build "
+         "that judged the verdict; the criterion's comes first (pre-registration).\n\n"
       << "| id | claim | source | published | lexp measured (budget, minutes) | verdict | figure "
-         "|\n"
-      << "|---|---|---|---|---|---|---|\n";
+         "| commits |\n"
+      << "|---|---|---|---|---|---|---|---|\n";
+  const std::string repo = SourceTree();
+  const bool in_git = Git(repo, {"rev-parse", "--git-dir"}).ok;
   for (const auto& r : records) {
     const std::string dir = dir_of[r.claim.id + r.claim.name];
     // Figures linked relative to the table, wherever it is written.
@@ -505,12 +509,24 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
     for (const auto& p : r.trend)
       trend += fmt::format("{}{} steps{}: {}", trend.empty() ? "; with steps: " : ", ", p.steps,
                            p.budget ? " (this budget)" : "", p.verdict.verdict);
+    // The criterion's commit (the claim file's last) and whether the verdict's build follows it.
+    std::string commits = "judged by " + (r.commit.empty() ? std::string("?") : r.commit);
+    const std::string file = "experiments/reproductions/" + r.claim.id + "_" + r.claim.name + ".toml";
+    if (in_git && fs::exists(fs::path(repo) / file)) {
+      const GitResult c = Git(repo, {"log", "-1", "--format=%H", "--", file});
+      if (c.ok && !c.out.empty()) {
+        commits = "criterion " + c.out.substr(0, 12) + ", " + commits;
+        if (!r.commit.empty() &&
+            !Git(repo, {"merge-base", "--is-ancestor", c.out, r.commit}).ok)
+          commits += " (before its criterion: stale until the claim runs again)";
+      }
+    }
     out << "| " << r.claim.id << " | " << Cell(r.claim.statement) << " | " << Cell(r.claim.source)
         << " | " << Cell(r.claim.published) << " | "
         << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | **"
         << r.verdict.verdict << "**" << (r.format == "lexp-verdict/1" ? " *(earlier rules)*" : "")
         << ": " << Cell(r.verdict.reason + trend) << " | "
-        << (figures.empty() ? std::string("-") : figures) << " |\n";
+        << (figures.empty() ? std::string("-") : figures) << " | " << Cell(commits) << " |\n";
   }
   out.close();
   fs::rename(path + ".tmp", path);

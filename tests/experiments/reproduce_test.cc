@@ -16,6 +16,7 @@
 
 #include "analysis/binomial.h"
 #include "analysis/difference_intervals.h"
+#include "experiments/core/build_info.h"
 #include "experiments/reproduce/claim.h"
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/gallery.h"
@@ -1131,6 +1132,9 @@ full_minutes = 1
   EXPECT_NE(text.find("[figure](P9_tiny/figures/reproduction.png)"), std::string::npos);
   EXPECT_NE(text.find(VerdictRules()), std::string::npos) << "the rules head the table";
   EXPECT_NE(text.find("; nope > rope: "), std::string::npos) << "each comparison's difference";
+  EXPECT_NE(text.find("| judged by " + std::string(GitCommit()) + " |"), std::string::npos)
+      << "the build that judged it (a claim outside experiments/reproductions/ has no criterion "
+         "commit)";
   EXPECT_FALSE(lines.empty());
   // Again: the finished runs are kept (no error about existing run files).
   EXPECT_NO_THROW(ReproduceClaim(c, opt));
