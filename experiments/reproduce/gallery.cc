@@ -205,6 +205,15 @@ RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std:
       ApplyOverrides(cfg, {"train.init_from=" +
                            TomlString((fs::path(claim_dir) / "runs" / stage.init_from).string())});
     ValidateRecipe(cfg);
+    // Verdict rule: where a claim fine-tunes, each seed starts from its own pre-training, so the
+    // spread over seeds includes the pre-training's (lexp reproduce --help).
+    LEXP_INPUT_CHECK(stage.init_from.empty() || cfg.Seeds().size() < 2 ||
+                         stage.init_from.find("{seed}") != std::string::npos,
+                     fmt::format("init_from = '{}' starts all {} seeds from one pre-training; "
+                                 "write {{seed}} in it (e.g. STAGE/rope-seed{{seed}}.h5) and give "
+                                 "the earlier stage the same seeds, so that each seed starts from "
+                                 "its own pre-training and the intervals include its spread",
+                                 stage.init_from, cfg.Seeds().size()));
     return cfg;
   } catch (const InputError& e) {
     FailInput(where + ": " + e.what());

@@ -1181,6 +1181,43 @@ holds = ["rope-fast < rope-slow"]
   fs::remove_all(root);
 }
 
+// The verdict rule behind that test: a claim that fine-tunes several seeds from one pre-training
+// (no {seed} in init_from) would give intervals without the pre-training's spread; it is refused
+// before anything trains, naming the fix.
+TEST(Reproduce, SeveralSeedsFineTunedFromOnePreTrainingAreRefused) {
+  const fs::path root = testing::FreshTempDir("reproduce_one_pretraining");
+  const Claim c = ParseClaim(ClaimHead("X9", "shared") + R"([[stage]]
+name = "pretrain"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "train.steps=12", "eval.lengths=[2, 4, 6]",
+       )" + kTinyModel + R"(]
+[[stage]]
+name = "finetune"
+recipe = "default"
+init_from = "pretrain/rope.h5"
+set = ["model.encodings=[\"rope\"]", "train.steps=6", "eval.lengths=[2, 4, 6]",
+       "run.seeds=[1, 2, 3]", )" + kTinyModel + R"(]
+[criterion]
+metric = "loss"
+lengths = [6, 6]
+holds = ["rope < 9"]
+)",
+                             "shared_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  try {
+    ReproduceClaim(c, opt);
+    ADD_FAILURE() << "three fine-tuning seeds from one pre-training were accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("starts all 3 seeds from one pre-training"), std::string::npos) << what;
+    EXPECT_NE(what.find("{seed}"), std::string::npos) << what;
+  }
+  EXPECT_FALSE(fs::exists(root / "smoke" / "X9_shared" / "runs" / "pretrain" / "rope.h5"));
+  fs::remove_all(root);
+}
+
 // A claim with a trend is judged again at each number of steps of its trend stage, each in its
 // own directory; the verdict file keeps every point in order of steps, the budget's own among
 // them; the table gives the verdict at each and links the figure against steps.
