@@ -181,6 +181,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
              : metric == "js_to_reference" ? "JS divergence to NoPE (nats, closest heads)"
              : metric == "attention_entropy"
                  ? "attention entropy (nats, mean over queries and heads)"
+             : metric == "sink_mass" ? "attention on the first token (mean over heads)"
+             : metric == "position_probe_error"
+                 ? "position probe RMSE / chance (best block)"
                  : metric) +
        "\n";
   // One vertical scale for every panel, so that the labels compare at a glance.

@@ -11,6 +11,8 @@
 //     over layers;
 //   attention_entropy: the same mean over the probe lengths of /analysis/entropy_mean (attention
 //     entropy over the visible keys, mean over queries, probe sequences, layers and heads);
+//   sink_mass, position_probe_error: the same mean over the lengths run_scores.h reads them at
+//     (the probe lengths; the training length);
 //   with compute = tokens | flops | seconds: the metric of /train/eval_history at the lengths in
 //     [lo, hi] (their mean at each evaluation) against the training compute spent before the
 //     evaluation, linearly interpolated at one compute C, the same for every run (at_compute, or
@@ -34,20 +36,10 @@
 #include <vector>
 
 #include "experiments/reproduce/claim.h"
+#include "experiments/reproduce/run_scores.h"
 
 namespace lexp {
 
-// A metric a criterion can judge: where it is read and which way is better.
-struct CriterionMetric {
-  std::string name;
-  std::string meaning;    // for messages, the verdict table and the figure's axis
-  bool larger_is_better;  // accuracies; a loss or a divergence: smaller
-  bool is_fraction;       // in [0, 1], one success count per sequence (Clopper-Pearson applies)
-  bool from_eval;         // an /eval dataset (also in /train/eval_history: compute criteria)
-};
-const std::vector<CriterionMetric>& CriterionMetrics();
-// The metric of that name; an input error naming `where` and the allowed names otherwise.
-const CriterionMetric& FindCriterionMetric(const std::string& name, const std::string& where);
 // The compute axes of a criterion judged at equal compute, with their units.
 const std::vector<std::pair<std::string, std::string>>& ComputeAxes();
 

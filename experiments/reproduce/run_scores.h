@@ -1,0 +1,59 @@
+// What a claim's criterion reads from one run file: the metrics it can judge and, for a run, its
+// label, seed, origin and the metric's values at each length (or at each evaluation during
+// training). Where each metric is read:
+//   exact_match, token_accuracy, loss: /eval at every evaluated length (with a compute criterion,
+//     /train/eval_history against the compute spent before each evaluation);
+//   js_to_reference: /analysis/geometry/length_<n>/js_vs_reference at each probe length, per layer
+//     the smallest divergence over pairs of heads, mean over layers (Kazemnejad et al. 2023);
+//   attention_entropy: /analysis/entropy_mean at each probe length;
+//   sink_mass: /analysis/geometry/length_<n>/head_sink_mass at each probe length, the attention
+//     on the first token, mean over layers and heads (StreamingLLM's attention sinks; uniform
+//     attention over a causal sequence of T tokens gives (H_T - 1)/(T - 1): 0.059 at 64);
+//   position_probe_error: /analysis/position_probes, one value per run at its training length:
+//     the smallest over the residual streams after the first block (1..L) of the index probe's
+//     RMSE in range over the RMSE of the fit set's mean (index_rmse_in_range /
+//     index_chance_in_range; 0: position read exactly, 1: no linear signal) (Haviv et al. 2022).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiments/reproduce/claim.h"
+
+namespace lexp {
+
+// A metric a criterion can judge: where it is read and which way is better.
+struct CriterionMetric {
+  std::string name;
+  std::string meaning;    // for messages, the verdict table and the figure's axis
+  bool larger_is_better;  // accuracies; a loss or a divergence: smaller
+  bool is_fraction;       // in [0, 1], one success count per sequence (Clopper-Pearson applies)
+  bool from_eval;         // an /eval dataset (also in /train/eval_history: compute criteria)
+};
+const std::vector<CriterionMetric>& CriterionMetrics();
+// The metric of that name; an input error naming `where` and the allowed names otherwise.
+const CriterionMetric& FindCriterionMetric(const std::string& name, const std::string& where);
+
+// One value a run file gives the criterion: at an evaluated length (x = the length), or at an
+// evaluation during training (x = the compute spent before it).
+struct RunPoint {
+  double x = 0, length = 0, metric = 0, samples = 0;
+  int64_t step = 0;
+};
+
+struct RunScores {
+  std::string label, state;
+  std::string origin;  // the trained model or pre-training the run comes from ("" from scratch)
+  int seed = 0, train_max_length = 0;
+  std::vector<RunPoint> points;
+  double total_compute = 0;  // a compute criterion: the whole training's
+};
+
+// The run's scores, when its label is one of `labels` (the values are read only then: a run the
+// criterion does not compare may lack them, as the NoPE reference lacks a divergence to itself).
+std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
+                                 const std::vector<std::string>& labels);
+
+}  // namespace lexp
