@@ -549,6 +549,18 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
   });
   const fs::path dir = root_ / "corrupt";
   std::ofstream(dir / "text.h5") << "not an HDF5 file\n";
+  std::ofstream(dir / "bad_metric.toml")
+      << "[claim]\nid = \"X98\"\nname = \"metric\"\nstatement = \"s\"\nsource = \"src\"\n"
+         "published = \"p\"\nprotocol = \"pr\"\n[[stage]]\nname = \"train\"\n"
+         "recipe = \"default\"\n[criterion]\nmetric = \"sink_share\"\nlengths = [4, 4]\n"
+         "holds = [\"rope > 0.1\"]\n";
+  // A claim that fine-tunes three seeds from one pre-training (no {seed} in init_from).
+  std::ofstream(dir / "shared_pretraining.toml")
+      << "[claim]\nid = \"X99\"\nname = \"shared\"\nstatement = \"s\"\nsource = \"src\"\n"
+         "published = \"p\"\nprotocol = \"pr\"\n[[stage]]\nname = \"pretrain\"\n"
+         "recipe = \"default\"\n[[stage]]\nname = \"finetune\"\nrecipe = \"default\"\n"
+         "init_from = \"pretrain/rope.h5\"\nset = [\"run.seeds=[1, 2, 3]\"]\n[criterion]\n"
+         "metric = \"loss\"\nlengths = [4, 4]\nholds = [\"rope < 9\"]\n";
   {
     std::ifstream in(good_, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), {});
@@ -711,6 +723,16 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        2,
        "tiny.toml': unknown table 'eval'; allowed: [claim], [[stage]], [criterion], [trend], "
        "[budget]"},
+      {"a claim fine-tuning three seeds from one pre-training",
+       {"reproduce", (dir / "shared_pretraining.toml").string(), "--out",
+        (dir / "shared_out").string()},
+       2,
+       "starts all 3 seeds from one pre-training; write {seed} in it"},
+      {"a criterion metric lexp does not read",
+       {"reproduce", (dir / "bad_metric.toml").string(), "--out", (dir / "bad_metric").string()},
+       2,
+       "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, "
+       "sink_mass, position_probe_error"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,
