@@ -141,8 +141,11 @@ bool IsClaimId(const std::string& id) {
 
 }  // namespace
 
-Comparison ParseComparison(const std::string& text, const std::string& where) {
+Comparison ParseComparison(const std::string& full_text, const std::string& where) {
   Comparison c;
+  // A premise's text as Text() writes it (verdict files): "requires A > B".
+  c.premise = full_text.rfind("requires ", 0) == 0;
+  const std::string text = c.premise ? full_text.substr(9) : full_text;
   std::string body = text;
   if (const auto at = text.rfind(" at "); at != std::string::npos) {
     const std::string span = text.substr(at + 4);
@@ -322,8 +325,8 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                              "are paired; they are, exactly when the compared runs of a seed come "
                              "from the same trained model or pre-training (lexp reproduce --help)");
     TableReader r(RequiredTable(root, "criterion", source), where + " [criterion]",
-                  {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "also",
-                   "published", "compute", "at_compute", "reach"});
+                  {"stage", "task", "metric", "lengths", "relative_to", "seeds", "holds", "requires",
+                   "also", "published", "compute", "at_compute", "reach"});
     ClaimCriterion& k = c.criterion;
     k.stage = r.String("stage", false, c.stages.back().name);
     LEXP_INPUT_CHECK(std::any_of(c.stages.begin(), c.stages.end(),
@@ -371,6 +374,8 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     LEXP_INPUT_CHECK(!k.holds.empty(), where + " [criterion].holds is empty: list the "
                                                "comparisons (\"A > B\") the claim makes");
     for (const auto& h : k.holds) ParseComparison(h, where + " [criterion].holds");
+    k.premises = r.Strings("requires");
+    for (const auto& p : k.premises) ParseComparison(p, where + " [criterion].requires");
     k.also = r.Strings("also");
     for (const auto& a : k.also)
       LEXP_INPUT_CHECK(IsPlainFileName(a), where + " [criterion].also: '" + a +

@@ -71,6 +71,11 @@ struct ClaimCriterion {
   int relative_lo = 0, relative_hi = 0; // optional: divided by the mean over [lo, hi] (0 = none)
   std::string seeds = "mean";           // over seeds: mean | max
   std::vector<std::string> holds;       // "A > B" / "A < B" between run labels
+  // The claim's premises ([criterion].requires), in the same form: what must be established for
+  // the claim to be tested at all (e.g. a task learnt at the training lengths before its failure
+  // beyond them means anything). One not significant in its direction makes the claim "not
+  // testable" with that premise as the reason, whatever the holds show.
+  std::vector<std::string> premises;
   std::vector<std::string> also;        // labels measured and drawn beside them, not compared
   std::map<std::string, double> published;  // the paper's number per label, drawn as a reference
 };
@@ -108,8 +113,9 @@ struct Comparison {
   bool b_is_number = false;
   double b_value = 0;    // B when it is a number
   int lo = 0, hi = 0;    // its own span of lengths (0: the criterion's)
+  bool premise = false;  // one of [criterion].requires; its text then starts with "requires "
   std::string Text() const {
-    return a + (greater ? " > " : " < ") + b +
+    return (premise ? "requires " : "") + a + (greater ? " > " : " < ") + b +
            (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
   }
 };

@@ -319,6 +319,12 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     add(comparisons.back().a);
     if (!comparisons.back().b_is_number) add(comparisons.back().b);
   }
+  for (const auto& p : k.premises) {
+    comparisons.push_back(ParseComparison(p, "criterion"));
+    comparisons.back().premise = true;
+    add(comparisons.back().a);
+    if (!comparisons.back().b_is_number) add(comparisons.back().b);
+  }
   for (const auto& l : k.also) add(l);
   std::map<std::string, std::vector<RunScores>> runs;
   Verdict v;
@@ -355,7 +361,7 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     return *std::find_if(v.groups.begin(), v.groups.end(),
                          [&](const GroupScore& g) { return g.label == label; });
   };
-  const int m = static_cast<int>(comparisons.size());
+  const int m = static_cast<int>(k.holds.size());  // the claim's own; premises are not counted
   const double family = BonferroniConfidence(m);
   for (const auto& c : comparisons) {
     // A comparison over its own span scores its labels there; otherwise the groups' scores.
@@ -391,7 +397,15 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     v.comparisons.push_back(r);
   }
   int all_for = 0, some_for = 0, some_against = 0, direction = 0;
+  std::string unmet;  // the premises not significant in their direction
   for (const auto& r : v.comparisons) {
+    if (r.comparison.premise) {
+      if (!r.significant_for)
+        unmet += fmt::format("{}{} ({:+.3f} [{:+.3f}, {:+.3f}])", unmet.empty() ? "" : "; ",
+                             r.comparison.Text().substr(9), r.difference.score, r.difference.lo,
+                             r.difference.hi);
+      continue;
+    }
     all_for += r.significant_for;
     some_for += r.family_for;
     some_against += r.family_against;
@@ -410,6 +424,10 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       "{} of {} comparisons significant for the claim at 95%; at Bonferroni's {:.4g}: {} for, {} "
       "against; {} in direction",
       all_for, m, family, some_for, some_against, direction);
+  if (!unmet.empty()) {
+    v.verdict = "not testable";
+    v.reason = "premise not met at 95%: " + unmet + "; the claim's own comparisons: " + v.reason;
+  }
   return v;
 }
 
@@ -426,7 +444,9 @@ std::string VerdictRules() {
          "at 95% (an intersection-union test: the claim's level stays 5%); contradicted, some "
          "comparison significant against the claim; partly, some significant for it and none "
          "against; no effect, none significant; the last three at Bonferroni's level 1 - 0.05/m "
-         "over the claim's m comparisons. Not testable: a compared label has no completed run. "
+         "over the claim's m comparisons. Not testable: a compared label has no completed run, or "
+         "a premise of the claim (requires, e.g. the task learnt at the training lengths) is not "
+         "significant in its direction at 95%, whatever the claim's own comparisons show. "
          "The best of k seeds (seeds = \"max\") has the Clopper-Pearson interval of the best seed "
          "at level 1 - 0.05/k, so its selection widens the interval; where a claim fine-tunes, each "
          "seed starts from its own pre-training, so the seeds' spread includes the pre-training's. "

@@ -88,7 +88,17 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
     } else {
       g.WriteDoubles("js_vs_reference", r.js, {2, 2, 2}, "layer,head,reference_head");
     }
+    // The attention on the first token: the value again (one layer, one head).
+    g.WriteDoubles("head_sink_mass", {r.value[i]}, {1, 1}, "layer,head");
   }
+  // The position probe's error relative to chance after block 1: the value at the training length
+  // (the embedding's, residual 0, is never read).
+  double at_train = r.value.empty() ? 1.0 : r.value[0];
+  for (uint64_t i = 0; i < L; ++i)
+    if (r.length[i] == r.train_max_length) at_train = r.value[i];
+  const h5::Group probes = an.CreateGroup("position_probes");
+  probes.WriteDoubles("index_rmse_in_range", {0.0, 10.0 * at_train}, {2}, "residual");
+  probes.WriteDoubles("index_chance_in_range", {10.0, 10.0}, {2}, "residual");
   std::vector<double> flops = r.step_flops;
   auto history = r.history;
   if (flops.empty()) {
@@ -148,7 +158,9 @@ std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Com
 void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
   std::map<std::pair<int, int>, std::vector<Comparison>> spans;
   spans[{k.length_lo, k.length_hi}];
-  for (const auto& h : k.holds) {
+  std::vector<std::string> all = k.holds;
+  for (const auto& p : k.premises) all.push_back("requires " + p);
+  for (const auto& h : all) {
     const Comparison c = ParseComparison(h, "test");
     spans[c.lo > 0 ? std::make_pair(c.lo, c.hi) : std::make_pair(k.length_lo, k.length_hi)]
         .push_back(c);
@@ -180,9 +192,15 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
       L0 = below + 0.5;
     }
     const double d = numbers ? 0.03 : 0.8 / (top + 1);
+    // The reverse order breaks the claim's comparisons, not its premises (a span of premises
+    // only stays as claimed), so that it contradicts the claim rather than leaving it untested.
+    const bool premises_only =
+        !comps.empty() && std::all_of(comps.begin(), comps.end(),
+                                      [](const Comparison& x) { return x.premise; });
+    const bool flip = reverse && !premises_only;
     for (const auto& [label, lv] : level)
       for (const int n : {span.first, span.second})
-        value[label][n] = c + (reverse ? -1 : 1) * d * (lv - L0);
+        value[label][n] = c + (flip ? -1 : 1) * d * (lv - L0);
   }
   for (const auto& [label, by_length] : value)
     for (int seed = 1; seed <= 3; ++seed) {
@@ -190,6 +208,7 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
       r.label = label;
       r.seed = seed;
       r.samples = 100000;  // Clopper-Pearson intervals (seeds = max) narrower than d / 2
+      if (k.metric == "position_probe_error") r.train_max_length = k.length_lo;
       std::map<int64_t, double> at = by_length;
       if (k.relative_lo > 0) at[k.relative_lo] = at[k.relative_hi] = 1.0;
       for (const auto& [n, v] : at) {

@@ -1,0 +1,112 @@
+// A claim's premises ([criterion].requires): what must be established before the claim is tested at
+// all, such as a task learnt at the training lengths before its failure beyond them means
+// anything. A premise not significant in its direction makes the verdict "not testable", naming
+// it, whatever the claim's own comparisons show; met, the verdict is the claim's comparisons'
+// alone (premises do not enter Bonferroni's count).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "experiments/reproduce/claim.h"
+#include "experiments/reproduce/criterion.h"
+#include "nn/check.h"
+#include "nn/io/hdf5.h"
+#include "tests/testing/tiny_runs.h"
+
+namespace lexp {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A completed run `label`-seed<s>.h5 with token accuracy `inside` at length 10 (within training)
+// and `beyond` at length 40, over 200 sequences each.
+void WriteRun(const fs::path& dir, const std::string& label, int seed, double inside,
+              double beyond) {
+  fs::create_directories(dir);
+  const std::string name = label + "-seed" + std::to_string(seed);
+  h5::Writer w((dir / (name + ".h5")).string());
+  const h5::Group& root = w.root();
+  root.SetAttr("format", "lexp-run/2");
+  root.SetAttr("label", name);
+  root.SetAttr("seed", seed);
+  root.SetAttr("train_max_length", 20);
+  root.CreateGroup("status").SetAttr("state", "completed");
+  const h5::Group eval = root.CreateGroup("eval");
+  eval.WriteInts("length", {10, 40}, {2}, "length");
+  for (const char* m : {"token_accuracy", "exact_match", "loss"})
+    eval.WriteDoubles(m, {inside, beyond}, {2}, "length");
+  eval.WriteInts("samples", {200, 200}, {2}, "length");
+  w.Commit();
+}
+
+ClaimCriterion FailsBeyondTraining() {
+  ClaimCriterion k;
+  k.metric = "token_accuracy";
+  k.length_lo = 40;
+  k.length_hi = 40;
+  k.seeds = "mean";
+  k.holds = {"rope < 0.9"};
+  k.premises = {"rope > 0.9 at 10..10"};
+  return k;
+}
+
+// Not learnt inside the training lengths (0.70): its failure beyond them (0.50) tests nothing.
+TEST(CriterionPremise, AnUnmetPremiseMakesTheClaimNotTestableNamingIt) {
+  const fs::path dir = testing::FreshTempDir("premise_unmet");
+  for (int s = 1; s <= 3; ++s) WriteRun(dir, "rope", s, 0.70 + 0.01 * s, 0.50 + 0.01 * s);
+  const Verdict v = JudgeCriterion(FailsBeyondTraining(), dir.string());
+  EXPECT_EQ(v.verdict, "not testable") << v.reason;
+  EXPECT_NE(v.reason.find("premise not met at 95%: rope > 0.9 at 10..10"), std::string::npos)
+      << v.reason;
+  ASSERT_EQ(v.comparisons.size(), 2u);
+  EXPECT_FALSE(v.comparisons[0].comparison.premise);
+  EXPECT_TRUE(v.comparisons[0].significant_for) << "the claim's own comparison still holds";
+  EXPECT_TRUE(v.comparisons[1].comparison.premise);
+  EXPECT_TRUE(v.comparisons[1].significant_against);
+  fs::remove_all(dir);
+}
+
+// Learnt inside (0.99), failing beyond (0.50): reproduced, judged on the claim's one comparison
+// (Bonferroni's level over 1, not 2). A premise that holds only in direction is still unmet.
+TEST(CriterionPremise, AMetPremiseLeavesTheVerdictToTheClaimsComparisons) {
+  const fs::path dir = testing::FreshTempDir("premise_met");
+  for (int s = 1; s <= 3; ++s) WriteRun(dir, "rope", s, 0.985 + 0.004 * s, 0.50 + 0.01 * s);
+  Verdict v = JudgeCriterion(FailsBeyondTraining(), dir.string());
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  EXPECT_NE(v.reason.find("1 of 1 comparisons"), std::string::npos) << v.reason;
+  EXPECT_NE(v.reason.find("Bonferroni's 0.95:"), std::string::npos) << v.reason;
+  for (int s = 1; s <= 3; ++s) WriteRun(dir, "rope", s, 0.80 + 0.05 * s, 0.50 + 0.01 * s);
+  v = JudgeCriterion(FailsBeyondTraining(), dir.string());
+  EXPECT_EQ(v.verdict, "not testable") << "0.85, 0.90, 0.95: above 0.9 in mean only; " << v.reason;
+  fs::remove_all(dir);
+}
+
+// A premise round-trips through its text (verdict files store Text()), and a claim file lists
+// premises under [criterion].requires, refused like a bad comparison.
+TEST(CriterionPremise, APremiseIsReadFromItsTextAndFromTheClaimFile) {
+  const Comparison c = ParseComparison("requires rope > 0.9 at 1..20", "test");
+  EXPECT_TRUE(c.premise);
+  EXPECT_EQ(c.a, "rope");
+  EXPECT_EQ(c.Text(), "requires rope > 0.9 at 1..20");
+  EXPECT_FALSE(ParseComparison("rope > 0.9", "test").premise);
+  const std::string head =
+      "[claim]\nid = \"P99\"\nname = \"premise\"\nstatement = \"s\"\nsource = \"src\"\n"
+      "published = \"p\"\nprotocol = \"pr\"\n[[stage]]\nname = \"train\"\nrecipe = \"default\"\n"
+      "[criterion]\nmetric = \"token_accuracy\"\nlengths = [21, 40]\nholds = [\"rope < 0.9\"]\n";
+  const Claim claim = ParseClaim(head + "requires = [\"rope > 0.9 at 1..20\"]\n", "premise.toml");
+  ASSERT_EQ(claim.criterion.premises.size(), 1u);
+  EXPECT_EQ(claim.criterion.premises[0], "rope > 0.9 at 1..20");
+  try {
+    ParseClaim(head + "requires = [\"rope >> 0.9\"]\n", "premise.toml");
+    ADD_FAILURE() << "a premise that is not a comparison was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("[criterion].requires: 'rope >> 0.9' is not a comparison"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace lexp
