@@ -141,6 +141,13 @@ bool IsClaimId(const std::string& id) {
 
 }  // namespace
 
+std::string Comparison::Text() const {
+  return (premise ? "requires " : "") + a +
+         (equivalent ? " ~ " : greater ? " > " : " < ") + b +
+         (equivalent ? fmt::format(" within {:g}", margin) : "") +
+         (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
+}
+
 Comparison ParseComparison(const std::string& full_text, const std::string& where) {
   Comparison c;
   // A premise's text as Text() writes it (verdict files): "requires A > B".
@@ -165,15 +172,34 @@ Comparison ParseComparison(const std::string& full_text, const std::string& wher
     LEXP_INPUT_CHECK(c.lo >= 1 && c.lo <= c.hi, msg);
     body = text.substr(0, at);
   }
-  const auto gt = body.find(" > "), lt = body.find(" < ");
-  LEXP_INPUT_CHECK((gt == std::string::npos) != (lt == std::string::npos),
+  const auto gt = body.find(" > "), lt = body.find(" < "), eq = body.find(" ~ ");
+  LEXP_INPUT_CHECK((gt != std::string::npos) + (lt != std::string::npos) +
+                           (eq != std::string::npos) ==
+                       1,
                    where + ": '" + text +
                        "' is not a comparison; write \"A > B\" or \"A < B\" with two run labels "
-                       "(optionally \"A > B at LO..HI\")");
-  const auto at = gt != std::string::npos ? gt : lt;
+                       "(optionally \"A > B at LO..HI\"), or a control \"A ~ B within D\"");
+  const auto at = gt != std::string::npos ? gt : lt != std::string::npos ? lt : eq;
   c.greater = gt != std::string::npos;
+  c.equivalent = eq != std::string::npos;
   c.a = body.substr(0, at);
   c.b = body.substr(at + 3);
+  if (c.equivalent) {
+    const std::string msg = where + ": '" + text +
+                            "': a control is \"A ~ B within D\", D a margin > 0 in the metric's "
+                            "units (and optionally \"at LO..HI\")";
+    const auto within = c.b.find(" within ");
+    LEXP_INPUT_CHECK(within != std::string::npos, msg);
+    try {
+      size_t used = 0;
+      const std::string d = c.b.substr(within + 8);
+      c.margin = std::stod(d, &used);
+      LEXP_INPUT_CHECK(used == d.size() && std::isfinite(c.margin) && c.margin > 0, msg);
+    } catch (const std::logic_error&) {
+      FailInput(msg);
+    }
+    c.b = c.b.substr(0, within);
+  }
   try {
     size_t used = 0;
     c.b_value = std::stod(c.b, &used);
@@ -373,7 +399,11 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     k.holds = r.Strings("holds");
     LEXP_INPUT_CHECK(!k.holds.empty(), where + " [criterion].holds is empty: list the "
                                                "comparisons (\"A > B\") the claim makes");
-    for (const auto& h : k.holds) ParseComparison(h, where + " [criterion].holds");
+    for (const auto& h : k.holds)
+      LEXP_INPUT_CHECK(!ParseComparison(h, where + " [criterion].holds").equivalent,
+                       where + " [criterion].holds: '" + h +
+                           "' is a control (A ~ B within D); list it under requires, where a "
+                           "control not shown equivalent makes the claim not testable");
     k.premises = r.Strings("requires");
     for (const auto& p : k.premises) ParseComparison(p, where + " [criterion].requires");
     k.also = r.Strings("also");

@@ -114,10 +114,11 @@ struct Comparison {
   double b_value = 0;    // B when it is a number
   int lo = 0, hi = 0;    // its own span of lengths (0: the criterion's)
   bool premise = false;  // one of [criterion].requires; its text then starts with "requires "
-  std::string Text() const {
-    return (premise ? "requires " : "") + a + (greater ? " > " : " < ") + b +
-           (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
-  }
+  // "A ~ B within D": a control, A and B equivalent within the margin D (a premise only: the
+  // claim's mechanism absent, its readings must agree), tested by two one-sided tests.
+  bool equivalent = false;
+  double margin = 0;
+  std::string Text() const;
 };
 Comparison ParseComparison(const std::string& text, const std::string& where);
 

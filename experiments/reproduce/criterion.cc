@@ -373,13 +373,23 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi, v.at_compute) : group(c.b);
     ComparisonResult r;
     r.comparison = c;
-    r.in_direction = c.greater ? a.score > b.score : a.score < b.score;
+    r.in_direction = c.equivalent ? std::abs(a.score - b.score) < c.margin
+                     : c.greater  ? a.score > b.score
+                                  : a.score < b.score;
     r.a = {a.score, a.lo, a.hi};
     r.b = {b.score, b.lo, b.hi};
     const ComparisonTest t = TestComparison(a, b, c.b_is_number);
     r.test = t.name;
     r.paired_seeds = t.paired_seeds;
-    if (t.testable) {
+    if (c.equivalent && t.testable) {
+      // Two one-sided tests at 5% (Schuirmann 1987): equivalent when the 90% interval of A - B
+      // lies inside (-D, D); shown different when the 95% interval lies wholly outside it.
+      const Interval d90 = t.interval(0.90), d95 = t.interval(0.95);
+      r.test += ", equivalence (90% interval)";
+      r.difference = {t.difference, d90.lo, d90.hi};
+      r.significant_for = r.family_for = d90.lo > -c.margin && d90.hi < c.margin;
+      r.significant_against = r.family_against = d95.lo >= c.margin || d95.hi <= -c.margin;
+    } else if (t.testable) {
       const Interval d95 = t.interval(0.95), dm = t.interval(family);
       r.difference = {t.difference, d95.lo, d95.hi};
       auto on_claimed_side = [&](const Interval& d) { return c.greater ? d.lo > 0 : d.hi < 0; };
@@ -446,7 +456,10 @@ std::string VerdictRules() {
          "against; no effect, none significant; the last three at Bonferroni's level 1 - 0.05/m "
          "over the claim's m comparisons. Not testable: a compared label has no completed run, or "
          "a premise of the claim (requires, e.g. the task learnt at the training lengths) is not "
-         "significant in its direction at 95%, whatever the claim's own comparisons show. "
+         "significant in its direction at 95%, whatever the claim's own comparisons show. A "
+         "control \"A ~ B within D\" (a premise where the claim's mechanism is absent) is met "
+         "when A and B are shown equivalent: the 90% interval of A - B inside (-D, D), two "
+         "one-sided tests at 5% (Schuirmann 1987). "
          "The best of k seeds (seeds = \"max\") has the Clopper-Pearson interval of the best seed "
          "at level 1 - 0.05/k, so its selection widens the interval; where a claim fine-tunes, each "
          "seed starts from its own pre-training, so the seeds' spread includes the pre-training's. "

@@ -81,7 +81,10 @@ std::string Measured(const VerdictRecord& r) {
     s += fmt::format("; {}: {:+.3f}", c.comparison.Text(), c.difference.score);
     if (c.test != "none")
       s += fmt::format(" [{:+.3f}, {:+.3f}]", c.difference.lo, c.difference.hi);
-    s += " (" + (c.test == "paired t" ? fmt::format("paired t, {} seeds", c.paired_seeds) : c.test) +
+    s += " (" +
+         (c.test.rfind("paired t", 0) == 0
+              ? fmt::format("paired t, {} seeds{}", c.paired_seeds, c.test.substr(8))
+              : c.test) +
          ")";
   }
   // Comparisons over their own spans give their own numbers.

@@ -108,5 +108,102 @@ TEST(CriterionPremise, APremiseIsReadFromItsTextAndFromTheClaimFile) {
   }
 }
 
+// A control where the claim's mechanism is absent: a window loses a key beyond it (length 40),
+// but inside it (length 10) the window must retrieve as full attention does, shown equivalent.
+ClaimCriterion WindowLosesWhatItCannotSee() {
+  ClaimCriterion k;
+  k.metric = "exact_match";
+  k.length_lo = 40;
+  k.length_hi = 40;
+  k.seeds = "mean";
+  k.holds = {"full > window"};
+  k.premises = {"window ~ full within 0.05 at 10..10"};
+  return k;
+}
+
+TEST(CriterionControl, AnEquivalentControlLeavesTheVerdictToTheClaim) {
+  const fs::path dir = testing::FreshTempDir("control_met");
+  for (int s = 1; s <= 3; ++s) {
+    WriteRun(dir, "full", s, 0.99 - 0.002 * s, 0.90 + 0.01 * s);
+    WriteRun(dir, "window", s, 0.985 - 0.002 * s, 0.20 + 0.01 * s);
+  }
+  const Verdict v = JudgeCriterion(WindowLosesWhatItCannotSee(), dir.string());
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  ASSERT_EQ(v.comparisons.size(), 2u);
+  const ComparisonResult& control = v.comparisons[1];
+  EXPECT_TRUE(control.comparison.equivalent);
+  EXPECT_TRUE(control.significant_for);
+  EXPECT_NE(control.test.find("equivalence (90% interval)"), std::string::npos) << control.test;
+  EXPECT_GT(control.difference.lo, -0.05);
+  EXPECT_LT(control.difference.hi, 0.05);
+  fs::remove_all(dir);
+}
+
+// Inside its window the window model already fails (0.60 against 0.99): its failure beyond the
+// window is not the mask's, so the claim is not testable, naming the control.
+TEST(CriterionControl, AControlShownDifferentMakesTheClaimNotTestable) {
+  const fs::path dir = testing::FreshTempDir("control_different");
+  for (int s = 1; s <= 3; ++s) {
+    WriteRun(dir, "full", s, 0.99 - 0.002 * s, 0.90 + 0.01 * s);
+    WriteRun(dir, "window", s, 0.60 + 0.01 * s, 0.20 + 0.01 * s);
+  }
+  const Verdict v = JudgeCriterion(WindowLosesWhatItCannotSee(), dir.string());
+  EXPECT_EQ(v.verdict, "not testable") << v.reason;
+  EXPECT_NE(v.reason.find("premise not met at 95%: window ~ full within 0.05 at 10..10"),
+            std::string::npos)
+      << v.reason;
+  EXPECT_TRUE(v.comparisons[1].significant_against);
+  fs::remove_all(dir);
+}
+
+// Equal means with a wide spread: no difference is shown, and no equivalence either. A null
+// difference is not a met control.
+TEST(CriterionControl, ANullDifferenceIsNotAnEquivalence) {
+  const fs::path dir = testing::FreshTempDir("control_noisy");
+  const double inside[] = {0.70, 0.99, 0.85};
+  for (int s = 1; s <= 3; ++s) {
+    WriteRun(dir, "full", s, inside[(s + 1) % 3], 0.90 + 0.01 * s);
+    WriteRun(dir, "window", s, inside[s - 1], 0.20 + 0.01 * s);
+  }
+  const Verdict v = JudgeCriterion(WindowLosesWhatItCannotSee(), dir.string());
+  EXPECT_NEAR(v.comparisons[1].difference.score, 0.0, 1e-12);
+  EXPECT_FALSE(v.comparisons[1].significant_for);
+  EXPECT_FALSE(v.comparisons[1].significant_against);
+  EXPECT_EQ(v.verdict, "not testable") << v.reason;
+  fs::remove_all(dir);
+}
+
+TEST(CriterionControl, AControlIsReadFromItsTextAndOnlyAsAPremise) {
+  const Comparison c = ParseComparison("requires window ~ full within 0.05 at 1..8", "test");
+  EXPECT_TRUE(c.premise);
+  EXPECT_TRUE(c.equivalent);
+  EXPECT_EQ(c.a, "window");
+  EXPECT_EQ(c.b, "full");
+  EXPECT_DOUBLE_EQ(c.margin, 0.05);
+  EXPECT_EQ(c.Text(), "requires window ~ full within 0.05 at 1..8");
+  for (const char* bad : {"window ~ full", "window ~ full within 0", "window ~ full within x",
+                          "window ~ full within -0.1"}) {
+    try {
+      ParseComparison(bad, "test");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("a control is \"A ~ B within D\""), std::string::npos)
+          << e.what();
+    }
+  }
+  const std::string head =
+      "[claim]\nid = \"P99\"\nname = \"control\"\nstatement = \"s\"\nsource = \"src\"\n"
+      "published = \"p\"\nprotocol = \"pr\"\n[[stage]]\nname = \"train\"\nrecipe = \"default\"\n"
+      "[criterion]\nmetric = \"exact_match\"\nlengths = [21, 40]\n";
+  try {
+    ParseClaim(head + "holds = [\"window ~ full within 0.05\"]\n", "control.toml");
+    ADD_FAILURE() << "a control among the claim's own comparisons was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is a control (A ~ B within D); list it under requires"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace lexp
