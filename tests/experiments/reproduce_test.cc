@@ -131,7 +131,7 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
 }
 
 // The claim's labels ordered as the comparisons of one span say: level(A) > level(B) for every
-// "A > B" (and the reverse for "<"), by longest chains.
+// "A > B" (and the reverse for "<"), by longest chains; a control's "A ~ B" leaves them level.
 std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Comparison>& span) {
   std::map<std::string, int> level;
   for (const auto& h : k.holds) {
@@ -142,7 +142,7 @@ std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Com
   for (const auto& a : k.also) level[a];
   for (size_t pass = 0; pass < level.size() + 1; ++pass)
     for (const Comparison& c : span) {
-      if (c.b_is_number) continue;
+      if (c.b_is_number || c.equivalent) continue;  // a control's labels stay level
       const std::string& hi = c.greater ? c.a : c.b;
       const std::string& lo = c.greater ? c.b : c.a;
       level[hi] = std::max(level[hi], level[lo] + 1);
