@@ -287,6 +287,11 @@ void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<Recipe
     named.emplace_back(c.a, "holds '" + h + "'");
     if (!c.b_is_number) named.emplace_back(c.b, "holds '" + h + "'");
   }
+  for (const auto& p : k.premises) {
+    const Comparison c = ParseComparison(p, where + ".requires");
+    named.emplace_back(c.a, "requires '" + p + "'");
+    if (!c.b_is_number) named.emplace_back(c.b, "requires '" + p + "'");
+  }
   for (const auto& a : k.also) named.emplace_back(a, "also");
   for (const auto& [label, in] : named)
     LEXP_INPUT_CHECK(std::find(planned.begin(), planned.end(), label) != planned.end(),

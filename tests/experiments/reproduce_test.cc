@@ -139,6 +139,11 @@ std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Com
     level[c.a];
     if (!c.b_is_number) level[c.b];
   }
+  for (const auto& p : k.premises) {
+    const Comparison c = ParseComparison(p, "test");
+    level[c.a];
+    if (!c.b_is_number) level[c.b];
+  }
   for (const auto& a : k.also) level[a];
   for (size_t pass = 0; pass < level.size() + 1; ++pass)
     for (const Comparison& c : span) {
