@@ -183,6 +183,23 @@ PositionProbeReading ReadPositionProbes(const ProbeRows& fit, const ProbeRows& t
       nl += 1;
     }
   p.index_last_predicted = lp / nl;
+  {
+    // Held out in distribution: fitted on the even fit sequences, read on the odd ones.
+    std::vector<long> even, odd;
+    for (long r = 0; r < nf; ++r) (fit.sequence[r] % 2 == 0 ? even : odd).push_back(r);
+    p.index_rmse_held_out = p.index_chance_held_out = kNaN;
+    if (even.size() > 1 && !odd.empty()) {
+      Eigen::VectorXd ye(static_cast<Eigen::Index>(even.size())),
+          yo(static_cast<Eigen::Index>(odd.size()));
+      for (size_t k = 0; k < even.size(); ++k) ye[k] = yf[even[k]];
+      for (size_t k = 0; k < odd.size(); ++k) yo[k] = yf[odd[k]];
+      const Eigen::VectorXd po = RidgeProbe(Rows(zf, even), ye).Predict(Rows(zf, odd));
+      std::vector<long> all(odd.size());
+      for (size_t k = 0; k < odd.size(); ++k) all[k] = static_cast<long>(k);
+      p.index_rmse_held_out = Rmse(po, yo, all);
+      p.index_chance_held_out = ConstantRmse(ye.mean(), yo, all);
+    }
+  }
 
   // Separator probe, when the fit set can tell the two targets apart.
   std::set<int> separators(fit.separator.begin(), fit.separator.end());

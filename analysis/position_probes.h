@@ -12,6 +12,10 @@
 //    the test rows whose target lies within the fit targets' range ("in range": the probe
 //    interpolates) and outside it ("beyond": it must extrapolate), each beside the RMSE of the
 //    constant fit-set mean on the same rows (the chance level: no linear signal).
+//  * held out in distribution: the index probe fitted on the even fit sequences and read on the
+//    odd ones (the same lengths, other sequences), beside the even ones' mean on the odd rows:
+//    whether the streams carry position where training showed the model, free of what the
+//    longer test sequences add (Haviv et al. 2022, arXiv:2203.16634, probe in distribution).
 //  * seen / unseen: a test row is "seen" when some fit row has its segment and position.
 //  * beyond classifier: within each segment holding both seen and unseen test rows, a ridge
 //    classifier on +-1 labels fitted on the even test sequences (thresholded where its balanced
@@ -50,6 +54,7 @@ struct PositionProbeReading {
   double index_rmse_in_range = 0, index_rmse_beyond = 0;      // tokens (NaN: no such row)
   double index_chance_in_range = 0, index_chance_beyond = 0;  // constant predictor, same rows
   double index_last_predicted = 0;  // mean prediction at the test sequences' last position
+  double index_rmse_held_out = 0, index_chance_held_out = 0;  // odd fit sequences (NaN: none)
   bool separator_applicable = false;
   std::string separator_note;  // why not, when not
   double separator_rmse_in_range = 0, separator_rmse_beyond = 0;

@@ -119,6 +119,11 @@ std::string WritePositionProbes(const PositionProbes& p, const h5::Group& analys
   write("index_chance_in_range", &PositionProbeReading::index_chance_in_range,
         "tokens: RMSE of the fit set's mean index on the same rows (no linear signal)");
   write("index_chance_beyond", &PositionProbeReading::index_chance_beyond, "the same, beyond");
+  write("index_rmse_held_out", &PositionProbeReading::index_rmse_held_out,
+        "tokens: the index probe fitted on the even fit sequences, read on the odd ones (in "
+        "distribution, held out; NaN: fewer than two fit sequences)");
+  write("index_chance_held_out", &PositionProbeReading::index_chance_held_out,
+        "tokens: RMSE of the even fit sequences' mean index on the same odd rows");
   write("index_last_predicted", &PositionProbeReading::index_last_predicted,
         "tokens: mean predicted index of the last position (true: long_tokens - 1)");
   write("separator_rmse_in_range", &PositionProbeReading::separator_rmse_in_range,

@@ -28,8 +28,8 @@ const std::vector<CriterionMetric>& CriterionMetrics() {
        "attention on the first token (mean over queries 1.., probe sequences, layers and heads)",
        true, false, false},
       {"position_probe_error",
-       "position probe error (the index probe's RMSE in range over the fit-set mean's; smallest "
-       "over blocks 1..L)",
+       "position probe error (the index probe's RMSE on held-out sequences of the training "
+       "lengths over their mean's; smallest over blocks 1..L)",
        false, false, false},
   };
   return metrics;
@@ -109,7 +109,10 @@ void ReadSinkPoints(const h5::Group& root, const std::string& path, RunScores& s
 
 // position_probe_error from /analysis/position_probes (Haviv et al. 2022: a causal model without
 // positional encoding still carries its tokens' positions): one value at the run's training
-// length, the smallest over the streams 1..L of index_rmse_in_range / index_chance_in_range.
+// length, the smallest over the streams 1..L of index_rmse_held_out / index_chance_held_out: the
+// probe fitted and read in distribution (other sequences of the training lengths), as Haviv et al.
+// probe. The in-range rows of the longest length are not in distribution (their states come from
+// longer sequences: a bidirectional model without position read 1.34 x chance there).
 void ReadProbePoints(const h5::Group& root, const std::string& path, RunScores& s) {
   const std::string missing =
       "run file '" + path +
@@ -118,17 +121,21 @@ void ReadProbePoints(const h5::Group& root, const std::string& path, RunScores& 
   LEXP_INPUT_CHECK(root.Has("analysis") && root.OpenGroup("analysis").Has("position_probes"),
                    missing);
   const h5::Group p = root.OpenGroup("analysis").OpenGroup("position_probes");
+  LEXP_INPUT_CHECK(p.Has("index_rmse_held_out"),
+                   "run file '" + path +
+                       "': /analysis/position_probes has no index_rmse_held_out (analysed by an "
+                       "earlier lexp): `lexp analyze " + path + "` measures it again");
   std::vector<uint64_t> got;
   const std::vector<double> rmse =
-      p.ReadDoublesShaped("index_rmse_in_range", {h5::Group::kAnySize}, &got);
-  const std::vector<double> chance = p.ReadDoublesShaped("index_chance_in_range", {got[0]});
+      p.ReadDoublesShaped("index_rmse_held_out", {h5::Group::kAnySize}, &got);
+  const std::vector<double> chance = p.ReadDoublesShaped("index_chance_held_out", {got[0]});
   double least = std::numeric_limits<double>::infinity();
   for (uint64_t r = 1; r < got[0]; ++r)
     if (std::isfinite(rmse[r]) && std::isfinite(chance[r]) && chance[r] > 0)
       least = std::min(least, rmse[r] / chance[r]);
   LEXP_INPUT_CHECK(std::isfinite(least), "run file '" + path +
                                              "': /analysis/position_probes holds no finite "
-                                             "in-range error after the first block");
+                                             "held-out error after the first block");
   const double n = static_cast<double>(s.train_max_length);
   s.points.push_back({n, n, least, 0, 0});
 }

@@ -11,8 +11,9 @@
 //     attention over a causal sequence of T tokens gives (H_T - 1)/(T - 1): 0.059 at 64);
 //   position_probe_error: /analysis/position_probes, one value per run at its training length:
 //     the smallest over the residual streams after the first block (1..L) of the index probe's
-//     RMSE in range over the RMSE of the fit set's mean (index_rmse_in_range /
-//     index_chance_in_range; 0: position read exactly, 1: no linear signal) (Haviv et al. 2022).
+//     RMSE on held-out sequences of the training lengths over the RMSE of the fitted sequences'
+//     mean (index_rmse_held_out / index_chance_held_out; 0: position read exactly, 1: no linear
+//     signal) (Haviv et al. 2022).
 #pragma once
 
 #include <cstdint>

@@ -73,6 +73,21 @@ TEST(PositionProbes, AStreamHoldingTheSeparatorDistanceGivesItAndNotTheIndex) {
   EXPECT_GT(p.index_rmse_in_range, 0.5 * p.index_chance_in_range);
 }
 
+// Held out in distribution (odd fit sequences, the probe fitted on the even ones): a stream
+// holding the index reads it; noise reads chance; a stream holding only each row's role (input,
+// separator, answer) reads a little better than chance, what the role says of the index.
+TEST(PositionProbes, TheHeldOutReadingIsInDistributionWithItsControls) {
+  const auto index = Read([](int t, int, int, Rng&, Eigen::RowVectorXd& x) { x[0] = t; });
+  EXPECT_LT(index.index_rmse_held_out, 0.05);
+  EXPECT_GT(index.index_chance_held_out, 3.0);
+  const auto noise = Read([](int, int, int, Rng&, Eigen::RowVectorXd&) {});
+  EXPECT_NEAR(noise.index_rmse_held_out / noise.index_chance_held_out, 1.0, 0.1);
+  const auto segment = Read([](int, int, int seg, Rng&, Eigen::RowVectorXd& x) { x[0] = seg; });
+  EXPECT_GT(segment.index_rmse_held_out, 0.6 * segment.index_chance_held_out)
+      << "the role alone says little of the index";
+  EXPECT_LT(segment.index_rmse_held_out, segment.index_chance_held_out);
+}
+
 TEST(PositionProbes, NoiseGivesChanceForBothProbes) {
   const auto p = Read([](int, int, int, Rng&, Eigen::RowVectorXd&) {});
   EXPECT_NEAR(p.index_rmse_in_range / p.index_chance_in_range, 1.0, 0.15);

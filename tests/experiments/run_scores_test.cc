@@ -86,12 +86,16 @@ TEST(RunScores, SinkMassIsTheMeanFirstTokenAttentionOverHeadsAtEachProbeLength) 
   fs::remove_all(dir);
 }
 
-// index_rmse_in_range and index_chance_in_range per residual stream 0..2 (the embedding, after
+// index_rmse_held_out and index_chance_held_out per residual stream 0..2 (the embedding, after
 // block 1, after block 2).
 void WriteProbes(const h5::Group& an, const std::vector<double>& rmse,
                  const std::vector<double>& chance) {
   const h5::Group p = an.CreateGroup("position_probes");
-  p.WriteDoubles("index_rmse_in_range", rmse, {rmse.size()}, "residual");
+  p.WriteDoubles("index_rmse_held_out", rmse, {rmse.size()}, "residual");
+  p.WriteDoubles("index_chance_held_out", chance, {chance.size()}, "residual");
+  // The out-of-distribution reading at the longest length is not what the metric reads.
+  p.WriteDoubles("index_rmse_in_range", std::vector<double>(rmse.size(), 99.0), {rmse.size()},
+                 "residual");
   p.WriteDoubles("index_chance_in_range", chance, {chance.size()}, "residual");
 }
 
@@ -131,6 +135,21 @@ TEST(RunScores, ARunWithoutTheAnalysisIsRefusedNamingHowToMakeIt) {
     JudgeCriterion(Criterion("position_probe_error", 64, 64, {"bare < 0.5"}), dir.string());
     ADD_FAILURE() << "a run without /analysis/position_probes was judged";
   } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("lexp analyze"), std::string::npos) << e.what();
+  }
+  // Probes analysed before the held-out reading existed: refused, not read from the old rows.
+  for (int s = 1; s <= 2; ++s)
+    WriteRun(dir / "older", "older", s, [](const h5::Group& an) {
+      const h5::Group p = an.CreateGroup("position_probes");
+      p.WriteDoubles("index_rmse_in_range", {1.0, 2.0, 3.0}, {3}, "residual");
+      p.WriteDoubles("index_chance_in_range", {10.0, 10.0, 10.0}, {3}, "residual");
+    });
+  try {
+    JudgeCriterion(Criterion("position_probe_error", 64, 64, {"older < 0.5"}),
+                   (dir / "older").string());
+    ADD_FAILURE() << "probes without index_rmse_held_out were judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no index_rmse_held_out"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("lexp analyze"), std::string::npos) << e.what();
   }
   try {
