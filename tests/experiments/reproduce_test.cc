@@ -97,8 +97,8 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   for (uint64_t i = 0; i < L; ++i)
     if (r.length[i] == r.train_max_length) at_train = r.value[i];
   const h5::Group probes = an.CreateGroup("position_probes");
-  probes.WriteDoubles("index_rmse_in_range", {0.0, 10.0 * at_train}, {2}, "residual");
-  probes.WriteDoubles("index_chance_in_range", {10.0, 10.0}, {2}, "residual");
+  probes.WriteDoubles("index_rmse_held_out", {0.0, 10.0 * at_train}, {2}, "residual");
+  probes.WriteDoubles("index_chance_held_out", {10.0, 10.0}, {2}, "residual");
   std::vector<double> flops = r.step_flops;
   auto history = r.history;
   if (flops.empty()) {
