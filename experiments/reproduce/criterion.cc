@@ -92,6 +92,7 @@ double ScoreRun(const RunScores& r, const ClaimCriterion& k, int lo, int hi, dou
     return c;
   }
   if (!k.compute.empty()) return AtCompute(ComputeCurve(r, lo, hi), at_compute);
+  if (censored) *censored = r.limit_censored;
   double sum = 0, n = 0, trials = 0, hits = 0;
   for (const RunPoint& p : r.points)
     if (p.length >= lo && p.length <= hi) {
@@ -398,9 +399,13 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       r.significant_against = on_other_side(d95);
       r.family_for = on_claimed_side(dm);
       r.family_against = on_other_side(dm);
-      // A run that never reached the target counts its whole budget, less than it would need:
-      // on the side claimed to reach sooner that favours the claim, so it cannot support it.
+      // A censored value is a lower bound (a run that never reached the target counts its whole
+      // budget; an extrapolation limit that every evaluated length passed, the longest length):
+      // on the side claimed smaller it cannot support the claim, on the side claimed larger it
+      // cannot contradict it.
       if ((c.greater ? b.censored : a.censored) > 0) r.significant_for = r.family_for = false;
+      if ((c.greater ? a.censored : b.censored) > 0)
+        r.significant_against = r.family_against = false;
     } else {
       r.difference = {t.difference, t.difference, t.difference};
     }
@@ -465,7 +470,11 @@ std::string VerdictRules() {
          "seed starts from its own pre-training, so the seeds' spread includes the pre-training's. "
          "A criterion that scores the compute to reach a value (reach) counts a run that never "
          "reaches it at its whole training, a lower bound: such a run on the side claimed to reach "
-         "sooner makes that comparison not significant for the claim.";
+         "sooner makes that comparison not significant for the claim. An extrapolation limit "
+         "(loss_limit, exact_match_limit, token_accuracy_limit: lexp base-law's, tolerance 0.1) "
+         "that every evaluated length passed is likewise a lower bound: on the side claimed "
+         "smaller it cannot support the claim, on the side claimed larger it cannot contradict "
+         "it.";
 }
 
 }  // namespace lexp

@@ -11,8 +11,8 @@
 //     over layers;
 //   attention_entropy: the same mean over the probe lengths of /analysis/entropy_mean (attention
 //     entropy over the visible keys, mean over queries, probe sequences, layers and heads);
-//   sink_mass, position_probe_error: the same mean over the lengths run_scores.h reads them at
-//     (the probe lengths; the training length);
+//   sink_mass, position_probe_error, *_limit: the same mean over the lengths run_scores.h reads
+//     them at (the probe lengths; the training length);
 //   with compute = tokens | flops | seconds: the metric of /train/eval_history at the lengths in
 //     [lo, hi] (their mean at each evaluation) against the training compute spent before the
 //     evaluation, linearly interpolated at one compute C, the same for every run (at_compute, or
@@ -55,7 +55,8 @@ struct GroupScore {
   // same models (or one pre-training) measured two ways: their comparison is paired.
   std::vector<std::string> origins;
   int incomplete = 0;               // runs of the label that did not complete (diverged, ...)
-  int censored = 0;                 // with reach: completed runs that never reached it
+  int censored = 0;                 // completed runs whose score is a lower bound: with reach,
+                                    // never reached it; a *_limit, passed every length
   double score = 0, lo = 0, hi = 0; // over seeds, with its 95% interval
   std::string interval;             // how the interval was made, for the table
   bool has_interval = false;         // false: none (lo = hi = score stand for the point)

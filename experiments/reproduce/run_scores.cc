@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "analysis/base_law.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figure_data.h"
@@ -26,6 +27,18 @@ const std::vector<CriterionMetric>& CriterionMetrics() {
        false, false, false},
       {"sink_mass",
        "attention on the first token (mean over queries 1.., probe sequences, layers and heads)",
+       true, false, false},
+      {"loss_limit",
+       "extrapolation limit by the loss (the longest evaluated length up to which the loss stays "
+       "within 1.1 x its value at the training length; lengths)",
+       true, false, false},
+      {"exact_match_limit",
+       "extrapolation limit by exact match (the longest evaluated length up to which it stays at "
+       "least 0.9 x its value at the training length; lengths)",
+       true, false, false},
+      {"token_accuracy_limit",
+       "extrapolation limit by token accuracy (the longest evaluated length up to which it stays "
+       "at least 0.9 x its value at the training length; lengths)",
        true, false, false},
       {"position_probe_error",
        "position probe error (the index probe's RMSE on held-out sequences of the training "
@@ -140,6 +153,44 @@ void ReadProbePoints(const h5::Group& root, const std::string& path, RunScores& 
   s.points.push_back({n, n, least, 0, 0});
 }
 
+// <score>_limit: the extrapolation limit of `lexp base-law` (Liu et al. 2023; analysis/base_law.h)
+// on the run's /eval, with its tolerance 0.1: the longest evaluated length beyond the training
+// length N up to which every score stays within 0.1 of the score at the longest evaluated length
+// <= N (a loss at most 1.1 x it, an accuracy at least 0.9 x it); N when the first longer length
+// already fails; censored (a lower bound) when every evaluated length passes. One value per run,
+// at N.
+void ReadLimitPoints(const h5::Group& root, const std::string& path, const std::string& metric,
+                     RunScores& s) {
+  const std::string score = metric.substr(0, metric.size() - std::string("_limit").size());
+  const h5::Group eval = root.OpenGroup("eval");
+  LEXP_INPUT_CHECK(eval.Has(score), "run file '" + path + "' has no /eval/" + score);
+  const std::vector<int64_t> length = eval.ReadInts("length");
+  const std::vector<double> value = eval.ReadDoublesShaped(score, {length.size()});
+  int ref = -1;
+  std::vector<double> beyond_length, beyond_value;
+  for (size_t i = 0; i < length.size(); ++i) {
+    if (length[i] <= s.train_max_length) {
+      if (ref < 0 || length[i] > length[static_cast<size_t>(ref)]) ref = static_cast<int>(i);
+    } else {
+      beyond_length.push_back(static_cast<double>(length[i]));
+      beyond_value.push_back(value[i]);
+    }
+  }
+  LEXP_INPUT_CHECK(ref >= 0 && !beyond_length.empty(),
+                   "run file '" + path + "': " + metric +
+                       " needs an evaluated length <= the training length " +
+                       std::to_string(s.train_max_length) + " and one beyond it");
+  const LimitCriterion c = score == "loss"          ? LimitCriterion::kLoss
+                           : score == "exact_match" ? LimitCriterion::kExactMatch
+                                                    : LimitCriterion::kTokenAccuracy;
+  double limit = ExtrapolationLimitMeasured(beyond_length, beyond_value,
+                                            value[static_cast<size_t>(ref)], 0.1, c);
+  s.limit_censored = limit >= beyond_length.back();
+  if (limit == 0) limit = static_cast<double>(length[static_cast<size_t>(ref)]);
+  const double n = static_cast<double>(s.train_max_length);
+  s.points.push_back({n, n, limit, 0, 0});
+}
+
 // js_to_reference at every probe length of /analysis/geometry: per layer the smallest divergence
 // over (head, reference head), mean over layers (Kazemnejad et al. 2023, eq. 2 and their mean
 // over layers).
@@ -249,6 +300,8 @@ std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& 
     ReadSinkPoints(root, path, s);
   } else if (k.metric == "position_probe_error") {
     ReadProbePoints(root, path, s);
+  } else if (k.metric.size() > 6 && k.metric.substr(k.metric.size() - 6) == "_limit") {
+    ReadLimitPoints(root, path, k.metric, s);
   } else {
     ReadEvalPoints(root, path, k.metric, s);
   }

@@ -13,7 +13,12 @@
 //     the smallest over the residual streams after the first block (1..L) of the index probe's
 //     RMSE on held-out sequences of the training lengths over the RMSE of the fitted sequences'
 //     mean (index_rmse_held_out / index_chance_held_out; 0: position read exactly, 1: no linear
-//     signal) (Haviv et al. 2022).
+//     signal) (Haviv et al. 2022);
+//   loss_limit, exact_match_limit, token_accuracy_limit: /eval, one value per run at its training
+//     length N: `lexp base-law`'s extrapolation limit (Liu et al. 2023), the longest evaluated
+//     length beyond N up to which the score stays within 0.1 of its value at the longest length
+//     <= N (N when the first longer length fails); censored, a lower bound, when every evaluated
+//     length passes.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +55,7 @@ struct RunScores {
   int seed = 0, train_max_length = 0;
   std::vector<RunPoint> points;
   double total_compute = 0;  // a compute criterion: the whole training's
+  bool limit_censored = false;  // a *_limit metric: every evaluated length passed (a lower bound)
 };
 
 // The run's scores, when its label is one of `labels` (the values are read only then: a run the

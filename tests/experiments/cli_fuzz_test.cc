@@ -732,7 +732,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        {"reproduce", (dir / "bad_metric.toml").string(), "--out", (dir / "bad_metric").string()},
        2,
        "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, "
-       "sink_mass, position_probe_error"},
+       "sink_mass, loss_limit, exact_match_limit, token_accuracy_limit, position_probe_error"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,

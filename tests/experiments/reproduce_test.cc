@@ -725,7 +725,8 @@ holds = ["nope > rope"]
       {with("recipe = \"default\"", "recipe = \"/no/such/r.toml\""),
        "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
-       "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, sink_mass, position_probe_error"},
+       "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, sink_mass, "
+       "loss_limit, exact_match_limit, token_accuracy_limit, position_probe_error"},
       {with("[criterion]", "[criterion]\ncompute = \"hours\""),
        "compute = 'hours'; allowed: tokens, flops, seconds, steps"},
       {with("[criterion]", "[criterion]\nreach = 0.5"),

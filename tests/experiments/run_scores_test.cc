@@ -126,6 +126,91 @@ TEST(RunScores, PositionProbeErrorIsTheBestStreamAfterTheFirstBlockRelativeToCha
   fs::remove_all(dir);
 }
 
+// A completed run trained at 64 whose /eval holds `loss` at `lengths` (exact match 1 - loss / 4).
+void WriteEvalRun(const fs::path& dir, const std::string& label, int seed,
+                  const std::vector<int64_t>& lengths, const std::vector<double>& loss) {
+  fs::create_directories(dir);
+  const std::string name = label + "-seed" + std::to_string(seed);
+  h5::Writer w((dir / (name + ".h5")).string());
+  const h5::Group& root = w.root();
+  root.SetAttr("format", "lexp-run/2");
+  root.SetAttr("label", name);
+  root.SetAttr("seed", seed);
+  root.SetAttr("train_max_length", 64);
+  root.CreateGroup("status").SetAttr("state", "completed");
+  const h5::Group eval = root.CreateGroup("eval");
+  const uint64_t L = lengths.size();
+  eval.WriteInts("length", lengths, {L}, "length");
+  eval.WriteDoubles("loss", loss, {L}, "length");
+  std::vector<double> em;
+  for (const double l : loss) em.push_back(1 - l / 4);
+  eval.WriteDoubles("exact_match", em, {L}, "length");
+  eval.WriteInts("samples", std::vector<int64_t>(L, 100), {L}, "length");
+  w.Commit();
+}
+
+const std::vector<int64_t> kGrid = {16, 32, 64, 96, 128, 192, 256};
+
+// lexp base-law's limit (tolerance 0.1) per run: a loss flat to 192 (seeds 1, 2) or 128 (seed 3)
+// then doubled reads 192 or 128; one that rises by half right after the training length reads
+// the training length 64 (the control: no extrapolation); a flat one reads the longest length,
+// censored, a lower bound that may still support a claim that it is the larger.
+TEST(RunScores, ExtrapolationLimitIsBaseLawsLimitPerRun) {
+  const fs::path dir = testing::FreshTempDir("run_scores_limit");
+  for (int s = 1; s <= 3; ++s) {
+    const double far = s == 3 ? 2.0 : 1.05;
+    WriteEvalRun(dir, "extends", s, kGrid, {1.0, 1.0, 1.0, 1.02, 1.05, far, 2.0});
+    WriteEvalRun(dir, "breaks", s, kGrid, {1.0, 1.0, 1.0, 1.5 + 0.1 * s, 2.0, 2.5, 3.0});
+    WriteEvalRun(dir, "flat", s, kGrid, {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0});
+    WriteEvalRun(dir, "mid", s, kGrid, {1.0, 1.0, 1.0, 1.05, s == 3 ? 1.05 : 2.0, 2.5, 3.0});
+  }
+  Verdict v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"extends > breaks"}), dir.string());
+  EXPECT_EQ(v.groups[0].per_seed, (std::vector<double>{192, 192, 128}));
+  EXPECT_EQ(v.groups[1].per_seed, (std::vector<double>{64, 64, 64}));
+  EXPECT_EQ(v.groups[0].censored, 0);
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"breaks > extends"}), dir.string());
+  EXPECT_EQ(v.verdict, "contradicted") << v.reason;
+  v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"flat > mid"}), dir.string());
+  EXPECT_EQ(v.groups[1].per_seed, (std::vector<double>{96, 96, 128}));
+  EXPECT_EQ(v.groups[0].censored, 3);
+  EXPECT_EQ(v.groups[0].per_seed, (std::vector<double>{256, 256, 256}));
+  EXPECT_EQ(v.verdict, "reproduced") << "a lower bound above: " << v.reason;
+  // The same limits read from exact match (at least 0.9 x its value at 64).
+  v = JudgeCriterion(Criterion("exact_match_limit", 64, 64, {"extends > breaks"}), dir.string());
+  EXPECT_EQ(v.groups[1].per_seed, (std::vector<double>{64, 64, 64}));
+  fs::remove_all(dir);
+}
+
+// A censored limit is a lower bound: evaluated only to 96 and flat there, it reads 96, below
+// another label's 128..192, but its true limit may be larger, so the comparison is not
+// significant either way; a run evaluated at no length beyond training is refused.
+TEST(RunScores, ACensoredLimitNeitherSupportsNorContradictsAClaim) {
+  const fs::path dir = testing::FreshTempDir("run_scores_limit_censored");
+  for (int s = 1; s <= 5; ++s) {  // limits 192 x 4 and 128: 96 lies wholly below them
+    const double far = s == 3 ? 2.0 : 1.05;
+    WriteEvalRun(dir, "extends", s, kGrid, {1.0, 1.0, 1.0, 1.02, 1.05, far, 2.0});
+    WriteEvalRun(dir, "short", s, {16, 32, 64, 96}, {1.0, 1.0, 1.0, 1.0 + 0.01 * s});
+  }
+  for (const char* claim : {"short > extends", "extends > short"}) {
+    const Verdict v = JudgeCriterion(Criterion("loss_limit", 64, 64, {claim}), dir.string());
+    EXPECT_EQ(v.groups[v.groups[0].label == "short" ? 0 : 1].censored, 5);
+    EXPECT_EQ(v.verdict, "no effect") << claim << ": " << v.reason;
+    EXPECT_TRUE(v.comparisons[0].difference.lo > 0 || v.comparisons[0].difference.hi < 0)
+        << "the measured difference is significant; only the censoring leaves it uncounted";
+    EXPECT_TRUE(v.comparisons[0].test == "Welch t") << v.comparisons[0].test;
+  }
+  WriteEvalRun(dir / "untested", "inside", 1, {16, 32, 64}, {1.0, 1.0, 1.0});
+  WriteEvalRun(dir / "untested", "inside", 2, {16, 32, 64}, {1.0, 1.0, 1.0});
+  try {
+    JudgeCriterion(Criterion("loss_limit", 64, 64, {"inside > 64"}), (dir / "untested").string());
+    ADD_FAILURE() << "a limit without a length beyond training was read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("and one beyond it"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 // A run file without the analysis a metric reads is refused, naming what is missing and how to
 // make it; it is never read as a number.
 TEST(RunScores, ARunWithoutTheAnalysisIsRefusedNamingHowToMakeIt) {
