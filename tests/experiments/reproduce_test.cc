@@ -160,7 +160,46 @@ std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Com
 // comparisons between labels say, and on the claimed side of the number c that its comparisons
 // with a number name (L0 between the levels that must lie below c and those above); reversed,
 // the values are mirrored about c, so every comparison turns round. relative_to lengths hold 1.
+// An extrapolation limit (*_limit) is a length of the evaluation grid, read from /eval: each
+// label's limit an integer L > N (N the criterion's length) meeting every comparison, each turned
+// round when reversed (premises never), by relaxing "A > B" to A >= B + 8 until all hold; written
+// as a score flat at N and L that fails at L + 1 (a seed adds its number to L).
+void WriteOrderedLimitRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
+  const int N = k.length_lo, gap = 8;
+  std::vector<Comparison> comps;
+  for (const auto& h : k.holds) comps.push_back(ParseComparison(h, "test"));
+  for (const auto& p : k.premises) comps.push_back(ParseComparison("requires " + p, "test"));
+  std::map<std::string, double> limit;
+  for (const auto& c : comps) {
+    limit[c.a] = N + 4 * gap;
+    if (!c.b_is_number) limit[c.b] = N + 4 * gap;
+  }
+  for (int pass = 0; pass < 100; ++pass)
+    for (const auto& c : comps) {
+      const bool greater = c.greater != (reverse && !c.premise);
+      const double b = c.b_is_number ? c.b_value : limit[c.b];
+      if (greater && limit[c.a] < b + gap) limit[c.a] = std::floor(b) + gap;
+      if (!greater && limit[c.a] > b - gap) limit[c.a] = std::ceil(b) - gap;
+    }
+  const bool loss = k.metric == "loss_limit";
+  for (const auto& [label, L] : limit) {
+    ASSERT_GT(L, N + 3) << label << ": a limit beyond the training length";
+    for (int seed = 1; seed <= 3; ++seed) {
+      FakeRun r;
+      r.label = label;
+      r.seed = seed;
+      r.train_max_length = N;
+      const auto at = static_cast<int64_t>(L) + seed - 2;
+      r.length = {N, at, at + 1};
+      r.value = {1.0, 1.0, loss ? 10.0 : 0.0};
+      WriteFakeRun(dir, r);
+    }
+  }
+}
+
 void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
+  const std::string& m = k.metric;
+  if (m.size() > 6 && m.substr(m.size() - 6) == "_limit") return WriteOrderedLimitRuns(dir, k, reverse);
   std::map<std::pair<int, int>, std::vector<Comparison>> spans;
   spans[{k.length_lo, k.length_hi}];
   std::vector<std::string> all = k.holds;
