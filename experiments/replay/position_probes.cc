@@ -72,8 +72,10 @@ PositionProbes MeasurePositionProbes(const std::string& run_file) {
                  std::max(2, cfg.eval_samples));
   std::vector<ProbeRows> fit(L + 1), test(L + 1);
   int sequences = 0;
+  // At least two sequences per fit length, so that the held-out reading (odd sequences against
+  // the even ones) finds every fit length on both sides.
   for (int n : p.fit_lengths)
-    Collect(replay, n, std::min(per_length, cfg.eval_samples), &sequences, fit);
+    Collect(replay, n, std::max(2, std::min(per_length, cfg.eval_samples)), &sequences, fit);
   p.fit_sequences = sequences;
   p.test_sequences = std::min(cfg.eval_samples, kMaxTestSequences);
   sequences = 0;

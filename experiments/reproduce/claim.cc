@@ -144,7 +144,7 @@ bool IsClaimId(const std::string& id) {
 std::string Comparison::Text() const {
   return (premise ? "requires " : "") + a +
          (equivalent ? " ~ " : greater ? " > " : " < ") + b +
-         (equivalent ? fmt::format(" within {:g}", margin) : "") +
+         (equivalent ? fmt::format(" within {}", margin) : "") +
          (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
 }
 

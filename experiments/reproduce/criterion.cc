@@ -127,7 +127,24 @@ struct ComparisonTest {
   std::function<Interval(double)> interval;
 };
 
+ComparisonTest TestComparisonOnSeeds(const GroupScore& a, const GroupScore& b, bool b_is_number);
+
+// Grid readings (extrapolation limits) that tie on every seed give a t interval of zero width,
+// which is no measure of their uncertainty (the true limits lie anywhere up to the next grid
+// length): such a comparison orders but is not tested.
 ComparisonTest TestComparison(const GroupScore& a, const GroupScore& b, bool b_is_number) {
+  ComparisonTest t = TestComparisonOnSeeds(a, b, b_is_number);
+  if (t.testable && (a.grid_readings || b.grid_readings)) {
+    const Interval i = t.interval(0.95);
+    if (!(i.hi > i.lo)) {
+      t.testable = false;
+      t.name += " (no spread: identical grid readings)";
+    }
+  }
+  return t;
+}
+
+ComparisonTest TestComparisonOnSeeds(const GroupScore& a, const GroupScore& b, bool b_is_number) {
   ComparisonTest t;
   t.difference = a.score - b.score;
   if (b_is_number) {
@@ -228,6 +245,7 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
   }
   if (done.empty()) return g;
   g.is_fraction = metric.is_fraction;
+  g.grid_readings = k.metric.size() > 6 && k.metric.substr(k.metric.size() - 6) == "_limit";
   g.by_mean = k.seeds == "mean" && done.size() >= 2;
   if (g.by_mean) {
     double sum = 0;
@@ -390,6 +408,9 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
       r.difference = {t.difference, d90.lo, d90.hi};
       r.significant_for = r.family_for = d90.lo > -c.margin && d90.hi < c.margin;
       r.significant_against = r.family_against = d95.lo >= c.margin || d95.hi <= -c.margin;
+      // A censored side is a lower bound: no equivalence, nor a difference, can be shown with it.
+      if (a.censored + b.censored > 0)
+        r.significant_for = r.family_for = r.significant_against = r.family_against = false;
     } else if (t.testable) {
       const Interval d95 = t.interval(0.95), dm = t.interval(family);
       r.difference = {t.difference, d95.lo, d95.hi};
@@ -470,11 +491,14 @@ std::string VerdictRules() {
          "seed starts from its own pre-training, so the seeds' spread includes the pre-training's. "
          "A criterion that scores the compute to reach a value (reach) counts a run that never "
          "reaches it at its whole training, a lower bound: such a run on the side claimed to reach "
-         "sooner makes that comparison not significant for the claim. An extrapolation limit "
-         "(loss_limit, exact_match_limit, token_accuracy_limit: lexp base-law's, tolerance 0.1) "
-         "that every evaluated length passed is likewise a lower bound: on the side claimed "
-         "smaller it cannot support the claim, on the side claimed larger it cannot contradict "
-         "it.";
+         "sooner makes that comparison not significant for the claim, and on the side claimed "
+         "slower it cannot contradict it. An extrapolation limit (loss_limit, exact_match_limit, "
+         "token_accuracy_limit: lexp base-law's, relative tolerance 0.1; a run that did not learn "
+         "the task is not scored) that every evaluated length passed is likewise a lower bound: "
+         "on the side claimed smaller it cannot support the claim, on the side claimed larger it "
+         "cannot contradict it, and a control with it is not met; limits (lengths of the "
+         "evaluation grid) whose seeds tie so that the t interval has no width order but are "
+         "not tested.";
 }
 
 }  // namespace lexp

@@ -66,6 +66,8 @@ struct GroupScore {
   long trials = 0, successes = 0;
   int candidates = 1;
   bool is_fraction = false;
+  // A *_limit metric: each seed's value is a length of the evaluation grid, so seeds often tie.
+  bool grid_readings = false;
   // The metric's curve: at every evaluated length, or with a compute criterion at every
   // evaluation during training against the compute spent before it (x: the mean over the runs);
   // mean, min and max over the completed runs.

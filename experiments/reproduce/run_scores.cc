@@ -154,11 +154,12 @@ void ReadProbePoints(const h5::Group& root, const std::string& path, RunScores& 
 }
 
 // <score>_limit: the extrapolation limit of `lexp base-law` (Liu et al. 2023; analysis/base_law.h)
-// on the run's /eval, with its tolerance 0.1: the longest evaluated length beyond the training
-// length N up to which every score stays within 0.1 of the score at the longest evaluated length
-// <= N (a loss at most 1.1 x it, an accuracy at least 0.9 x it); N when the first longer length
-// already fails; censored (a lower bound) when every evaluated length passes. One value per run,
-// at N.
+// on the run's /eval, with its relative tolerance 0.1, in task lengths (base-law's table is in
+// tokens): the longest evaluated length beyond the training length N up to which every score
+// stays within the tolerance of the score at the longest evaluated length <= N (the reference: a
+// loss at most 1.1 x it, an accuracy at least 0.9 x it); the reference length when the first
+// longer length already fails; censored (a lower bound) when every evaluated length passes. One
+// value per run, at N.
 void ReadLimitPoints(const h5::Group& root, const std::string& path, const std::string& metric,
                      RunScores& s) {
   const std::string score = metric.substr(0, metric.size() - std::string("_limit").size());
@@ -183,8 +184,20 @@ void ReadLimitPoints(const h5::Group& root, const std::string& path, const std::
   const LimitCriterion c = score == "loss"          ? LimitCriterion::kLoss
                            : score == "exact_match" ? LimitCriterion::kExactMatch
                                                     : LimitCriterion::kTokenAccuracy;
-  double limit = ExtrapolationLimitMeasured(beyond_length, beyond_value,
-                                            value[static_cast<size_t>(ref)], 0.1, c);
+  // A run that did not learn the task has nothing to extrapolate (lexp base-law's rule): by loss,
+  // its loss at the reference length must be below 0.95 x the loss at the shortest evaluated
+  // length; by an accuracy, at least 0.5 there. Such a run is not scored (counted incomplete).
+  const double at_ref = value[static_cast<size_t>(ref)];
+  size_t shortest = 0;
+  for (size_t i = 1; i < length.size(); ++i)
+    if (length[i] < length[shortest]) shortest = i;
+  const bool learnt =
+      c == LimitCriterion::kLoss ? at_ref < 0.95 * value[shortest] : at_ref >= 0.5;
+  if (!learnt) {
+    s.state = "not learnt";
+    return;
+  }
+  double limit = ExtrapolationLimitMeasured(beyond_length, beyond_value, at_ref, 0.1, c);
   s.limit_censored = limit >= beyond_length.back();
   if (limit == 0) limit = static_cast<double>(length[static_cast<size_t>(ref)]);
   const double n = static_cast<double>(s.train_max_length);

@@ -15,10 +15,12 @@
 //     mean (index_rmse_held_out / index_chance_held_out; 0: position read exactly, 1: no linear
 //     signal) (Haviv et al. 2022);
 //   loss_limit, exact_match_limit, token_accuracy_limit: /eval, one value per run at its training
-//     length N: `lexp base-law`'s extrapolation limit (Liu et al. 2023), the longest evaluated
-//     length beyond N up to which the score stays within 0.1 of its value at the longest length
-//     <= N (N when the first longer length fails); censored, a lower bound, when every evaluated
-//     length passes.
+//     length N: `lexp base-law`'s extrapolation limit (Liu et al. 2023), in task lengths, the
+//     longest evaluated length beyond N up to which the score stays within a relative 0.1 of its
+//     value at the longest length <= N (a loss <= 1.1 x it, an accuracy >= 0.9 x it; that
+//     length when the first longer one fails); censored, a lower bound, when every evaluated
+//     length passes; a run that did not learn the task (base-law's rule) is not scored, its
+//     state "not learnt".
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/difference_intervals.h"
 #include "experiments/reproduce/claim.h"
 #include "experiments/reproduce/criterion.h"
 #include "nn/check.h"
@@ -153,6 +154,37 @@ TEST(CriterionControl, AControlShownDifferentMakesTheClaimNotTestable) {
             std::string::npos)
       << v.reason;
   EXPECT_TRUE(v.comparisons[1].significant_against);
+  fs::remove_all(dir);
+}
+
+// Beyond the margin (window above full by 0.08, either way of the pair) a control is not met;
+// within it at 90% but not at 95% (Schuirmann's test is the 90% interval) it is.
+TEST(CriterionControl, AControlBeyondTheMarginFailsEitherWayAndUsesTheNinetyPercentInterval) {
+  for (const double sign : {1.0, -1.0}) {
+    const fs::path dir = testing::FreshTempDir("control_beyond");
+    for (int s = 1; s <= 3; ++s) {
+      WriteRun(dir, "full", s, 0.90 - 0.002 * s, 0.90 + 0.01 * s);
+      WriteRun(dir, "window", s, 0.90 + sign * 0.08 - 0.002 * s, 0.20 + 0.01 * s);
+    }
+    const Verdict v = JudgeCriterion(WindowLosesWhatItCannotSee(), dir.string());
+    EXPECT_EQ(v.verdict, "not testable") << sign << ": " << v.reason;
+    EXPECT_FALSE(v.comparisons[1].significant_for);
+    fs::remove_all(dir);
+  }
+  // Window below full by about 0.02 (Welch, independent runs), with a spread whose 95% interval
+  // reaches past -0.05 while the 90% one stays inside.
+  const fs::path dir = testing::FreshTempDir("control_ninety");
+  const std::vector<double> window = {0.925, 0.955, 0.935}, full = {0.960, 0.955, 0.965};
+  const Interval d90 = WelchDifference(window, full, 0.90), d95 = WelchDifference(window, full, 0.95);
+  ASSERT_GT(d90.lo, -0.05) << "the planted 90% interval lies inside the margin";
+  ASSERT_LT(d95.lo, -0.05) << "and the 95% one does not";
+  for (int s = 1; s <= 3; ++s) {
+    WriteRun(dir, "full", s, full[s - 1], 0.90 + 0.01 * s);
+    WriteRun(dir, "window", s, window[s - 1], 0.20 + 0.01 * s);
+  }
+  const Verdict v = JudgeCriterion(WindowLosesWhatItCannotSee(), dir.string());
+  EXPECT_NEAR(v.comparisons[1].difference.lo, d90.lo, 1e-12);
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
   fs::remove_all(dir);
 }
 

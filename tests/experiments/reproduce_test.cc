@@ -163,7 +163,8 @@ std::map<std::string, int> Levels(const ClaimCriterion& k, const std::vector<Com
 // An extrapolation limit (*_limit) is a length of the evaluation grid, read from /eval: each
 // label's limit an integer L > N (N the criterion's length) meeting every comparison, each turned
 // round when reversed (premises never), by relaxing "A > B" to A >= B + 8 until all hold; written
-// as a score flat at N and L that fails at L + 1 (a seed adds its number to L).
+// as a learnt score (a loss at N below the one at length 1) flat at N and L that fails at L + 1
+// (a seed adds its number to L).
 void WriteOrderedLimitRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse) {
   const int N = k.length_lo, gap = 8;
   std::vector<Comparison> comps;
@@ -190,8 +191,8 @@ void WriteOrderedLimitRuns(const fs::path& dir, const ClaimCriterion& k, bool re
       r.seed = seed;
       r.train_max_length = N;
       const auto at = static_cast<int64_t>(L) + seed - 2;
-      r.length = {N, at, at + 1};
-      r.value = {1.0, 1.0, loss ? 10.0 : 0.0};
+      r.length = {1, N, at, at + 1};  // learnt: the loss at N below the shortest length's
+      r.value = loss ? std::vector<double>{2.0, 1.0, 1.0, 10.0} : std::vector<double>{1, 1, 1, 0};
       WriteFakeRun(dir, r);
     }
   }

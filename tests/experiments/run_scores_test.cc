@@ -159,10 +159,10 @@ TEST(RunScores, ExtrapolationLimitIsBaseLawsLimitPerRun) {
   const fs::path dir = testing::FreshTempDir("run_scores_limit");
   for (int s = 1; s <= 3; ++s) {
     const double far = s == 3 ? 2.0 : 1.05;
-    WriteEvalRun(dir, "extends", s, kGrid, {1.0, 1.0, 1.0, 1.02, 1.05, far, 2.0});
-    WriteEvalRun(dir, "breaks", s, kGrid, {1.0, 1.0, 1.0, 1.5 + 0.1 * s, 2.0, 2.5, 3.0});
-    WriteEvalRun(dir, "flat", s, kGrid, {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0});
-    WriteEvalRun(dir, "mid", s, kGrid, {1.0, 1.0, 1.0, 1.05, s == 3 ? 1.05 : 2.0, 2.5, 3.0});
+    WriteEvalRun(dir, "extends", s, kGrid, {1.5, 1.0, 1.0, 1.02, 1.05, far, 2.0});
+    WriteEvalRun(dir, "breaks", s, kGrid, {1.5, 1.0, 1.0, 1.5 + 0.1 * s, 2.0, 2.5, 3.0});
+    WriteEvalRun(dir, "flat", s, kGrid, {1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0});
+    WriteEvalRun(dir, "mid", s, kGrid, {1.5, 1.0, 1.0, 1.05, s == 3 ? 1.05 : 2.0, 2.5, 3.0});
   }
   Verdict v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"extends > breaks"}), dir.string());
   EXPECT_EQ(v.groups[0].per_seed, (std::vector<double>{192, 192, 128}));
@@ -179,6 +179,40 @@ TEST(RunScores, ExtrapolationLimitIsBaseLawsLimitPerRun) {
   // The same limits read from exact match (at least 0.9 x its value at 64).
   v = JudgeCriterion(Criterion("exact_match_limit", 64, 64, {"extends > breaks"}), dir.string());
   EXPECT_EQ(v.groups[1].per_seed, (std::vector<double>{64, 64, 64}));
+  // With "<" and against numbers: a lower bound above the other side still decides, for the
+  // claim ("mid < flat") or against it ("flat < mid"); a number against seeds with spread too.
+  v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"mid < 160", "mid < flat"}), dir.string());
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  for (const char* against : {"flat < mid", "mid > 160"}) {
+    v = JudgeCriterion(Criterion("loss_limit", 64, 64, {against}), dir.string());
+    EXPECT_EQ(v.verdict, "contradicted") << against << ": " << v.reason;
+  }
+  // Seeds that all read 256 have no spread: against a number they order but are not tested
+  // (three ties say little of the limit), either way.
+  for (const char* tie : {"flat > 200", "flat < 96"}) {
+    v = JudgeCriterion(Criterion("loss_limit", 64, 64, {tie}), dir.string());
+    EXPECT_EQ(v.verdict, "no effect") << tie << ": " << v.reason;
+    EXPECT_NE(v.comparisons[0].test.find("no spread"), std::string::npos) << v.comparisons[0].test;
+  }
+  fs::remove_all(dir);
+}
+
+// A run that never learnt its task (a loss flat and high from the shortest length; an accuracy
+// below 0.5 at the training length) has no limit to read: it would pass every length. It is not
+// scored, counted incomplete, and a label of such runs alone is not testable.
+TEST(RunScores, ARunThatNeverLearntHasNoLimit) {
+  const fs::path dir = testing::FreshTempDir("run_scores_limit_unlearnt");
+  for (int s = 1; s <= 3; ++s) {
+    WriteEvalRun(dir, "never", s, kGrid, {3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0});
+    WriteEvalRun(dir, "extends", s, kGrid, {1.5, 1.0, 1.0, 1.02, 1.05, s == 3 ? 2.0 : 1.05, 2.0});
+  }
+  Verdict v = JudgeCriterion(Criterion("loss_limit", 64, 64, {"never > extends"}), dir.string());
+  EXPECT_EQ(v.groups[0].incomplete, 3);
+  EXPECT_EQ(v.verdict, "not testable") << v.reason;
+  // By exact match (1 - loss / 4 = 0.25 at 64, below 0.5): not learnt either.
+  v = JudgeCriterion(Criterion("exact_match_limit", 64, 64, {"never > extends"}), dir.string());
+  EXPECT_EQ(v.groups[0].incomplete, 3);
+  EXPECT_EQ(v.verdict, "not testable") << v.reason;
   fs::remove_all(dir);
 }
 
@@ -189,19 +223,21 @@ TEST(RunScores, ACensoredLimitNeitherSupportsNorContradictsAClaim) {
   const fs::path dir = testing::FreshTempDir("run_scores_limit_censored");
   for (int s = 1; s <= 5; ++s) {  // limits 192 x 4 and 128: 96 lies wholly below them
     const double far = s == 3 ? 2.0 : 1.05;
-    WriteEvalRun(dir, "extends", s, kGrid, {1.0, 1.0, 1.0, 1.02, 1.05, far, 2.0});
-    WriteEvalRun(dir, "short", s, {16, 32, 64, 96}, {1.0, 1.0, 1.0, 1.0 + 0.01 * s});
+    WriteEvalRun(dir, "extends", s, kGrid, {1.5, 1.0, 1.0, 1.02, 1.05, far, 2.0});
+    WriteEvalRun(dir, "short", s, {16, 32, 64, 96}, {1.5, 1.0, 1.0, 1.0 + 0.01 * s});
   }
-  for (const char* claim : {"short > extends", "extends > short"}) {
+  // Each way of the pair, and against numbers (96, censored, against 150).
+  for (const char* claim : {"short > extends", "extends > short", "extends < short",
+                            "short < extends", "short > 150", "short < 150"}) {
     const Verdict v = JudgeCriterion(Criterion("loss_limit", 64, 64, {claim}), dir.string());
-    EXPECT_EQ(v.groups[v.groups[0].label == "short" ? 0 : 1].censored, 5);
+    EXPECT_EQ(v.groups[0].label == "short" ? v.groups[0].censored : v.groups[1].censored, 5);
     EXPECT_EQ(v.verdict, "no effect") << claim << ": " << v.reason;
     EXPECT_TRUE(v.comparisons[0].difference.lo > 0 || v.comparisons[0].difference.hi < 0)
-        << "the measured difference is significant; only the censoring leaves it uncounted";
-    EXPECT_TRUE(v.comparisons[0].test == "Welch t") << v.comparisons[0].test;
+        << claim << ": the measured difference is significant; only the censoring leaves it "
+        << "uncounted";
   }
-  WriteEvalRun(dir / "untested", "inside", 1, {16, 32, 64}, {1.0, 1.0, 1.0});
-  WriteEvalRun(dir / "untested", "inside", 2, {16, 32, 64}, {1.0, 1.0, 1.0});
+  WriteEvalRun(dir / "untested", "inside", 1, {16, 32, 64}, {1.5, 1.0, 1.0});
+  WriteEvalRun(dir / "untested", "inside", 2, {16, 32, 64}, {1.5, 1.0, 1.0});
   try {
     JudgeCriterion(Criterion("loss_limit", 64, 64, {"inside > 64"}), (dir / "untested").string());
     ADD_FAILURE() << "a limit without a length beyond training was read";
