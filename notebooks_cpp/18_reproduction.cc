@@ -260,8 +260,13 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
   for (const auto& p : points) {
     const h5::Group t = trend.OpenGroup(p);
     const int64_t steps = t.AttrInt("steps");
-    verdicts += fmt::format("{}{} steps{}: {}", verdicts.empty() ? "" : "; ", steps,
-                            t.AttrInt("budget") != 0 ? " (budget)" : "", t.AttrString("verdict"));
+    // One title line holds about 80 characters at this size: the points wrap onto more lines.
+    const std::string point = fmt::format("{} steps{}: {}", steps,
+                                          t.AttrInt("budget") != 0 ? " (budget)" : "",
+                                          t.AttrString("verdict"));
+    const size_t line_start = verdicts.rfind('\n') == std::string::npos ? 0 : verdicts.rfind('\n') + 1;
+    const bool wrap = !verdicts.empty() && verdicts.size() - line_start + point.size() > 70;
+    verdicts += (verdicts.empty() ? "" : wrap ? ";\n" : "; ") + point;
     xtics += fmt::format("{}\"{}\" {}", xtics.empty() ? "" : ", ", steps, steps);
     fewest = fewest == 0 ? steps : std::min(fewest, steps);
     most = std::max(most, steps);
