@@ -690,6 +690,10 @@ Writer::Writer(const std::string& path, Mode mode) : path_(path), tmp_(path + ".
   // file is complete on disk when Commit() renames it.
   Handle fapl = Check(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "file access properties");
   H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG);
+  // Object headers of format 2 carry HDF5's own checksums: damaged metadata is refused by the
+  // library when read, instead of being parsed (a flipped bit in an attribute message of a
+  // version-1 header can crash libhdf5 itself, h5dump included, when the file is closed).
+  H5Pset_libver_bounds(fapl.id(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
   if (mode == Mode::kUpdate) {
     LEXP_INPUT_CHECK(fs::is_regular_file(path), "no such file to update: '" + path + "'");
     // The whole file is verified first: resealing it after the update must not bless damage.
@@ -788,7 +792,10 @@ Reader::Reader(const std::string& path) {
   const hid_t f = Cleared(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
   LEXP_INPUT_CHECK(f >= 0, "cannot open '" + path + "' as HDF5 (not an HDF5 file, or damaged)");
   file_ = Handle(f, H5Fclose);
-  root_ = Group(Check(H5Gopen2(file_.id(), "/", H5P_DEFAULT), H5Gclose, "open root"), true);
+  // A root group HDF5 cannot open (its header's checksum fails) is damage in the file.
+  const hid_t root = Cleared(H5Gopen2(file_.id(), "/", H5P_DEFAULT));
+  LEXP_INPUT_CHECK(root >= 0, "cannot read '" + path + "': its root group is damaged");
+  root_ = Group(Handle(root, H5Gclose), true);
 }
 
 }  // namespace lexp::h5
