@@ -250,6 +250,9 @@ class PositionEncoding {
   // True when the tables of sites 1-3 at a position depend on the sequence's length (RoPE's
   // dynamic scaling rules): incremental decoding then recomputes the whole prefix at every step.
   virtual bool TablesDependOnLength() const { return false; }
+  // True when site 2's vector for a token depends on the tokens before it (Abacus numbers the
+  // digits of each number): incremental decoding then recomputes the whole prefix at every step.
+  virtual bool EmbeddingReadsEarlierTokens() const { return false; }
   // True unless site 3 transforms the row at position p the same whatever the other positions:
   // then incremental decoding keeps the cached keys transformed and transforms only the new rows.
   // xPos, whose scale is centred on the middle position, keeps the default (every key again).

@@ -65,6 +65,9 @@ class ForwardingEncoding : public PositionEncoding<S> {
   void Init(Rng& rng) override { inner_->Init(rng); }
   void AfterOptimizerStep() override { inner_->AfterOptimizerStep(); }
   bool TablesDependOnLength() const override { return inner_->TablesDependOnLength(); }
+  bool EmbeddingReadsEarlierTokens() const override {
+    return inner_->EmbeddingReadsEarlierTokens();
+  }
   bool QKTransformDependsOnOtherPositions() const override {
     return inner_->QKTransformDependsOnOtherPositions();
   }

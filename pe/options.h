@@ -27,6 +27,7 @@ struct EncodingShape {
   int train_length = 0;  // longest training sequence (tokens): L of the scaling rules, kept apart
                          // from max_length (a known pitfall); 0 = unknown
   int vocab = 0;         // token vocabulary (encodings that depend on the token; 0 = unknown)
+  int digits = 0;        // token ids [0, digits) are the decimal digits (arithmetic tasks; 0 = none)
 };
 
 class EncodingOptions {

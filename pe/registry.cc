@@ -1,6 +1,7 @@
 #include "pe/registry.h"
 
 #include "nn/check.h"
+#include "pe/abacus.h"
 #include "pe/alibi.h"
 #include "pe/cape.h"
 #include "pe/complex_order.h"
@@ -76,6 +77,17 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"beyond", "error", "positions past the table: error | clamp (reuse the last row)"},
         {"init_std", "1.0", "standard deviation of the initial table"}},
        "its positions are added to the token embeddings before attention"},
+      {"abacus",
+       EncodingFactory::Of<Abacus>(),
+       "absolute",
+       "position ids, input embedding",
+       "McLeish et al. 2024, arXiv:2405.17399",
+       {{"max_k", "99",
+         "largest training offset k of the digits' places (one k ~ U{0..max_k} per batch)"},
+        {"rows", "1024", "table rows: places up to rows - 1 (the reference's max_seq_length)"},
+        {"init_std", "1.0", "standard deviation of the initial table"}},
+       "its places are added to the token embeddings before attention",
+       true},
       {"alibi",
        EncodingFactory::Of<Alibi>(),
        "relative bias",

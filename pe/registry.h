@@ -64,6 +64,9 @@ struct EncodingInfo {
   // Lambda mask and StreamingLLM's sinks need; otherwise why it cannot (the patterns would be
   // masks only).
   std::string cannot_remap = "";
+  // True for encodings that number the digits of each number (Abacus): they need a task with
+  // digit symbols (Task::DigitSymbols).
+  bool reads_digits = false;
 };
 
 const std::vector<EncodingInfo>& ListEncodings();

@@ -22,7 +22,7 @@ EncodingShape ShapeFor(const RecipeConfig& cfg, const SequenceLayout& layout) {
   return EncodingShape{cfg.model.d_model,   cfg.model.n_heads,
                        cfg.model.n_layers,  cfg.layout == "decoder",
                        cfg.MaxPositionId(), layout.SequenceLengthFor(cfg.train_max_length),
-                       layout.Vocab()};
+                       layout.Vocab(),      layout.Digits()};
 }
 
 AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encoding,

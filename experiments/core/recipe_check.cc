@@ -150,6 +150,18 @@ void ValidateOneTask(const RecipeConfig& c) {
                                           : " is a language-modelling source, a query stream or "
                                             "has padded outputs") +
                        "); use teacher_forced");
+  // (Unknown encoding names are reported with the encodings' other checks below.)
+  auto reads_digits = [](const std::string& name) {
+    for (const auto& info : ListEncodings())
+      if (info.name == name) return info.reads_digits;
+    return false;
+  };
+  for (const auto& e : c.encodings)
+    LEXP_INPUT_CHECK(!reads_digits(e) || task->DigitSymbols() > 0,
+                     KeyLocation(src, "model.encodings") + ": encoding '" + e +
+                         "' numbers the digits of each number, and task '" + c.task +
+                         "' has no digits; use it with addition_reversed or "
+                         "multiplication_reversed");
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   int train_tokens = 0, vocab = 0;
   try {
@@ -417,7 +429,7 @@ void ValidateOneTask(const RecipeConfig& c) {
       CreateEncoding<float>(
           e, it == c.encoding_options.end() ? std::map<std::string, std::string>{} : it->second,
           EncodingShape{c.model.d_model, c.model.n_heads, c.model.n_layers, c.layout == "decoder",
-                        c.MaxPositionId(), train_tokens, vocab});
+                        c.MaxPositionId(), train_tokens, vocab, task->DigitSymbols()});
     } catch (const InputError& err) {
       FailInput(KeyLocation(src, "encoding_options." + e) + ": " + err.what());
     }

@@ -12,6 +12,8 @@ SequenceLayout::SequenceLayout(const Task& task, Layout layout)
   LEXP_INPUT_CHECK(
       layout == Layout::kDecoder || task.SupportsEncoder(),
       "task '" + task.Name() + "' needs the decoder layout (model.layout = \"decoder\")");
+  LEXP_CHECK(task.DigitSymbols() == 0 || task.SharedAlphabet(),
+             "a task with digit symbols must share its alphabet (the digits' token ids)");
   const int symbols = task.SharedAlphabet() ? vin_ : vin_ + task.OutputAlphabet();
   sep_ = symbols;
   blank_ = symbols + 1;
@@ -41,12 +43,19 @@ int SequenceLayout::GreedyCapacityFor(int n) const {
                         static_cast<int>(e.output.size()) + (ends_ ? 1 : 0));
 }
 
-Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth) const {
+int SequenceLayout::DrawShape(int n, Rng& rng) const {
+  const int shapes = task_.Shapes(n);
+  return shapes > 1 ? static_cast<int>(rng.UniformInt(0, shapes - 1)) : 0;
+}
+
+Batch SequenceLayout::MakeBatch(int n, int batch_size, Rng& rng, double depth, int shape) const {
   Batch b;
   b.B = batch_size;
   b.n = n;
   for (int s = 0; s < batch_size; ++s) {
-    const Example e = depth >= 0 ? task_.SampleAtDepth(n, depth, rng) : task_.Sample(n, rng);
+    const Example e = depth >= 0   ? task_.SampleAtDepth(n, depth, rng)
+                      : shape > 0 ? task_.SampleShape(n, shape, rng)
+                                  : task_.Sample(n, rng);
     const int T = SequenceLength(e);
     if (s == 0) {
       b.T = T;

@@ -56,8 +56,14 @@ class SequenceLayout {
   // model of the prompts, as a prompt compressor needs; train.score_input). Evaluation grades the
   // answer only, as without it.
   void set_score_input(bool on) { score_input_ = on; }
-  // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey).
-  Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1) const;
+  // depth >= 0: examples from Task::SampleAtDepth (tasks with a depth axis, e.g. passkey); shape:
+  // the shape every example of the batch has (Task::Shapes; 0, the longest, in evaluation).
+  Batch MakeBatch(int n, int batch_size, Rng& rng, double depth = -1, int shape = 0) const;
+  // A training batch's shape, uniform over the task's shapes at n (draws nothing from rng when the
+  // task has one shape, so such tasks' batches are those of before shapes existed).
+  int DrawShape(int n, Rng& rng) const;
+  // Token ids [0, Digits()) are the decimal digits (Task::DigitSymbols; 0 = the task has none).
+  int Digits() const { return task_.DigitSymbols(); }
   // Greedy decoding writes at most twice the answer (its end token included) after the prompt
   // (input and SEP): the longest sequence it forms for a prompt of P tokens and an answer of A.
   static int GreedyCapacity(int prompt, int answer) { return prompt + 2 * answer - 1; }

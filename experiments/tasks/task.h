@@ -61,6 +61,15 @@ class Task {
   virtual int MinLength() const { return 1; }
   virtual int MaxLength() const { return 1 << 20; }
   virtual Example Sample(int n, Rng& rng) const = 0;
+  // Tasks whose examples of one requested length come in several shapes (sequence lengths), e.g.
+  // operands of independently drawn lengths: a training batch draws one shape of [0, Shapes(n))
+  // and every example of it has that shape (lexp batches one sequence length at a time). Shape 0
+  // is what evaluation at n reads and what Sample returns (the longest).
+  virtual int Shapes(int /*n*/) const { return 1; }
+  virtual Example SampleShape(int n, int /*shape*/, Rng& rng) const { return Sample(n, rng); }
+  // Input symbols [0, DigitSymbols()) are the decimal digits 0..9, shared by the output (arithmetic
+  // tasks): encodings that number the digits of a number (Abacus) read them. 0: no digits.
+  virtual int DigitSymbols() const { return 0; }
   // Tasks with a depth axis (where in the input the information sits, 0 = start, 1 = end):
   // evaluation sweeps it (eval.depths). Sample draws the depth at random.
   virtual bool HasDepth() const { return false; }

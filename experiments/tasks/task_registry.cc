@@ -1,6 +1,7 @@
 // Task registry: recipe name -> task.
 #include <string>
 
+#include "experiments/tasks/arithmetic.h"
 #include "experiments/tasks/associative_recall.h"
 #include "experiments/tasks/chomsky.h"
 #include "experiments/tasks/kazemnejad.h"
@@ -79,6 +80,14 @@ const std::vector<TaskInfo>& ListTasks() {
       {"addition", "a + b on n digits, sum on n + 1 digits (most significant first)",
        "Kazemnejad et al. 2023 (token form)"},
       {"summation", "v1 + ... + vn, answer mod 10", "Kazemnejad et al. 2023 (token form)"},
+      {"addition_reversed",
+       "a + b, numbers least significant digit first; n = the longer operand's digits, the other "
+       "1..n; sum on n + 1 digits",
+       "McLeish et al. 2024 (Abacus) format"},
+      {"multiplication_reversed",
+       "a x b, a of n digits and b of 1..3, least significant digit first; product on n + |b| "
+       "digits",
+       "McLeish et al. 2024 (Abacus) format"},
       {"parity", "n bits; answer 1 when the number of ones is even", "Kazemnejad et al. 2023"},
       {"sort", "n tokens of a pool of `vocab` (default 50) sorted",
        "Kazemnejad et al. 2023 (sngd)"},
@@ -115,6 +124,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
     return std::make_unique<PasskeyTask>();
   }
   if (auto t = kazemnejad::Create(name, o)) return t;
+  if (auto t = arithmetic::Create(name, o)) return t;
   if (auto t = chomsky::Create(name)) {
     LEXP_INPUT_CHECK(o.vocab == 0,
                      "task '" + name + "' has a fixed alphabet; leave task.vocab at 0");

@@ -281,7 +281,8 @@ class Runner {
       // GrowLength: the phase's longest length, and a batch that keeps the tokens per step.
       const RecipeConfig::TrainingPhase phase = cfg_.PhaseAt(step, schedule);
       const int n = static_cast<int>(data_rng_.UniformInt(1, phase.max_length));
-      const Batch b = layout_.MakeBatch(n, phase.batch_size, data_rng_);
+      const int shape = layout_.DrawShape(n, data_rng_);
+      const Batch b = layout_.MakeBatch(n, phase.batch_size, data_rng_, -1, shape);
       enc_->PositionIds(b.T, true, pos_rng_, pos);
       model_->ZeroGrad();
       if (lora_) {

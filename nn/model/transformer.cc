@@ -664,7 +664,8 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_T_ = 0;
   dec_pos_all_ = pos;
   // A retrieved memory is searched again at every step: the whole prefix is recomputed.
-  dec_recompute_ = enc_->TablesDependOnLength() || ActivePattern().DependsOnLength() ||
+  dec_recompute_ = enc_->TablesDependOnLength() || enc_->EmbeddingReadsEarlierTokens() ||
+                   ActivePattern().DependsOnLength() ||
                    cfg_.knn.Active() || cfg_.landmark_block > 0 || cfg_.side.Active();
   if (dec_recompute_) {
     dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);

@@ -40,7 +40,7 @@ TEST_P(DecodeEqualsForward, ForEveryEncoding) {
   constexpr int B = 2, T = 13, P = 5, C = 16, H = 2, L = 2, V = 11;
   std::map<std::string, std::string> options;
   if (name == "rope_partial") options["fraction"] = "0.5";
-  auto enc = CreateEncoding<double>(name, options, EncodingShape{C, H, L, true, 64, 8, V});
+  auto enc = CreateEncoding<double>(name, options, EncodingShape{C, H, L, true, 64, 8, V, V / 2});
   Transformer<double> model(SmallDecoder(V, C, H, L), enc.get());
   Rng rng(3);
   model.Init(rng);

@@ -40,6 +40,9 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
                                                     {"text_lm", 0},
                                                     {"modular_arithmetic", n % 2 == 0 ? n - 1 : n},
                                                     {"addition", 2 * n + 1},
+                                                    {"addition_reversed", 2 * n + 1},
+                                                    {"multiplication_reversed",
+                                                     n + 1 + std::min(3, n)},
                                                     {"summation", 2 * n - 1},
                                                     {"lego", 3 * n + 2}};
       const size_t expect_in = in_len.count(info.name) ? in_len.at(info.name) : n;

@@ -36,7 +36,8 @@ Captured Capture(const std::string& encoding, bool pre_ln) {
   c.cfg.d_ff = 12;
   c.cfg.pre_ln = pre_ln;
   c.cfg.causal = true;
-  const EncodingShape es{c.cfg.d_model, c.cfg.n_heads, c.cfg.n_layers, true, 16, 6, c.cfg.vocab};
+  // Tokens 0..2 are digits for the encodings that number them (abacus).
+  const EncodingShape es{c.cfg.d_model, c.cfg.n_heads, c.cfg.n_layers, true, 16, 6, c.cfg.vocab, 3};
   std::map<std::string, std::string> options;
   if (encoding == "rope_partial") options["fraction"] = "0.5";
   auto enc = CreateEncoding<double>(encoding, options, es);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/core/recipe.h"
+#include "pe/registry.h"
 #include "nn/check.h"
 
 namespace lexp::testing {
@@ -53,6 +54,13 @@ stored_samples = 1
   ApplyOverrides(c, sets);
   ValidateRecipe(c);
   return c;
+}
+
+// The task settings a registry-wide test adds for `encoding`: an encoding that numbers digits
+// (abacus) trains on addition_reversed instead of copy; others need none.
+inline std::vector<std::string> TaskSetsFor(const std::string& encoding) {
+  if (FindEncoding(encoding).reads_digits) return {"task.name=addition_reversed", "task.vocab=0"};
+  return {};
 }
 
 // The error TinyCopyRecipe(sets) raises (empty when the recipe is accepted).
