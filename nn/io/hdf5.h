@@ -149,6 +149,10 @@ std::string ChecksumText(uint64_t hash);
 // consistent in their checksums (a NaN weight, a wrong shape), so that the checks behind the
 // checksums are exercised; and for a user who changed a run file on purpose, who then owns it.
 void Reseal(const std::string& path);
+// Rewrites only the seal of a sealed file's bytes (the user block a Writer fills), leaving its
+// dataset and attribute checksums as they are: for tests of the checks behind the seal (a dataset
+// changed without its checksum). No-op for a file without a seal.
+void RestampFileSeal(const std::string& path);
 
 // Clears the calling thread's HDF5 error stack. A thread that made HDF5 calls calls it before it
 // ends: HDF5 1.10 frees an ended thread's stack without releasing the records left on it (even a

@@ -114,7 +114,8 @@ class CliFuzz : public ::testing::Test {
   // A copy of the good run file, changed by `edit` through the HDF5 C API.
   // A copy of the good run file changed by `edit` (raw HDF5, as another program would) and then
   // resealed (h5::Reseal), so that its checksums hold and the checks behind them are what refuses
-  // it; sealed = false leaves the checksums as they were, for the refusal by checksum.
+  // it; reseal = false leaves the dataset and attribute checksums as they were (only the seal of
+  // the file's bytes is renewed), for the refusal by those checksums.
   static std::string Corrupt(const std::string& name, const std::function<void(hid_t)>& edit,
                              bool reseal = true) {
     const fs::path dir = root_ / "corrupt";
@@ -124,7 +125,10 @@ class CliFuzz : public ::testing::Test {
     const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
     edit(f);
     H5Fclose(f);
-    if (reseal) h5::Reseal(p.string());
+    if (reseal)
+      h5::Reseal(p.string());
+    else
+      h5::RestampFileSeal(p.string());  // the file's bytes sealed, its dataset checksums stale
     return p.string();
   }
 
@@ -363,6 +367,15 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
        {"run", "RECIPE", "--set", "model.encodings=xpos", "--set", "model.layout=encoder"},
        2,
        "decoder"},
+      {"self_extend without a group size",
+       {"run", "RECIPE", "--set", "model.encodings=rope", "--set", "model.pattern=self_extend"},
+       2,
+       "pattern_group"},
+      {"self_extend with an encoding that cannot remap",
+       {"run", "RECIPE", "--set", "model.encodings=sinusoidal", "--set",
+        "model.pattern=self_extend", "--set", "model.pattern_group=2"},
+       2,
+       "cannot do"},
       {"abacus on a task without digits",
        {"run", "RECIPE", "--set", "model.encodings=abacus"},
        2,
@@ -615,7 +628,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     fs::copy_file(good_, dir / "flipped_dir" / "rope.h5");
     const hid_t f = H5Fopen((dir / "flipped_dir" / "rope.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     const hid_t ds = H5Dopen2(f, "/eval/loss", H5P_DEFAULT);
-    const haddr_t at = H5Dget_offset(ds);
+    const haddr_t at = H5Dget_offset(ds);  // from the file's start, user block included
     H5Dclose(ds);
     H5Fclose(f);
     std::fstream b(dir / "flipped_dir" / "rope.h5",
@@ -627,6 +640,11 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
     b.seekp(static_cast<std::streamoff>(at) + 3);
     b.write(&c, 1);
   }
+  // The same flipped bit behind a renewed seal of the file's bytes: the dataset's own checksum
+  // refuses it.
+  fs::create_directories(dir / "flipped_restamped_dir");
+  fs::copy_file(dir / "flipped_dir" / "rope.h5", dir / "flipped_restamped_dir" / "rope.h5");
+  h5::RestampFileSeal((dir / "flipped_restamped_dir" / "rope.h5").string());
   const std::vector<BadInput> table = {
       {"evaluating NaN weights", {"eval", nan_weights, "--no-figures"}, 2, "not finite"},
       {"U4: a scaling rule's value that is no number",
@@ -644,7 +662,11 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
       {"U7: base-law names the damaged file it meets",
        {"base-law", (dir / "flipped_dir").string()},
        2,
-       "flipped_dir/rope.h5': dataset '/eval/loss' fails its checksum"},
+       "flipped_dir/rope.h5' is damaged: its bytes do not match the checksum it was written with"},
+      {"a flipped bit behind a renewed seal",
+       {"base-law", (dir / "flipped_restamped_dir").string()},
+       2,
+       "flipped_restamped_dir/rope.h5': dataset '/eval/loss' fails its checksum"},
       {"A6: eval --set of a key an evaluation ignores",
        {"eval", good_.string(), "--set", "train.steps=5", "--no-figures"},
        2,
