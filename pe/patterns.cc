@@ -5,12 +5,15 @@
 namespace lexp {
 
 const std::vector<std::string>& PatternNames() {
-  static const std::vector<std::string> k = {"full",    "sliding_window", "bca",   "lambda",
-                                             "dilated", "shifted_sparse", "sinks", "recurrence"};
+  static const std::vector<std::string> k = {"full",          "sliding_window", "bca",
+                                             "lambda",        "dilated",        "shifted_sparse",
+                                             "sinks",         "recurrence",     "self_extend"};
   return k;
 }
 
-bool PatternRemapsDistances(const std::string& name) { return name == "lambda" || name == "sinks"; }
+bool PatternRemapsDistances(const std::string& name) {
+  return name == "lambda" || name == "sinks" || name == "self_extend";
+}
 
 void DilatedHeadPattern::KeyBounds(int i, int, int* b, int* e) const {
   *b = i;
@@ -71,6 +74,12 @@ std::unique_ptr<AttentionPattern> CreatePattern(const PatternConfig& c) {
   if (c.name == "recurrence") {
     LEXP_INPUT_CHECK(c.memory >= 0, "pattern 'recurrence' needs a memory >= 0 tokens");
     return std::make_unique<RecurrencePattern>(c.window, c.memory > 0 ? c.memory : c.window);
+  }
+  if (c.name == "self_extend") {
+    LEXP_INPUT_CHECK(c.group >= 1,
+                     "pattern 'self_extend' needs a group size G >= 1 (model.pattern_group; "
+                     "1 = plain distances)");
+    return std::make_unique<SelfExtendPattern>(c.group, c.window);
   }
   if (c.name == "lambda") {
     LEXP_INPUT_CHECK(c.global >= 0, "pattern 'lambda' needs n_global >= 0");

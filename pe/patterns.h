@@ -47,10 +47,12 @@ namespace lexp {
 struct PatternConfig {
   std::string name =
       "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks | recurrence
+               // | self_extend
   int window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window, recurrence S
   int memory = 0;  // recurrence M (0 = S)
   int global = 0;  // lambda n_global, sinks n_sink
   int limit = 0;   // lambda distance cap (0 = window)
+  int group = 0;   // self_extend group size G
   int heads = 1;   // heads of the model (dilated, shifted_sparse split them)
   std::vector<int> segments;   // dilated w_a
   std::vector<int> dilations;  // dilated r_a
@@ -196,6 +198,31 @@ class ShiftedSparsePattern final : public AttentionPattern {
 
  private:
   ShiftedGroupPattern plain_, shifted_;
+};
+
+// Self-Extend (Jin et al. 2024, arXiv:2401.01325; reference datamllab/LongLM): every key stays
+// visible; keys closer than the neighbour window W keep their distance, the others are seen at the
+// grouped distance of floored positions, (floor(p_i/G) + W - floor(W/G)) - floor(p_j/G), so a model
+// sees no distance much beyond those it was trained on. An evaluation-time remap of a trained
+// model (no fine-tuning); G = 1 leaves every distance as it is.
+class SelfExtendPattern final : public AttentionPattern {
+ public:
+  SelfExtendPattern(int group, int window)
+      : AttentionPattern(true), group_(group), window_(window) {}
+  std::string Name() const override { return "self_extend"; }
+  double EffectiveDistance(int i, int j, const double* pos) const override {
+    if (i - j < window_) return pos[i] - pos[j];
+    return GroupedDistance(pos[i], pos[j]);
+  }
+  double GroupedDistance(double p_i, double p_j) const {
+    return std::floor(p_i / group_) + (window_ - window_ / group_) - std::floor(p_j / group_);
+  }
+  bool PlainDistance() const override { return false; }
+  // A grouped distance exceeds its plain one by at most W - floor(W/G) + 1.
+  double MaxDistance(double span) const override { return span + window_ + 1; }
+
+ private:
+  int group_, window_;
 };
 
 class SinksPattern final : public AttentionPattern {

@@ -150,6 +150,7 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   pc.window = pattern_window > 0 ? pattern_window : train_tokens;
   pc.global = pattern_global;
   pc.limit = pattern_limit;
+  pc.group = pattern_group;
   pc.memory = pattern_memory;
   pc.heads = model.n_heads;
   pc.segments = pattern_segments;
@@ -377,7 +378,8 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.pattern",
        "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
        "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM), recurrence "
-       "(Transformer-XL's segments with a cached memory)",
+       "(Transformer-XL's segments with a cached memory), self_extend (Self-Extend's grouped "
+       "distances beyond a neighbour window)",
        &c.pattern, 0, 0, PatternNames()},
       {"model.pattern_window",
        "sliding window w / bca block l / lambda n_local / sinks recent window / recurrence "
@@ -398,6 +400,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.pattern_ratio, 0.001, 1},
       {"model.pattern_limit", "lambda: distance at which global tokens are seen (0 = the window)",
        &c.pattern_limit, 0, 1 << 24},
+      {"model.pattern_group",
+       "self_extend: group size G; keys at least the neighbour window (pattern_window) away are "
+       "seen at floor(p_i/G) - floor(p_j/G) + W - floor(W/G) (Jin et al. 2024); 1 = plain distances",
+       &c.pattern_group, 0, 1 << 24},
       {"model.pattern_when",
        "apply the pattern at evaluation only (eval), in training only (train) or "
        "always",

@@ -242,6 +242,89 @@ TEST(Patterns, RopeSeesRemappedKeysAtTheirDistanceWithCorrectGradients) {
   testing::CheckGradients(loss, params, testing::CopyGrads(params), 60);
 }
 
+// Self-Extend (Jin et al. 2024): the reference's positions, q_pos = i // G + W - W // G and
+// k_pos = j // G for keys at least W away (LongLM apply_group_rotary_pos_emb), and plain distances
+// inside the neighbour window; G = 1 changes nothing (the negative control).
+TEST(Patterns, SelfExtendMatchesTheReferenceGroupedPositions) {
+  const int W = 8, G = 3, T = 40;
+  const SelfExtendPattern se(G, W);
+  std::vector<double> pos(T);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  EXPECT_EQ(VisibleKeys(se, 30, T), Range(0, 30));  // every key stays visible
+  EXPECT_EQ(se.EffectiveDistance(20, 2, pos.data()), 12);  // (6 + 8 - 2) - 0, plain 18
+  EXPECT_EQ(se.EffectiveDistance(20, 13, pos.data()), 7);  // inside the window
+  EXPECT_EQ(se.EffectiveDistance(20, 12, pos.data()), 8);  // (6 + 6) - 4: the window's edge
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) {
+      const int want = i - j < W ? i - j : (i / G + W - W / G) - j / G;
+      ASSERT_EQ(se.EffectiveDistance(i, j, pos.data()), want) << i << " " << j;
+      ASSERT_LE(want, se.MaxDistance(T - 1));
+    }
+  const SelfExtendPattern none(1, W);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) ASSERT_EQ(none.EffectiveDistance(i, j, pos.data()), i - j);
+  // The largest distance a query at 39 sees: 13 + 6 - 0 = 19, about a third of the plain 39.
+  EXPECT_EQ(se.EffectiveDistance(39, 0, pos.data()), 19);
+}
+
+// RoPE under Self-Extend: a grouped key's logit is q^T R(grouped distance) k, and gradients through
+// the remapped logits match finite differences.
+TEST(Patterns, RopeSeesSelfExtendsGroupedDistancesWithCorrectGradients) {
+  const AttentionShape sh{1, 40, 2, 4};
+  auto rope = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128, 16});
+  const SelfExtendPattern pat(4, 6);
+  std::vector<double> pos(40);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  rope->Prepare(pos, pat.MaxDistance(PositionSpan(pos)));
+  Rng rng(5);
+  MatD q(40, 8), k(40, 8), v(40, 8), w(40, 8);
+  for (MatD* m : {&q, &k, &v, &w}) testing::FillNormal(*m, rng);
+  auto rotate = [&](const MatD& x, bool query, bool back) {
+    MatD r = x;
+    for (int h = 0; h < 2; ++h) {
+      AttentionContext ctx{0, h, 2, 4, 40, pos.data(), &pat, false};
+      if (back)
+        rope->TransformQKBackward(ctx, query, r.data() + 4 * h, 8);
+      else
+        rope->TransformQK(ctx, query, r.data() + 4 * h, 8);
+    }
+    return r;
+  };
+  auto forward = [&](bool materialize, AttentionCache<double>& c) {
+    MatD out;
+    AttentionForward(rotate(q, true, false), rotate(k, false, false), v, sh, pos, pat, *rope, 0,
+                     materialize, c, out);
+    return out;
+  };
+  AttentionCache<double> cache;
+  cache.capture_logits = true;
+  forward(true, cache);
+  auto plain = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128, 16});
+  // Query 37 and keys 3, 20 (grouped: 9 + 6 - 1 - j // 4) and 33 (inside the window: 4).
+  for (const auto& [j, d] : std::vector<std::pair<int, double>>{{3, 14}, {20, 9}, {33, 4}}) {
+    ASSERT_EQ(pat.EffectiveDistance(37, j, pos.data()), d);
+    plain->Prepare({d, 0.0}, d);
+    MatD two(2, 4);
+    two.row(0) = q.block(37, 0, 1, 4);
+    two.row(1) = k.block(j, 0, 1, 4);
+    AttentionContext ctx{0, 0, 1, 4, 2, nullptr, &pat, true};
+    plain->TransformQK(ctx, true, two.data(), 4);
+    EXPECT_NEAR(cache.logits(37, j), two.row(0).dot(two.row(1)) / 2, 1e-12) << j;
+  }
+  auto loss = [&] {
+    AttentionCache<double> c;
+    return forward(false, c).cwiseProduct(w).sum();
+  };
+  MatD d_q = MatD::Zero(40, 8), d_k = MatD::Zero(40, 8), d_v = MatD::Zero(40, 8);
+  AttentionBackward(rotate(q, true, false), rotate(k, false, false), v, sh, pos, pat, *rope, 0,
+                    cache, w, d_q, d_k, d_v);
+  d_q = rotate(d_q, true, true);
+  d_k = rotate(d_k, false, true);
+  std::vector<ParamRef<double>> params = {{"q", q.data(), d_q.data(), q.size()},
+                                          {"k", k.data(), d_k.data(), k.size()}};
+  testing::CheckGradients(loss, params, testing::CopyGrads(params), 60);
+}
+
 TEST(Patterns, T5ThroughLambdaHasCorrectGradientsAndStreamingMatches) {
   auto enc = CreateEncoding<double>("t5", {}, EncodingShape{8, 2, 1, true, 128});
   Rng rng(2);
