@@ -33,6 +33,12 @@ Abacus<S>::Abacus(const EncodingShape& shape, const EncodingOptions& opt)
   const long rows = opt.Int("rows");
   LEXP_INPUT_CHECK(rows > max_k_ + 1, "encoding 'abacus': rows must be > max_k + 1, got " +
                                           opt.Text("rows") + " with max_k = " + opt.Text("max_k"));
+  // A run of digits is at most the longest sequence a batch can carry (0: unknown).
+  LEXP_INPUT_CHECK(shape.max_length <= 0 || rows > max_k_ + shape.max_length,
+                   fmt::format("encoding 'abacus': rows = {} cannot hold the places of this run's "
+                               "longest sequence ({} tokens) after an offset of up to max_k = {}; "
+                               "set rows to at least {}",
+                               rows, shape.max_length, max_k_, max_k_ + shape.max_length + 1));
   table_.setZero(rows, shape.d_model);
   d_table_.setZero(rows, shape.d_model);
 }
@@ -47,6 +53,9 @@ void Abacus<S>::PositionIds(int T, bool training, Rng& rng, std::vector<double>&
 template <typename S>
 void Abacus<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   offset_ = pos.empty() ? 0 : std::lround(pos[0]);
+  for (size_t t = 1; t < pos.size(); ++t)
+    LEXP_CHECK(pos[t] == pos[0] + static_cast<double>(t),
+               "encoding 'abacus': position ids are not its own (k..k+T-1)");
 }
 
 template <typename S>

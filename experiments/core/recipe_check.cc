@@ -162,6 +162,12 @@ void ValidateOneTask(const RecipeConfig& c) {
                          "' numbers the digits of each number, and task '" + c.task +
                          "' has no digits; use it with addition_reversed or "
                          "multiplication_reversed");
+  for (const auto& e : c.encodings)
+    LEXP_INPUT_CHECK(!reads_digits(e) || c.positions == "identity",
+                     KeyLocation(src, "model.positions") + " = \"" + c.positions +
+                         "\" replaces the position ids that carry encoding '" + e +
+                         "''s own training offset of the digits' places (its max_k); use "
+                         "\"identity\"");
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   int train_tokens = 0, vocab = 0;
   try {

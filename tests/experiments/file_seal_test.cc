@@ -65,6 +65,14 @@ TEST(FileSeal, EveryByteAfterTheUserBlockAndTheSealItselfAreChecked) {
               std::string::npos)
         << "byte " << at << ": " << ReadError(bad);
   }
+  // A flip in the seal's magic is a damaged seal, not a file written before seals.
+  for (const uint64_t at : {uint64_t{0}, uint64_t{9}}) {
+    const fs::path bad = dir / ("magic" + std::to_string(at) + ".h5");
+    fs::copy_file(good, bad);
+    FlipByte(bad, at);
+    EXPECT_NE(ReadError(bad).find("its seal is unreadable"), std::string::npos)
+        << "byte " << at << ": " << ReadError(bad);
+  }
   fs::remove_all(dir);
 }
 
