@@ -63,8 +63,8 @@ class ListCommand final : public Command {
           "Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global "
           "/");
       PrintLine(
-          "pattern_limit / pattern_memory, applied at evaluation, in training or always with "
-          "pattern_when):");
+          "pattern_limit / pattern_memory / pattern_group, applied at evaluation, in training or "
+          "always with pattern_when):");
       PrintLine("  full            the model's causal or bidirectional mask (default)");
       PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
       PrintLine(
@@ -110,6 +110,14 @@ class ListCommand final : public Command {
           "                  into their states (Dai et al. 2019, arXiv:1901.02860); pattern_when "
           "=");
       PrintLine("                  \"always\" trains with it");
+      PrintLine(
+          "  self_extend     Self-Extend: keys pattern_window or more tokens away seen at the "
+          "grouped");
+      PrintLine(
+          "                  distance floor(p_i/G) + W - floor(W/G) - floor(p_j/G), G = "
+          "pattern_group");
+      PrintLine(
+          "                  (Jin et al. 2024, arXiv:2401.01325); same encodings as lambda");
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);
     } else if (what == "sites") {
