@@ -1,11 +1,11 @@
 #include "pe/registry.h"
 
 #include "nn/check.h"
-#include "pe/abacus.h"
 #include "pe/alibi.h"
 #include "pe/cape.h"
 #include "pe/complex_order.h"
 #include "pe/da.h"
+#include "pe/digit_places.h"
 #include "pe/fire.h"
 #include "pe/floater.h"
 #include "pe/kerple.h"
@@ -78,7 +78,11 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"init_std", "1.0", "standard deviation of the initial table"}},
        "its positions are added to the token embeddings before attention"},
       {"abacus",
-       EncodingFactory::Of<Abacus>(),
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape& shape,
+                          const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+             return std::make_unique<DigitPlaceEmbedding<S>>(DigitPlaceRule::kAbacus, shape, opt);
+           }),
        "absolute",
        "position ids, input embedding",
        "McLeish et al. 2024, arXiv:2405.17399",
@@ -87,6 +91,23 @@ const std::vector<EncodingInfo>& ListEncodings() {
         {"rows", "1024", "table rows: places up to rows - 1 (the reference's max_seq_length)"},
         {"init_std", "1.0", "standard deviation of the initial table"}},
        "its places are added to the token embeddings before attention",
+       true},
+      {"position_coupling",
+       EncodingFactory::Generic(
+           []<typename S>(const EncodingShape& shape,
+                          const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+             return std::make_unique<DigitPlaceEmbedding<S>>(DigitPlaceRule::kCoupling, shape,
+                                                             opt);
+           }),
+       "absolute",
+       "position ids, input embedding",
+       "Cho et al. 2024, arXiv:2405.20671",
+       {{"max_start", "170",
+         "largest training start k of the coupled ids (one k ~ U{0..max_start} per batch; the "
+         "reference's range for its 30-digit additions, max_position 202 = 200 + 2 digits)"},
+        {"rows", "1024", "table rows: ids up to rows - 1 (the reference's n_positions is 256)"},
+        {"init_std", "1.0", "standard deviation of the initial table"}},
+       "its ids are added to the token embeddings before attention",
        true},
       {"alibi",
        EncodingFactory::Of<Alibi>(),

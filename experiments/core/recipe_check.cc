@@ -166,7 +166,7 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(!reads_digits(e) || c.positions == "identity",
                      KeyLocation(src, "model.positions") + " = \"" + c.positions +
                          "\" replaces the position ids that carry encoding '" + e +
-                         "''s own training offset of the digits' places (its max_k); use "
+                         "''s own training offset of the digits' places (its max_k or max_start); use "
                          "\"identity\"");
   const Layout layout = c.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder;
   int train_tokens = 0, vocab = 0;

@@ -32,6 +32,7 @@ std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
   if (encoding == "shaw") return {{"clip", "3"}};  // saturates inside the tiny sequences
   // Rows for the attention cases' 80 positions after an offset of up to 2.
   if (encoding == "abacus") return {{"rows", "84"}, {"max_k", "2"}};
+  if (encoding == "position_coupling") return {{"rows", "84"}, {"max_start", "2"}};
   return {};
 }
 
