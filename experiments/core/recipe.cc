@@ -292,6 +292,18 @@ std::vector<Field> Fields(RecipeConfig& c) {
        &c.task_corpus},
       {"task.vocab", "task alphabet size where the task has one (0 = task default)", &c.task_vocab,
        0, 1e6},
+      {"task.index_hints",
+       "index hints of the arithmetic tasks (Zhou et al. 2024): every digit written after a hint "
+       "symbol naming its significance, hints consecutive from a random start in the set of this "
+       "many symbols; the longest number has at most this many digits (0 = none)",
+       &c.task_index_hints, 0, 100000},
+      {"task.padding",
+       "operands of the arithmetic tasks: none (each its own digits) or zeros (the shorter "
+       "zero-padded to the longer one's digits, as Cho et al. 2024 and Zhou et al. 2024 write them)",
+       &c.task_padding,
+       0,
+       0,
+       {"none", "zeros"}},
       {"model.layout",
        "decoder (causal, answer after a separator) or encoder (bidirectional, output slots)",
        &c.layout,

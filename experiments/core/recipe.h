@@ -41,7 +41,14 @@ struct RecipeConfig {
   int task_vocab = 0;
   std::string task_scratchpad;  // components of a scratchpad before the answer ("" = none)
   std::string task_corpus;      // text_lm's corpus ("" = fortunes)
-  TaskOptions TaskOpts() const { return TaskOptions{task_vocab, task_scratchpad, task_corpus}; }
+  int task_index_hints = 0;      // arithmetic tasks' index hint symbols (0 = none)
+  std::string task_padding = "none";  // arithmetic tasks' operand padding: none | zeros
+  TaskOptions TaskOpts() const {
+    TaskOptions o{task_vocab, task_scratchpad, task_corpus};
+    o.index_hints = task_index_hints;
+    o.zero_pad = task_padding == "zeros";
+    return o;
+  }
   // [model]
   std::string layout = "decoder";
   std::string norm = "pre";

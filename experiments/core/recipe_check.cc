@@ -163,6 +163,13 @@ void ValidateOneTask(const RecipeConfig& c) {
                          "' has no digits; use it with addition_reversed or "
                          "multiplication_reversed");
   for (const auto& e : c.encodings)
+    LEXP_INPUT_CHECK(!reads_digits(e) || c.task_index_hints == 0,
+                     KeyLocation(src, "model.encodings") + ": encoding '" + e +
+                         "' numbers each run of digits, and task.index_hints = " +
+                         std::to_string(c.task_index_hints) +
+                         " puts a hint before every digit, so every run has one digit; use one "
+                         "or the other");
+  for (const auto& e : c.encodings)
     LEXP_INPUT_CHECK(!reads_digits(e) || c.positions == "identity",
                      KeyLocation(src, "model.positions") + " = \"" + c.positions +
                          "\" replaces the position ids that carry encoding '" + e +

@@ -12,7 +12,18 @@
 // Operand lengths are drawn per batch, not per example: lexp batches one sequence length at a
 // time (SequenceLayout draws a batch's shape in training; evaluation at n reads shape 0, both
 // operands of n digits for addition, b of min(3, n) digits for multiplication, as the papers
-// evaluate on the diagonal). No zero padding of the operands.
+// evaluate on the diagonal). No zero padding of the operands by default; task.padding = "zeros"
+// pads the shorter operand with zeros above its top digit to the longer one's digits, as Cho et
+// al. 2024 (position coupling) and Zhou et al. 2024 write them.
+// Index hints (task.index_hints = H > 0; Zhou et al. 2024, "Transformers can achieve length
+// generalization but not robustly", arXiv:2402.09371): every digit of the operands and the answer
+// is written after a hint symbol naming its significance, 12 + o + s for significance s, the hints
+// of one example consecutive from a start o ~ U{0..H - longest} (longest: its answer's digits),
+// drawn per example in training and evaluation alike, so that hints past the training numbers'
+// lengths are trained (as HanseulJo/position-coupling's AdditionDatasetWithIndexHints samples
+// them; the reference evaluates from the first hint). The answer's hints are predicted and graded with its digits. Symbols 12..
+// 11 + H are the hints; the longest number has at most H digits (MaxLength = H - 1 for addition,
+// H - 3 for multiplication).
 #pragma once
 
 #include <memory>

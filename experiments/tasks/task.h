@@ -45,6 +45,11 @@ struct TaskOptions {
   std::string scratchpad;
   // text_lm's corpus (experiments/tasks/text_lm.h): fortunes, kjv or python; "" = fortunes.
   std::string corpus;
+  // The arithmetic tasks' index hints (experiments/tasks/arithmetic.h): the number of hint
+  // symbols; 0 = none.
+  int index_hints = 0;
+  // The arithmetic tasks' operands zero-padded to the longer one's digits (Cho et al. 2024).
+  bool zero_pad = false;
 };
 
 class Task {

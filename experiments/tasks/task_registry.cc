@@ -83,11 +83,11 @@ const std::vector<TaskInfo>& ListTasks() {
       {"addition_reversed",
        "a + b, numbers least significant digit first; n = the longer operand's digits, the other "
        "1..n; sum on n + 1 digits",
-       "McLeish et al. 2024 (Abacus) format"},
+       "McLeish et al. 2024 (Abacus) format; index hints (task.index_hints) as Zhou et al. 2024"},
       {"multiplication_reversed",
        "a x b, a of n digits and b of 1..3, least significant digit first; product on n + |b| "
        "digits",
-       "McLeish et al. 2024 (Abacus) format"},
+       "McLeish et al. 2024 (Abacus) format; index hints (task.index_hints) as Zhou et al. 2024"},
       {"parity", "n bits; answer 1 when the number of ones is even", "Kazemnejad et al. 2023"},
       {"sort", "n tokens of a pool of `vocab` (default 50) sorted",
        "Kazemnejad et al. 2023 (sngd)"},
@@ -101,6 +101,14 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   LEXP_INPUT_CHECK(o.corpus.empty() || name == "text_lm",
                    "task.corpus = \"" + o.corpus + "\" chooses text_lm's text; task '" + name +
                        "' reads none (leave task.corpus empty)");
+  LEXP_INPUT_CHECK(o.index_hints == 0 || name == "addition_reversed" ||
+                       name == "multiplication_reversed",
+                   "task.index_hints = " + std::to_string(o.index_hints) +
+                       " writes hints before the digits of addition_reversed and "
+                       "multiplication_reversed; task '" + name + "' has none (leave it at 0)");
+  LEXP_INPUT_CHECK(!o.zero_pad || name == "addition_reversed" || name == "multiplication_reversed",
+                   "task.padding = \"zeros\" pads the operands of addition_reversed and "
+                   "multiplication_reversed; task '" + name + "' has none (leave it \"none\")");
   if (!o.scratchpad.empty()) {
     TaskOptions plain = o;
     plain.scratchpad.clear();

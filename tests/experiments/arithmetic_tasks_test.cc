@@ -117,5 +117,78 @@ TEST(ArithmeticTasks, AVocabularyIsRefused) {
   EXPECT_THROW(CreateTask("addition_reversed", TaskOptions{12}), InputError);
 }
 
+TaskOptions WithHints(int hints, bool zero_pad = false) {
+  TaskOptions o;
+  o.index_hints = hints;
+  o.zero_pad = zero_pad;
+  return o;
+}
+
+TEST(ArithmeticTasks, IndexHintsNameEachDigitsSignificanceFromOneStartPerExample) {
+  // Zhou et al. 2024's index hints: hint 12 + o + s before the digit of significance s, in both
+  // operands and the answer; without the hints the example is the plain one.
+  constexpr int kHints = 9;
+  const auto task = CreateTask("addition_reversed", WithHints(kHints));
+  EXPECT_EQ(task->InputAlphabet(), 12 + kHints);
+  EXPECT_EQ(task->MaxLength(), kHints - 1);  // the answer has n + 1 digits
+  Rng rng(4);
+  std::set<int> starts;
+  for (int draw = 0; draw < 300; ++draw) {
+    const int n = 1 + draw % 4;
+    const Example e = task->SampleShape(n, draw % n, rng);
+    std::vector<int> digits_in, digits_out;
+    int start = -1;
+    auto read = [&](const std::vector<int>& seq, size_t from, size_t to, std::vector<int>* d) {
+      ASSERT_EQ((to - from) % 2, 0u);
+      for (size_t i = from; i < to; i += 2) {
+        const int s = static_cast<int>(i - from) / 2;
+        if (start < 0) start = seq[i] - 12;
+        ASSERT_EQ(seq[i], 12 + start + s) << "hint of significance " << s;
+        ASSERT_TRUE(seq[i + 1] >= 0 && seq[i + 1] <= 9);
+        d->push_back(seq[i + 1]);
+      }
+    };
+    const auto op = std::find(e.input.begin(), e.input.end(), 10);
+    ASSERT_NE(op, e.input.end());
+    const size_t at = static_cast<size_t>(op - e.input.begin());
+    std::vector<int> a, b;
+    read(e.input, 0, at, &a);
+    read(e.input, at + 1, e.input.size(), &b);
+    read(e.output, 0, e.output.size(), &digits_out);
+    ASSERT_LE(start + n + 1, kHints);  // every hint within the set
+    starts.insert(start);
+    EXPECT_EQ(arithmetic::ValueOfReversed(a) + arithmetic::ValueOfReversed(b),
+              arithmetic::ValueOfReversed(digits_out));
+    EXPECT_EQ(std::count(e.output_scored.begin(), e.output_scored.end(), 1),
+              static_cast<long>(e.output.size()));  // hints graded too
+  }
+  EXPECT_EQ(starts, (std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}));  // 1-digit sums reach start 7
+  EXPECT_THROW(CreateTask("addition_reversed", WithHints(1)), InputError);
+  EXPECT_THROW(CreateTask("multiplication_reversed", WithHints(3)), InputError);
+  EXPECT_THROW(CreateTask("copy", WithHints(8)), InputError);
+}
+
+TEST(ArithmeticTasks, ZeroPaddingWritesBothOperandsOnTheLongerOnesDigits) {
+  const auto padded = CreateTask("addition_reversed", WithHints(0, true));
+  Rng rng(6);
+  for (int draw = 0; draw < 100; ++draw) {
+    const Example e = padded->SampleShape(5, 1 + draw % 4, rng);  // one operand shorter
+    std::vector<int> a, b;
+    Split(e.input, 10, &a, &b);
+    EXPECT_EQ(a.size(), 5u);
+    EXPECT_EQ(b.size(), 5u);
+    EXPECT_TRUE(a.back() == 0 || b.back() == 0);  // the shorter one's zeros on top
+    EXPECT_EQ(arithmetic::ValueOfReversed(a) + arithmetic::ValueOfReversed(b),
+              arithmetic::ValueOfReversed(e.output));
+  }
+  // Negative control: unpadded, the shorter operand keeps its own digits.
+  const auto plain = CreateTask("addition_reversed", {});
+  const Example e = plain->SampleShape(5, 3, rng);
+  std::vector<int> a, b;
+  Split(e.input, 10, &a, &b);
+  EXPECT_EQ(std::min(a.size(), b.size()), 2u);
+  EXPECT_THROW(CreateTask("copy", WithHints(0, true)), InputError);
+}
+
 }  // namespace
 }  // namespace lexp
