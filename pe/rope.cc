@@ -21,7 +21,7 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
        "pair layout over the D_rot rotated dims: half (k, k+D_rot/2) | interleaved (2k, 2k+1)"},
       {"scaling", "none",
        "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
-       "truncated_basis | llama3 | rerope | leaky_rerope"},
+       "truncated_basis | llama3 | rerope | leaky_rerope | resonance"},
       {"factor", "1",
        "scale s = target length / training length (dynamic_ntk: alpha; dynamic_yarn ignores it "
        "and uses s = max(1, length / L))"},

@@ -71,7 +71,7 @@ const std::vector<std::string>& RopeScalingRules() {
   static const std::vector<std::string> k = {
       "none",         "pi",     "ntk",          "dynamic_ntk",
       "ntk_by_parts", "yarn",   "dynamic_yarn", "truncated_basis",
-      "llama3",       "rerope", "leaky_rerope"};
+      "llama3",       "rerope", "leaky_rerope", "resonance"};
   return k;
 }
 
@@ -97,6 +97,8 @@ const std::vector<RopeScalingInfo>& RopeScalingInfos() {
        "Su 2023, github.com/bojone/rerope"},
       {"leaky_rerope", "distances >= w seen as w + (d - w) / k", "window, leaky_factor",
        "Su 2023, github.com/bojone/rerope"},
+      {"resonance", "every wavelength 2 pi / theta_k rounded to an integer (train and test)", "-",
+       "Wang et al. 2024 (Resonance RoPE), arXiv:2403.00071"},
   };
   return k;
 }
@@ -119,6 +121,11 @@ ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, doub
   const std::string& r = c.rule;
   if (r == "none" || IsReropeRule(r)) {  // rerope keeps the frequencies and changes distances
     out.inv_freq = Theta(D, base);
+    return out;
+  }
+  if (r == "resonance") {  // the authors' ResonanceRotaryEmbedding rounds every wavelength
+    out.inv_freq = Theta(D, base);
+    for (double& f : out.inv_freq) f = kTwoPi / std::round(kTwoPi / f);
     return out;
   }
   LEXP_INPUT_CHECK(c.original_length > 0,

@@ -14,6 +14,11 @@
 //   rerope        Su 2023 (bojone/rerope): distances d >= w are seen as w; frequencies
 //                 unchanged; the rope encoding computes the far logits with a second rotary pass
 //   leaky_rerope  the same with d >= w seen as w + (d - w) / k
+//   resonance     Wang et al. 2024 (Resonance RoPE), arXiv:2403.00071: theta_k = 2 pi /
+//                 round(2 pi / theta_k), every pair's wavelength an integer number of tokens, so
+//                 its angles repeat exactly; a rule of training and evaluation alike (the paper
+//                 rounds the pre-critical pairs, whose wavelengths fit in L; the authors' code
+//                 rounds all, which moves the slow ones by less than half a token)
 //   log_n         (rope option) logits of the query at position p times max(1, ln(p+1)/ln L), as
 //                 ReRoPE's code does (Su 2023)
 // Parameters are named by rotations as in the reference code (beta_fast = 32 gives the low index,

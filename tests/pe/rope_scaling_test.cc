@@ -280,5 +280,23 @@ TEST(RopeScaling, UnknownRuleAndMissingLengthAreInputErrors) {
   EXPECT_THROW(ScaleRope(64, 1e4, Cfg("yarn", 2, 0), 0), InputError);
 }
 
+TEST(RopeScaling, ResonanceRoundsEveryWavelengthToWholeTokens) {
+  // Wang et al. 2024 (Resonance RoPE): D = 8, base 1e4 gives theta = 1, 0.1, 0.01, 0.001, wavelengths
+  // 6.283.., 62.83.., 628.3.., 6283.2.., rounded by hand to 6, 63, 628, 6283.
+  const auto r = ScaleRope(8, 1e4, Cfg("resonance", 1, 0), 0).inv_freq;
+  const double want[] = {6, 63, 628, 6283};
+  for (int k = 0; k < 4; ++k) ExpectRel(r[k], 2 * M_PI / want[k], "resonance k=" + std::to_string(k));
+  // The property the rounding buys: every pair's angle repeats exactly after its wavelength, so a
+  // position past the training length shows the features of a trained one. Negative control:
+  // plain RoPE's pair 1 does not repeat after 63 tokens.
+  const auto plain = ScaleRope(8, 1e4, Cfg("none", 1, 0), 0).inv_freq;
+  for (int k = 0; k < 3; ++k) {
+    const double p = 5, lam = want[k];
+    EXPECT_NEAR(std::cos(r[k] * (p + lam)), std::cos(r[k] * p), 1e-9) << k;
+    EXPECT_NEAR(std::sin(r[k] * (p + lam)), std::sin(r[k] * p), 1e-9) << k;
+  }
+  EXPECT_GT(std::abs(std::sin(plain[1] * (5 + 63)) - std::sin(plain[1] * 5)), 1e-3);
+}
+
 }  // namespace
 }  // namespace lexp
