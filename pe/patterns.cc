@@ -7,12 +7,13 @@ namespace lexp {
 const std::vector<std::string>& PatternNames() {
   static const std::vector<std::string> k = {"full",          "sliding_window", "bca",
                                              "lambda",        "dilated",        "shifted_sparse",
-                                             "sinks",         "recurrence",     "self_extend"};
+                                             "sinks",         "recurrence",     "self_extend",
+                                             "string"};
   return k;
 }
 
 bool PatternRemapsDistances(const std::string& name) {
-  return name == "lambda" || name == "sinks" || name == "self_extend";
+  return name == "lambda" || name == "sinks" || name == "self_extend" || name == "string";
 }
 
 void DilatedHeadPattern::KeyBounds(int i, int, int* b, int* e) const {
@@ -80,6 +81,13 @@ std::unique_ptr<AttentionPattern> CreatePattern(const PatternConfig& c) {
                      "pattern 'self_extend' needs a group size G >= 1 (model.pattern_group; "
                      "1 = plain distances)");
     return std::make_unique<SelfExtendPattern>(c.group, c.window);
+  }
+  if (c.name == "string") {
+    LEXP_INPUT_CHECK(c.shift > c.window,
+                     "pattern 'string' needs a shift S greater than its local window W "
+                     "(model.pattern_shift > model.pattern_window; the paper's S = L/3, W = 128), "
+                     "got S = " + std::to_string(c.shift) + ", W = " + std::to_string(c.window));
+    return std::make_unique<StringPattern>(c.shift, c.window);
   }
   if (c.name == "lambda") {
     LEXP_INPUT_CHECK(c.global >= 0, "pattern 'lambda' needs n_global >= 0");

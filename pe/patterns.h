@@ -47,12 +47,13 @@ namespace lexp {
 struct PatternConfig {
   std::string name =
       "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks | recurrence
-               // | self_extend
+               // | self_extend | string
   int window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window, recurrence S
   int memory = 0;  // recurrence M (0 = S)
   int global = 0;  // lambda n_global, sinks n_sink
   int limit = 0;   // lambda distance cap (0 = window)
   int group = 0;   // self_extend group size G
+  int shift = 0;   // string shift S
   int heads = 1;   // heads of the model (dilated, shifted_sparse split them)
   std::vector<int> segments;   // dilated w_a
   std::vector<int> dilations;  // dilated r_a
@@ -223,6 +224,31 @@ class SelfExtendPattern final : public AttentionPattern {
 
  private:
   int group_, window_;
+};
+
+// STRING (An et al. 2024, "Why does the effective context length of LLMs fall short?",
+// arXiv:2410.18745; reference HKUNLP/STRING): every key stays visible; a key S or more tokens away
+// is seen at its distance shifted down by S - W, so the large distances a model rarely trained on
+// are replaced by well-trained ones while the W nearest keys keep theirs:
+//   d' = d            if d < S
+//   d' = d - S + W    if d >= S      (d = p_i - p_j; the paper's S = L/3, W = 128 for L = 128k)
+// An evaluation-time remap of a trained model (no fine-tuning); the largest distance a query sees
+// drops by S - W. Deviations from the reference (string_for_llama.py): its two flash passes both
+// hold the key at d = S (plain in the window pass, shifted in the other), lexp shows it once,
+// shifted; its cos and sin carry a factor 0.1 ln 2 + 1 (logits x 1.14), which a pattern does not
+// apply.
+class StringPattern final : public AttentionPattern {
+ public:
+  StringPattern(int shift, int window) : AttentionPattern(true), shift_(shift), window_(window) {}
+  std::string Name() const override { return "string"; }
+  double EffectiveDistance(int i, int j, const double* pos) const override {
+    const double d = pos[i] - pos[j];
+    return d >= shift_ ? d - shift_ + window_ : d;
+  }
+  bool PlainDistance() const override { return false; }
+
+ private:
+  int shift_, window_;
 };
 
 class SinksPattern final : public AttentionPattern {

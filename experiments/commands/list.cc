@@ -63,7 +63,7 @@ class ListCommand final : public Command {
           "Attention patterns (recipe [model] pattern = ..., with pattern_window / pattern_global "
           "/");
       PrintLine(
-          "pattern_limit / pattern_memory / pattern_group, applied at evaluation, in training or "
+          "pattern_limit / pattern_memory / pattern_group / pattern_shift, applied at evaluation, in training or "
           "always with pattern_when):");
       PrintLine("  full            the model's causal or bidirectional mask (default)");
       PrintLine("  sliding_window  query i sees keys i-w+1..i (w = pattern_window)");
@@ -118,6 +118,12 @@ class ListCommand final : public Command {
           "pattern_group");
       PrintLine(
           "                  (Jin et al. 2024, arXiv:2401.01325); same encodings as lambda");
+      PrintLine(
+          "  string          STRING: keys pattern_shift (S) or more tokens away seen at d - S + W, "
+          "W =");
+      PrintLine(
+          "                  pattern_window (An et al. 2024, arXiv:2410.18745); same encodings as "
+          "lambda");
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);
     } else if (what == "sites") {

@@ -151,6 +151,7 @@ PatternConfig RecipeConfig::PatternFor(int train_tokens) const {
   pc.global = pattern_global;
   pc.limit = pattern_limit;
   pc.group = pattern_group;
+  pc.shift = pattern_shift;
   pc.memory = pattern_memory;
   pc.heads = model.n_heads;
   pc.segments = pattern_segments;
@@ -391,7 +392,7 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
        "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM), recurrence "
        "(Transformer-XL's segments with a cached memory), self_extend (Self-Extend's grouped "
-       "distances beyond a neighbour window)",
+       "distances beyond a neighbour window), string (STRING's far distances shifted down)",
        &c.pattern, 0, 0, PatternNames()},
       {"model.pattern_window",
        "sliding window w / bca block l / lambda n_local / sinks recent window / recurrence "
@@ -416,6 +417,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "self_extend: group size G; keys at least the neighbour window (pattern_window) away are "
        "seen at floor(p_i/G) - floor(p_j/G) + W - floor(W/G) (Jin et al. 2024); 1 = plain distances",
        &c.pattern_group, 0, 1 << 24},
+      {"model.pattern_shift",
+       "string: shift S; keys S or more tokens away are seen at d - S + W, W = pattern_window "
+       "(An et al. 2024); S > W required",
+       &c.pattern_shift, 0, 1 << 24},
       {"model.pattern_when",
        "apply the pattern at evaluation only (eval), in training only (train) or "
        "always",

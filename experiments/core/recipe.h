@@ -81,6 +81,7 @@ struct RecipeConfig {
   int pattern_global = 2;  // lambda n_global, sinks n_sink
   int pattern_limit = 0;   // lambda distance cap (0 = the window)
   int pattern_group = 0;   // self_extend group size G (required for it)
+  int pattern_shift = 0;   // string shift S (required for it)
   int pattern_memory = 0;  // recurrence: memory M (0 = the segment length)
   std::vector<int> pattern_segments;   // dilated w_a
   std::vector<int> pattern_dilations;  // dilated r_a

@@ -110,6 +110,7 @@ TEST_P(EveryPattern, RefusedWithAReasonOrFiniteAndThreadIndependent) {
                                          "model.pattern_global=2",
                                          "model.pattern_limit=30",
                                          "model.pattern_group=2",
+                                         "model.pattern_shift=6",
                                          "model.pattern_segments=4,8",
                                          "model.pattern_dilations=1,2",
                                          "model.n_layers=1",

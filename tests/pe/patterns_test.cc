@@ -267,6 +267,33 @@ TEST(Patterns, SelfExtendMatchesTheReferenceGroupedPositions) {
   EXPECT_EQ(se.EffectiveDistance(39, 0, pos.data()), 19);
 }
 
+// STRING (An et al. 2024): the reference's shifted query positions i - S + W for the keys at least S
+// away (string_for_llama.py: position_ids - diag_size + local_window), plain distances nearer; S
+// beyond every distance changes nothing (the negative control).
+TEST(Patterns, StringShiftsTheFarDistancesDownBySMinusW) {
+  const int S = 12, W = 3, T = 30;
+  const StringPattern st(S, W);
+  std::vector<double> pos(T);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  EXPECT_EQ(VisibleKeys(st, 25, T), Range(0, 25));  // every key stays visible
+  EXPECT_EQ(st.EffectiveDistance(25, 14, pos.data()), 11);  // d = 11 < S: plain
+  EXPECT_EQ(st.EffectiveDistance(25, 13, pos.data()), 3);   // d = S: seen at W
+  EXPECT_EQ(st.EffectiveDistance(29, 0, pos.data()), 20);   // the largest: 29 - 12 + 3
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) {
+      const int want = i - j >= S ? (i - S + W) - j : i - j;  // the reference's query shift
+      ASSERT_EQ(st.EffectiveDistance(i, j, pos.data()), want) << i << " " << j;
+    }
+  const StringPattern none(T, W);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j <= i; ++j) ASSERT_EQ(none.EffectiveDistance(i, j, pos.data()), i - j);
+  PatternConfig bad;
+  bad.name = "string";
+  bad.window = 8;
+  bad.shift = 8;
+  EXPECT_THROW(CreatePattern(bad), InputError);
+}
+
 // RoPE under Self-Extend: a grouped key's logit is q^T R(grouped distance) k, and gradients through
 // the remapped logits match finite differences.
 TEST(Patterns, RopeSeesSelfExtendsGroupedDistancesWithCorrectGradients) {
