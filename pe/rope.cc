@@ -39,6 +39,10 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
       {"window", "0", "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)"},
       {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
+      {"long_factors", "",
+       "longrope: lambda_k, one per rotary pair, comma-separated, each >= 1 (the searched or "
+       "published factors)"},
+      {"start_tokens", "0", "longrope: n-hat, positions below it keep the unscaled theta_k"},
       {"log_n", "auto",
        "multiply the logits of the query at p by max(1, ln(p+1)/ln L): true | false | auto (on "
        "with rerope and leaky_rerope, whose reference always applies it; off otherwise)"},
@@ -92,6 +96,36 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   positive("high_freq_factor", scaling_.high_freq_factor, false);
   positive("truncate_length", scaling_.truncate_length, true);
   positive("window", scaling_.window, true);
+  scaling_.start_tokens = opt.Int("start_tokens");
+  LEXP_INPUT_CHECK(scaling_.start_tokens >= 0,
+                   "encoding '" + name_ + "': start_tokens must be >= 0, got " +
+                       opt.Text("start_tokens"));
+  std::vector<std::string> factor_texts;
+  for (std::string rest = opt.Text("long_factors"); !rest.empty();) {
+    const size_t comma = rest.find(',');
+    std::string f = rest.substr(0, comma);
+    f.erase(0, f.find_first_not_of(' '));
+    f.erase(f.find_last_not_of(' ') + 1);
+    factor_texts.push_back(f);
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+  }
+  for (const std::string& f : factor_texts) {
+    size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(f, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    LEXP_INPUT_CHECK(used == f.size() && used > 0,
+                     "encoding '" + name_ + "': long_factors must be numbers separated by "
+                     "commas, got '" + f + "'");
+    scaling_.long_factors.push_back(v);
+  }
+  LEXP_INPUT_CHECK(scaling_.rule == "longrope" ||
+                       (scaling_.long_factors.empty() && scaling_.start_tokens == 0),
+                   "encoding '" + name_ + "': long_factors and start_tokens belong to scaling " +
+                       "'longrope', not '" + scaling_.rule + "'");
   if (IsReropeRule(scaling_.rule)) {
     LEXP_INPUT_CHECK(shape.causal, "encoding '" + name_ + "': scaling '" + scaling_.rule +
                                        "' is defined for causal attention (decoder layout) only");
@@ -117,11 +151,18 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
   const ScaledFrequencies f = ScaleRope(rot_, base_, scaling_, scaling_.original_length);
   SetFrequencies(f.inv_freq);
   mscale_ = f.mscale;
+  if (scaling_.start_tokens > 0) {  // LongRoPE's first positions keep the unscaled frequencies
+    RopeScalingConfig plain;
+    start_freq_ = ScaleRope(rot_, base_, plain, 0).inv_freq;
+    if (ablate_from_ >= 0 && !remove_ablated_)
+      for (size_t k = ablate_from_; k < start_freq_.size(); ++k) start_freq_[k] = 0;
+  }
 }
 
 template <typename S>
 unsigned Rope<S>::Sites() const {
-  const bool tempered = scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn";
+  const bool tempered =
+      scaling_.rule == "yarn" || scaling_.rule == "dynamic_yarn" || scaling_.rule == "longrope";
   // The logit term is idle unless the rule is rerope or the pattern remaps distances.
   return kSiteQKTransform | kSiteLogitTerm | (tempered || log_n_ ? kSiteLogitScale : 0u);
 }
@@ -160,7 +201,8 @@ void Rope<S>::Prepare(const std::vector<double>& pos, double /*max_distance*/) {
   sin_.resize(static_cast<size_t>(T) * P);
   for (int t = t_begin; t < T; ++t)
     for (int k = 0; k < P; ++k) {
-      const double a = pos[t] * inv_freq_[k];
+      const bool start = pos[t] < scaling_.start_tokens;  // LongRoPE's n-hat (0: none)
+      const double a = pos[t] * (start ? start_freq_[k] : inv_freq_[k]);
       cos_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::cos(a));
       sin_[static_cast<size_t>(t) * P + k] = static_cast<S>(std::sin(a));
     }

@@ -97,6 +97,7 @@ class Rope final : public PositionEncoding<S> {
   bool interleaved_;
   RopeScalingConfig scaling_;
   std::vector<double> inv_freq_;
+  std::vector<double> start_freq_;  // longrope: frequencies of positions below start_tokens
   double mscale_ = 1;
   bool log_n_ = false;
   // [T, D/2] row-major, T = prepared_pos_.size(); vectors keep their capacity, so decoding that

@@ -20,6 +20,11 @@ template <typename F>
 void Rope<S>::ForEachRemapped(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                               F f) const {
   const AttentionPattern& pat = *ctx.pattern;
+  LEXP_INPUT_CHECK(scaling_.start_tokens == 0,
+                   "encoding '" + name_ + "': longrope's start_tokens rotate the first positions "
+                   "by other frequencies, so a logit is not a function of the distance alone and "
+                   "a pattern that shows keys at another distance cannot apply (use "
+                   "start_tokens = 0 with pattern '" + pat.Name() + "')");
   const bool rerope = IsReropeRule(scaling_.rule);  // once, not per key
   for (int i = i0; i < i1; ++i) {
     int b, e;

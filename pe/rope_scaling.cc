@@ -65,13 +65,17 @@ double YarnCorrectionDim(int D, double base, double L, double n_rot) {
   return D * std::log(L / (kTwoPi * n_rot)) / (2 * std::log(base));
 }
 
+double LongropeAttentionFactor(double s, double L) {
+  return s <= 1 ? 1.0 : std::sqrt(1 + std::log(s) / std::log(L));
+}
+
 double LogNFactor(double pos, double L) { return std::max(1.0, std::log(pos + 1) / std::log(L)); }
 
 const std::vector<std::string>& RopeScalingRules() {
   static const std::vector<std::string> k = {
       "none",         "pi",     "ntk",          "dynamic_ntk",
       "ntk_by_parts", "yarn",   "dynamic_yarn", "truncated_basis",
-      "llama3",       "rerope", "leaky_rerope", "resonance"};
+      "llama3",       "rerope", "leaky_rerope", "resonance",    "longrope"};
   return k;
 }
 
@@ -97,6 +101,9 @@ const std::vector<RopeScalingInfo>& RopeScalingInfos() {
        "Su 2023, github.com/bojone/rerope"},
       {"leaky_rerope", "distances >= w seen as w + (d - w) / k", "window, leaky_factor",
        "Su 2023, github.com/bojone/rerope"},
+      {"longrope", "theta_k / lambda_k, factors given; first n-hat positions unscaled",
+       "long_factors, start_tokens, factor, original_length",
+       "Ding et al. 2024 (LongRoPE), arXiv:2402.13753"},
       {"resonance", "every wavelength 2 pi / theta_k rounded to an integer (train and test)", "-",
        "Wang et al. 2024 (Resonance RoPE), arXiv:2403.00071"},
   };
@@ -153,6 +160,19 @@ ScaledFrequencies ScaleRope(int D, double base, const RopeScalingConfig& c, doub
     else
       ByParts(D, base, c, s, out);
     out.mscale = YarnMscale(s, c.attn_factor);
+  } else if (r == "longrope") {
+    LEXP_INPUT_CHECK(static_cast<int>(c.long_factors.size()) == D / 2,
+                     "rope scaling 'longrope' needs one factor per rotary pair (long_factors: " +
+                         std::to_string(D / 2) + " numbers, comma-separated), got " +
+                         std::to_string(c.long_factors.size()));
+    out.inv_freq = Theta(D, base);
+    for (int k = 0; k < D / 2; ++k) {
+      LEXP_INPUT_CHECK(c.long_factors[k] >= 1,
+                       "rope scaling 'longrope': every factor must be >= 1 (a pair is "
+                       "interpolated, never sped up)");
+      out.inv_freq[k] /= c.long_factors[k];
+    }
+    out.mscale = LongropeAttentionFactor(c.factor, L);
   } else if (r == "truncated_basis") {
     const double T = c.truncate_length > 0 ? c.truncate_length : L;
     const double cut = kTwoPi / T, a = cut / 8, rho = kTwoPi / (16 * T);

@@ -14,6 +14,10 @@
 //   rerope        Su 2023 (bojone/rerope): distances d >= w are seen as w; frequencies
 //                 unchanged; the rope encoding computes the far logits with a second rotary pass
 //   leaky_rerope  the same with d >= w seen as w + (d - w) / k
+//   longrope      Ding et al. 2024 (LongRoPE), arXiv:2402.13753: theta_k / lambda_k with the
+//                 per-pair factors given (HF `_compute_longrope_parameters`, its long factors),
+//                 logits times 1 + ln s / ln L (the square of HF's sqrt attention factor) for s > 1,
+//                 and the first n-hat positions rotated by the unscaled theta_k (the paper)
 //   resonance     Wang et al. 2024 (Resonance RoPE), arXiv:2403.00071: theta_k = 2 pi /
 //                 round(2 pi / theta_k), every pair's wavelength an integer number of tokens, so
 //                 its angles repeat exactly; a rule of training and evaluation alike (the paper
@@ -46,6 +50,8 @@ struct RopeScalingConfig {
   double truncate_length = 0;    // truncated_basis T (0 = L)
   double window = 0;             // rerope w (0 = L / 8, the reference's 512 / 4096)
   double leaky_factor = 16;      // leaky_rerope k
+  std::vector<double> long_factors;  // longrope lambda_k, one per pair (each >= 1)
+  int start_tokens = 0;              // longrope n-hat: positions below it keep theta_k
 };
 
 struct ScaledFrequencies {
@@ -57,6 +63,9 @@ struct ScaledFrequencies {
 
 // The (fractional) pair index whose wavelength fits n_rot times into L.
 double YarnCorrectionDim(int D, double base, double L, double n_rot);
+
+// LongRoPE's attention factor sqrt(1 + ln s / ln L) (1 for s <= 1), HF's `attention_factor`.
+double LongropeAttentionFactor(double s, double L);
 
 // log-n query factor max(1, ln(pos + 1) / ln L).
 double LogNFactor(double pos, double L);

@@ -707,6 +707,14 @@ std::string OptionValueText(const toml::node& n) {
     s << *n.value<double>();
     return s.str();
   }
+  if (const toml::array* a = n.as_array()) {  // a list option (rope's long_factors): "x, y, z"
+    std::string joined;
+    for (const toml::node& e : *a) {
+      LEXP_INPUT_CHECK(e.is_value(), "a list option holds numbers, strings or booleans");
+      joined += (joined.empty() ? "" : ", ") + OptionValueText(e);
+    }
+    return joined;
+  }
   return "";
 }
 
@@ -720,8 +728,9 @@ void LoadEncodingOptions(RecipeConfig& c, const toml::table& t, const std::strin
     c.encoding_options[enc];  // an empty table still names the encoding
     for (const auto& [k, v] : *opts) {
       const std::string key = "encoding_options." + enc + "." + std::string(k.str());
-      LEXP_INPUT_CHECK(v.is_value(),
-                       KeyLocation(source, key) + " must be a number, string or boolean");
+      LEXP_INPUT_CHECK(v.is_value() || v.is_array(),
+                       KeyLocation(source, key) +
+                           " must be a number, string, boolean or a list of them");
       c.encoding_options[enc][std::string(k.str())] = OptionValueText(v);
     }
   }

@@ -422,6 +422,16 @@ void ValidateOneTask(const RecipeConfig& c) {
                              "\" shows some keys at another distance than their own, which '" + e +
                              "' cannot do: " + FindEncoding(e).cannot_remap +
                              " (the pattern would be a mask only); encodings that can: " + can);
+      for (const auto& e : c.encodings) {  // LongRoPE's n-hat makes a logit depend on positions
+        const auto it = c.encoding_options.find(e);
+        LEXP_INPUT_CHECK(
+            it == c.encoding_options.end() || !it->second.count("start_tokens") ||
+                it->second.at("start_tokens") == "0",
+            KeyLocation(src, "model.pattern") + " = \"" + c.pattern +
+                "\" shows some keys at another distance than their own, and encoding_options." +
+                e + ".start_tokens rotates the first positions by other frequencies, so a logit "
+                "is not a function of the distance alone; use start_tokens = 0 with this pattern");
+      }
     }
   } else {
     LEXP_INPUT_CHECK(c.pattern_when == "eval", KeyLocation(src, "model.pattern_when") +

@@ -25,6 +25,41 @@ std::unique_ptr<PositionEncoding<double>> MakeRope(const std::map<std::string, s
   return CreateEncoding<double>("rope", o, EncodingShape{16, 2, 1, true, 1024, train_length});
 }
 
+// LongRoPE's n-hat (Ding et al. 2024): the first start_tokens positions are rotated by the
+// unscaled theta_k, the others by theta_k / lambda_k; with start_tokens = 0 every position is
+// scaled (the negative control). Head width 8 (4 pairs, theta = 1, 0.1, 0.01, 0.001).
+TEST(RopeScaled, LongropeKeepsTheFirstPositionsUnscaled) {
+  const std::map<std::string, std::string> o = {
+      {"scaling", "longrope"}, {"long_factors", "1, 2, 4, 8"}, {"factor", "4"}};
+  auto with_start = o;
+  with_start["start_tokens"] = "3";
+  auto scaled = MakeRope(o), kept = MakeRope(with_start);
+  std::vector<double> pos(6);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  AttentionPattern pat(true);
+  auto rotated = [&](PositionEncoding<double>& enc) {
+    enc.Prepare(pos, PositionSpan(pos));
+    MatD x = MatD::Zero(6, 16);
+    for (int t = 0; t < 6; ++t) x(t, 1) = 1;  // pair 1's first component (half pairing: 1, 5)
+    AttentionContext ctx{0, 0, 2, 8, 6, pos.data(), &pat, true};
+    enc.TransformQK(ctx, true, x.data(), 16);
+    return x;
+  };
+  const MatD a = rotated(*scaled), b = rotated(*kept);
+  for (int t = 0; t < 6; ++t) {
+    EXPECT_NEAR(a(t, 1), std::cos(t * 0.1 / 2), 1e-12) << t;  // every position scaled
+    const double theta = t < 3 ? 0.1 : 0.1 / 2;
+    EXPECT_NEAR(b(t, 1), std::cos(t * theta), 1e-12) << t;
+    EXPECT_NEAR(b(t, 5), std::sin(t * theta), 1e-12) << t;
+  }
+  EXPECT_TRUE(kept->Uses(kSiteLogitScale));  // 1 + ln 4 / ln 64 on the logits
+  EXPECT_NEAR(dynamic_cast<Rope<double>*>(kept.get())->mscale(),
+              std::sqrt(1 + std::log(4.0) / std::log(64.0)), 1e-15);
+  EXPECT_THROW(MakeRope({{"scaling", "longrope"}, {"long_factors", "1, x, 4, 8"}}), InputError);
+  EXPECT_THROW(MakeRope({{"scaling", "yarn"}, {"factor", "2"}, {"start_tokens", "4"}}),
+               InputError);
+}
+
 TEST(RopeScaled, YarnTemperatureReachesTheLogitsExactlyOnce) {
   auto yarn = MakeRope({{"scaling", "yarn"}, {"factor", "4"}});
   auto* r = dynamic_cast<Rope<double>*>(yarn.get());

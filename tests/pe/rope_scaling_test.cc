@@ -280,6 +280,27 @@ TEST(RopeScaling, UnknownRuleAndMissingLengthAreInputErrors) {
   EXPECT_THROW(ScaleRope(64, 1e4, Cfg("yarn", 2, 0), 0), InputError);
 }
 
+// LongRoPE (Ding et al. 2024) in the Hugging Face form: theta_k / lambda_k with the given factors,
+// and the attention factor sqrt(1 + ln s / ln L) of `_compute_longrope_parameters`, whose computed
+// values the reference notes list (squared on the logits here).
+TEST(RopeScaling, LongropeDividesEachPairByItsFactorWithHfsAttentionFactor) {
+  ExpectRel(LongropeAttentionFactor(131072.0 / 4096, 4096), 1.1902380714238083, "4096 -> 131072");
+  ExpectRel(LongropeAttentionFactor(8192.0 / 4096, 4096), 1.0408329997330663, "4096 -> 8192");
+  ExpectRel(LongropeAttentionFactor(131072.0 / 8192, 8192), 1.1435437497937313, "8192 -> 131072");
+  ExpectRel(LongropeAttentionFactor(16384.0 / 2048, 2048), 1.1281521496355325, "2048 -> 16384");
+  EXPECT_EQ(LongropeAttentionFactor(1, 4096), 1.0);
+  RopeScalingConfig c = Cfg("longrope", 8, 2048);
+  c.long_factors = {1.0, 1.5, 4.0, 16.0};
+  const ScaledFrequencies f = ScaleRope(8, 1e4, c, 0);
+  const double theta[] = {1, 0.1, 0.01, 0.001};
+  for (int k = 0; k < 4; ++k) ExpectRel(f.inv_freq[k], theta[k] / c.long_factors[k], "pair");
+  ExpectRel(f.mscale, 1.1281521496355325, "mscale");
+  c.long_factors = {1.0, 1.5, 4.0};  // one short
+  EXPECT_THROW(ScaleRope(8, 1e4, c, 0), InputError);
+  c.long_factors = {1.0, 0.5, 4.0, 16.0};  // a pair sped up
+  EXPECT_THROW(ScaleRope(8, 1e4, c, 0), InputError);
+}
+
 TEST(RopeScaling, ResonanceRoundsEveryWavelengthToWholeTokens) {
   // Wang et al. 2024 (Resonance RoPE): D = 8, base 1e4 gives theta = 1, 0.1, 0.01, 0.001, wavelengths
   // 6.283.., 62.83.., 628.3.., 6283.2.., rounded by hand to 6, 63, 628, 6283.
