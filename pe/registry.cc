@@ -4,6 +4,7 @@
 #include "pe/alibi.h"
 #include "pe/cape.h"
 #include "pe/complex_order.h"
+#include "pe/cope.h"
 #include "pe/da.h"
 #include "pe/digit_places.h"
 #include "pe/fire.h"
@@ -219,6 +220,21 @@ const std::vector<EncodingInfo>& ListEncodings() {
        "logit term (transforms q.k)",
        "Wu et al. 2021, arXiv:2010.06925 (form recalled, not checked against the paper text)",
        {{"init_w", "0.1", "w_h starts uniform in [-init_w, init_w]; v_h starts at 0"}}},
+      {"cope",
+       EncodingFactory::Of<Cope>(),
+       "contextual (content-counted positions)",
+       "logit term (reads q, k)",
+       "Golovneva et al. 2024, arXiv:2405.18719",
+       {{"npos", "0",
+         "rows of the position table per layer; positions beyond are clamped to npos - 1 (0 = "
+         "the training length + 1, the authors' block size + 1)"},
+        {"nodiv", "false",
+         "add the position term after 1/sqrt(D) (false: before it, the authors' default)"},
+        {"init_std", "0", "table starts N(0, init_std^2) (0: zeros, as the authors' code)"}},
+       "its positions count gates on the content between query and key, not distances",
+       false,
+       "its positions count the gates of every key between query and key, so each query needs "
+       "its whole row of keys with their gradients"},
       {"cape",
        EncodingFactory::Of<Cape>(),
        "absolute",

@@ -67,6 +67,10 @@ struct EncodingInfo {
   // True for encodings that number the digits of each number (Abacus): they need a task with
   // digit symbols (Task::DigitSymbols).
   bool reads_digits = false;
+  // Empty when the logit term of (i, j) reads only q_i, k_j and the positions; otherwise why the
+  // encoding cannot run where a query's keys are split or extended outside the attention (the
+  // recurrence pattern's memory without gradient, landmarks, kNN memories, LongMem's side network).
+  std::string needs_whole_rows = "";
 };
 
 const std::vector<EncodingInfo>& ListEncodings();

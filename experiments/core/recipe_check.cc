@@ -10,6 +10,7 @@
 #include "experiments/core/recipe.h"
 #include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/task.h"
+#include "fmt/format.h"
 #include "nn/check.h"
 #include "nn/model/capture_sites.h"
 #include "pe/options.h"
@@ -363,6 +364,19 @@ void ValidateOneTask(const RecipeConfig& c) {
                      KeyLocation(src, "model.knn_memory_gradient") +
                          " = 1 cannot train LongMem's memory: it holds the frozen backbone's keys "
                          "and values");
+  }
+  for (const auto& info : ListEncodings()) {  // CoPE counts every key of a query's row
+    const std::string& e = info.name, &why = info.needs_whole_rows;
+    if (why.empty() || std::find(c.encodings.begin(), c.encodings.end(), e) == c.encodings.end())
+      continue;
+    std::string key, what;
+    if (c.pattern == "recurrence") key = "model.pattern", what = " = \"recurrence\"";
+    if (c.model.landmark_block > 0) key = "model.landmark_block", what = "";
+    if (c.model.knn.Active()) key = "model.knn_layer", what = "";
+    if (c.model.side.Active()) key = "model.longmem_layers", what = "";
+    LEXP_INPUT_CHECK(key.empty(), fmt::format("{}{} splits or extends the keys a query sees, which "
+                                              "encoding '{}' cannot follow: {}",
+                                              KeyLocation(src, key), what, e, why));
   }
   const bool any_memory = c.model.knn.Active() || c.model.side.memory_layer >= 0;
   LEXP_INPUT_CHECK(c.model.knn.chunk == 1 || any_memory,

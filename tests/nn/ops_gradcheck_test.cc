@@ -33,6 +33,9 @@ std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
   // Rows for the attention cases' 80 positions after an offset of up to 2.
   if (encoding == "abacus") return {{"rows", "84"}, {"max_k", "2"}};
   if (encoding == "position_coupling") return {{"rows", "84"}, {"max_start", "2"}};
+  // Positions partly past the table, and a table that is not zero (zero: no gradient reaches
+  // the gates).
+  if (encoding == "cope") return {{"npos", "24"}, {"init_std", "0.5"}};
   return {};
 }
 
