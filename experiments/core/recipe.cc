@@ -298,6 +298,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "symbol naming its significance, hints consecutive from a random start in the set of this "
        "many symbols; the longest number has at most this many digits (0 = none)",
        &c.task_index_hints, 0, 100000},
+      {"task.copy_tokens",
+       "selective_copy: tokens to copy hidden among blanks in every input, the same at every "
+       "length, so lengths start at this value and longer inputs are sparser (0 = 8)",
+       &c.task_copy_tokens, 0, 100000},
       {"task.padding",
        "operands of the arithmetic tasks: none (each its own digits) or zeros (the shorter "
        "zero-padded to the longer one's digits, as Cho et al. 2024 and Zhou et al. 2024 write them)",

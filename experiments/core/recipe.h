@@ -43,10 +43,12 @@ struct RecipeConfig {
   std::string task_corpus;      // text_lm's corpus ("" = fortunes)
   int task_index_hints = 0;      // arithmetic tasks' index hint symbols (0 = none)
   std::string task_padding = "none";  // arithmetic tasks' operand padding: none | zeros
+  int task_copy_tokens = 0;           // selective_copy's tokens to copy (0 = its default, 8)
   TaskOptions TaskOpts() const {
     TaskOptions o{task_vocab, task_scratchpad, task_corpus};
     o.index_hints = task_index_hints;
     o.zero_pad = task_padding == "zeros";
+    o.copy_tokens = task_copy_tokens;
     return o;
   }
   // [model]

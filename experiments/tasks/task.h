@@ -50,6 +50,8 @@ struct TaskOptions {
   int index_hints = 0;
   // The arithmetic tasks' operands zero-padded to the longer one's digits (Cho et al. 2024).
   bool zero_pad = false;
+  // selective_copy's tokens to copy in every input (0 = the task's default).
+  int copy_tokens = 0;
 };
 
 class Task {

@@ -9,6 +9,7 @@
 #include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/text_lm.h"
 #include "experiments/tasks/mqar.h"
+#include "experiments/tasks/selective_copy.h"
 #include "experiments/tasks/passkey.h"
 #include "experiments/tasks/scratchpad.h"
 #include "experiments/tasks/string_tasks.h"
@@ -34,6 +35,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
        "default 256",
        "Arora et al. 2023 (Zoology multiquery_ar)"},
+      {"selective_copy",
+       "task.copy_tokens (default 8) tokens of `vocab` (default 16) at random places among n "
+       "symbols, blanks elsewhere, copied in order; longer inputs are sparser",
+       "Gu & Dao 2023 (Mamba) / Golovneva et al. 2024 (CoPE)"},
       {"markov_lm",
        "language modelling: a hidden one of 4 sparse Markov chains over `vocab` (default "
        "32) symbols, known entropy rate",
@@ -109,6 +114,10 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   LEXP_INPUT_CHECK(!o.zero_pad || name == "addition_reversed" || name == "multiplication_reversed",
                    "task.padding = \"zeros\" pads the operands of addition_reversed and "
                    "multiplication_reversed; task '" + name + "' has none (leave it \"none\")");
+  LEXP_INPUT_CHECK(o.copy_tokens == 0 || name == "selective_copy",
+                   "task.copy_tokens = " + std::to_string(o.copy_tokens) +
+                       " sets how many tokens selective_copy hides among blanks; task '" + name +
+                       "' has none (leave it at 0)");
   if (!o.scratchpad.empty()) {
     TaskOptions plain = o;
     plain.scratchpad.clear();
@@ -120,6 +129,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
+  if (name == "selective_copy") return std::make_unique<SelectiveCopyTask>(o.vocab, o.copy_tokens);
   if (name == "markov_lm") return std::make_unique<MarkovLmTask>(o.vocab);
   if (name == "lookback_lm") return std::make_unique<LookbackLmTask>(o.vocab);
   if (name == "text_lm") {

@@ -50,10 +50,12 @@ class EveryTask : public ::testing::TestWithParam<Case> {};
 // the alphabet, indistinguishable from an untrained model. Fixed alphabets refuse task.vocab (or
 // ignore it).
 RecipeConfig TinyTaskRecipe(const Case& tc, int* vocab) {
-  const std::vector<std::string> sets = {"task.name=" + tc.task, "model.layout=" + tc.layout,
+  std::vector<std::string> sets = {"task.name=" + tc.task, "model.layout=" + tc.layout,
                                          "model.n_layers=1",     "model.encodings=alibi",
                                          "train.steps=60",       "eval.lengths=1,2,5,9",
                                          "probe.lengths=5"};
+  // selective_copy's lengths start at its tokens to copy (8 by default): one token here.
+  if (tc.task == "selective_copy") sets.push_back("task.copy_tokens=1");
   for (*vocab = 4; *vocab <= 24; ++*vocab) {
     std::vector<std::string> with = sets;
     with.push_back("task.vocab=" + std::to_string(*vocab));
