@@ -280,7 +280,9 @@ class Runner {
       const auto t0 = Clock::now();
       // GrowLength: the phase's longest length, and a batch that keeps the tokens per step.
       const RecipeConfig::TrainingPhase phase = cfg_.PhaseAt(step, schedule);
-      const int n = static_cast<int>(data_rng_.UniformInt(1, phase.max_length));
+      // Lengths from the task's shortest (1 for all but selective_copy) to the phase's longest.
+      const int n = static_cast<int>(
+          data_rng_.UniformInt(std::min(task_->MinLength(), phase.max_length), phase.max_length));
       const int shape = layout_.DrawShape(n, data_rng_);
       const Batch b = layout_.MakeBatch(n, phase.batch_size, data_rng_, -1, shape);
       enc_->PositionIds(b.T, true, pos_rng_, pos);
