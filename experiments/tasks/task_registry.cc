@@ -8,6 +8,7 @@
 #include "experiments/tasks/lookback_lm.h"
 #include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/text_lm.h"
+#include "experiments/tasks/flip_flop.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/selective_copy.h"
 #include "experiments/tasks/passkey.h"
@@ -35,6 +36,13 @@ const std::vector<TaskInfo>& ListTasks() {
        "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
        "default 256",
        "Arora et al. 2023 (Zoology multiquery_ar)"},
+      {"flip_flop",
+       "n write/read/ignore instructions with a bit each, p(ignore) = 0.8; each read's bit is the "
+       "last written one, only those scored",
+       "Liu et al. 2023 (FFL(0.8), training distribution)"},
+      {"flip_flop_sparse", "flip_flop with p(ignore) = 0.98: long gaps between writes and reads",
+       "Liu et al. 2023 (FFL(0.98), sparse test)"},
+      {"flip_flop_dense", "flip_flop with p(ignore) = 0.1", "Liu et al. 2023 (FFL(0.1), dense test)"},
       {"selective_copy",
        "task.copy_tokens (default 8) tokens of `vocab` (default 16) at random places among n "
        "symbols, blanks elsewhere, copied in order; longer inputs are sparser",
@@ -129,6 +137,9 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
+  if (name == "flip_flop") return std::make_unique<FlipFlopTask>(name, 0.8);
+  if (name == "flip_flop_sparse") return std::make_unique<FlipFlopTask>(name, 0.98);
+  if (name == "flip_flop_dense") return std::make_unique<FlipFlopTask>(name, 0.1);
   if (name == "selective_copy") return std::make_unique<SelectiveCopyTask>(o.vocab, o.copy_tokens);
   if (name == "markov_lm") return std::make_unique<MarkovLmTask>(o.vocab);
   if (name == "lookback_lm") return std::make_unique<LookbackLmTask>(o.vocab);
