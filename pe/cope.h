@@ -8,8 +8,10 @@
 // attention's own keys, the term added before the 1/sqrt(D) (nodiv = true: after it), one table
 // [npos, D] per layer shared by its heads, started at zero, npos = the training length + 1.
 // Gradients flow into the table, into q_i through z and the gates, and into k_t through the gates
-// (w is differentiable in p; floor and ceil are not). Deviation: in the encoder layout (the paper
-// is decoder-only) keys after the query count the gates from i to j, so p_ij is symmetric.
+// (w is differentiable in p; floor and ceil are not). npos falls back to the longest position id
+// + 1 when the training length is unknown. Deviation: in the encoder layout (the paper and its
+// code are decoder-only; the code without a causal mask would count from j to the sequence's end)
+// a key after the query counts the gates from i to j, the same in either direction.
 #pragma once
 
 #include <atomic>

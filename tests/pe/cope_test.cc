@@ -136,6 +136,50 @@ TEST(Cope, PlantedCountingReadsTheNumberOfMarkedKeysNotTheDistance) {
       EXPECT_NEAR(sym(i, j) * std::sqrt(2.0), (std::abs(i - j) + 1) / 2.0, 1e-12);
 }
 
+// Under a non-contiguous mask (LongNet's dilated pattern) a key hidden inside a query's bounds
+// counts nothing: the naive count sums the gates of visible keys only. Counting every key of the
+// bounds instead (a mutation of Row::Visible) fails here.
+TEST(Cope, HiddenKeysOfADilatedMaskCountNothing) {
+  const int T = 40, D = 4, npos = 41;
+  PatternConfig dilated;
+  dilated.name = "dilated";
+  dilated.segments = {8, 32};
+  dilated.dilations = {1, 2};
+  auto patterns = CreatePattern(dilated);
+  const AttentionPattern* pattern = &patterns->ForHead(0, 1);  // LongNet's sets of head 0
+  ASSERT_FALSE(pattern->Contiguous());
+  auto enc = MakeCope(D, npos);
+  Rng rng(6);
+  enc->Init(rng);
+  MatD q(T, D), k(T, D);
+  testing::FillNormal(q, rng);
+  testing::FillNormal(k, rng);
+  const double* table = enc->Parameters().at(0).value;
+  const MatD s = Terms(*enc, q, k, *pattern, 0, T);
+  int hidden = 0;
+  for (int i = 0; i < T; ++i) {
+    int b = 0, e = 0;
+    pattern->KeyBounds(i, T, &b, &e);
+    for (int j = b; j < e; ++j) {
+      if (!pattern->Visible(i, j, T)) {
+        ++hidden;
+        continue;
+      }
+      double p = 0;
+      for (int t = j; t <= i; ++t)
+        if (pattern->Visible(i, t, T))
+          p += 1.0 / (1.0 + std::exp(-q.row(i).dot(k.row(t)) / std::sqrt(D)));
+      p = std::min<double>(p, npos - 1);
+      const int lo = static_cast<int>(std::floor(p)), hi = static_cast<int>(std::ceil(p));
+      double z = 0;
+      for (int c = 0; c < D; ++c)
+        z += q(i, c) * ((p - lo) * table[hi * D + c] + (1 - (p - lo)) * table[lo * D + c]);
+      EXPECT_NEAR(s(i, j), z / 2, 1e-12) << i << " " << j;
+    }
+  }
+  EXPECT_GT(hidden, 0);  // the pattern hides keys inside the bounds
+}
+
 TEST(Cope, PositionsBeyondTheTableReadItsLastRow) {
   const int T = 16, D = 2, npos = 4;
   auto enc = MakeCope(D, npos, true, true, 0);
