@@ -26,6 +26,7 @@ class FlipFlopTask final : public Task {
   int InputAlphabet() const override { return 5; }
   int OutputAlphabet() const override { return 5; }
   bool SharedAlphabet() const override { return true; }
+  std::string Family() const override { return "flip_flop"; }
   int MinLength() const override { return 2; }
   Example Sample(int n, Rng& rng) const override;
   double ignore() const { return ignore_; }

@@ -103,6 +103,10 @@ class Task {
   // (/eval and the evaluations during training) samples instead; nullptr: the task itself, whose
   // samples are drawn fresh (synthetic tasks).
   virtual std::unique_ptr<Task> HeldOut() const { return nullptr; }
+  // Tasks of one family share their alphabet and layout and differ in the distribution of their
+  // examples (flip_flop and its sparse and dense test distributions): an evaluation of a trained
+  // model may read another task of its family (lexp eval --set task.name=...). Default: its name.
+  virtual std::string Family() const { return Name(); }
 };
 
 struct TaskInfo {

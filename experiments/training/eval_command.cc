@@ -12,6 +12,7 @@
 #include "experiments/core/recipe.h"
 #include "experiments/core/run_file.h"
 #include "experiments/replay/analyze.h"
+#include "experiments/tasks/task.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/registry.h"
@@ -87,6 +88,12 @@ std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std
   // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
   for (const auto& set : sets) {
     const auto eq = set.find('=');
+    if (set.rfind("task.name=", 0) == 0) {  // another task of the family: its name
+      std::string task = set.substr(eq + 1);
+      task.erase(std::remove(task.begin(), task.end(), '"'), task.end());
+      name += "-" + task;
+      continue;
+    }
     if (eq == std::string::npos ||
         (set.rfind("model.", 0) != 0 && set.rfind("encoding_options.", 0) != 0))
       continue;
@@ -110,15 +117,29 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
   PreparedEvaluation p;
   p.cfg = CompletedRunRecipe(opt.run_file, &p.encoding);
   // An evaluation trains nothing and reads the run's own task: keys of training, of the task and
-  // of the sweep would be ignored, so they are refused.
-  for (const auto& set : opt.sets)
+  // of the sweep would be ignored, so they are refused; task.name may name another task of the
+  // run's task's family (the same symbols, another distribution: flip_flop_sparse for flip_flop).
+  const std::string trained_task = p.cfg.tasks.size() == 1 ? p.cfg.tasks[0] : p.cfg.task;
+  for (const auto& set : opt.sets) {
+    if (set.rfind("task.name=", 0) == 0) continue;
     for (const char* ignored : {"train.", "task.", "run."})
       LEXP_INPUT_CHECK(
           set.rfind(ignored, 0) != 0,
           "lexp eval --set " + set + ": an evaluation does not " +
               (std::string(ignored) == "train." ? "train" : "change its run's task or sweep") +
-              "; allowed: eval.*, probe.*, model.* and encoding_options.* keys");
+              "; allowed: eval.*, probe.*, model.* and encoding_options.* keys, and task.name = "
+              "another task of the run's task's family");
+  }
+  const std::string given_task = p.cfg.task;
   ApplyOverrides(p.cfg, opt.sets);
+  if (p.cfg.task != given_task) {
+    p.cfg.tasks.clear();
+    const std::string family = CreateTask(trained_task, p.cfg.TaskOpts())->Family();
+    LEXP_INPUT_CHECK(CreateTask(p.cfg.task, p.cfg.TaskOpts())->Family() == family,
+                     "lexp eval --set task.name=" + p.cfg.task + ": the run was trained on '" +
+                         trained_task + "', and an evaluation reads a task of its family only ('" +
+                         family + "': the same symbols, another distribution)");
+  }
   // Output names start from the run's own name (rope-base500+yarnx4), so evaluations of two runs
   // of one encoding never share a file.
   if (!opt.scale.empty()) {

@@ -212,6 +212,39 @@ TEST_F(EvalCommandRun, SeveralRulesCompareInOneTable) {
       << table;
 }
 
+// A flip-flop model read on its sparse test distribution (Liu et al. 2023: trained on FFL(0.8),
+// tested on FFL(0.98)): task.name may name another task of the run's task's family, whose file
+// records that task; a task of another family, and every other task key, are refused.
+TEST(EvalCommand, ReadsAnotherTaskOfItsFamilyOnly) {
+  const auto dir = testing::FreshTempDir("evalcmd_family");
+  const RecipeConfig c = testing::TinyCopyRecipe(
+      {"task.name=flip_flop", "task.vocab=0", "model.n_layers=1", "model.encodings=alibi",
+       "eval.lengths=2,4,8", "probe.lengths=4", "probe.replay=0"});
+  RunOptions ro;
+  ro.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "alibi", ro).state, "completed");
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir.string(), "alibi");
+  o.sets = {"task.name=flip_flop_sparse"};
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed") << s.message;
+  EXPECT_EQ(s.path, RunFilePath(dir.string(), "alibi+eval-flip_flop_sparse"));
+  {
+    h5::Reader r(s.path);
+    EXPECT_EQ(r.root().AttrString("task"), "flip_flop_sparse");
+  }
+  o.sets = {"task.name=copy"};
+  try {
+    EvaluateRunFile(o);
+    ADD_FAILURE() << "copy is not of flip_flop's family";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("family"), std::string::npos) << e.what();
+  }
+  o.sets = {"task.vocab=3"};
+  EXPECT_THROW(EvaluateRunFile(o), InputError);
+  fs::remove_all(dir);
+}
+
 TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
   EvalCommandOptions o;
   o.run_file = RunFilePath(dir_.string(), "alibi");
