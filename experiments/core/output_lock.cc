@@ -57,7 +57,8 @@ OutputLock OutputLock::Row(const std::string& dir, long row) {
 OutputLock::OutputLock(const std::string& file, const std::string& what, Mode mode) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  fs::create_directories(fs::path(file).parent_path(), ec);
+  // A lock beside a bare file name lies in the working directory, which exists.
+  if (!fs::path(file).parent_path().empty()) fs::create_directories(fs::path(file).parent_path(), ec);
   LEXP_INPUT_CHECK(!ec, "cannot create the output directory '" +
                             fs::path(file).parent_path().string() + "': " + ec.message());
   const std::string key = fs::absolute(file).lexically_normal().string();

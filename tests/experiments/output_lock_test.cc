@@ -139,5 +139,20 @@ TEST(OutputLock, AProcessTakesItsOwnLockOnce) {
   fs::remove_all(dir);
 }
 
+// `lexp eval rope.h5` run from the run's own directory locks the working directory: the run file's
+// parent path is empty, which is no directory to create (it was refused as "cannot create the
+// output directory ''").
+TEST(OutputLock, AnEmptyDirectoryIsTheWorkingDirectory) {
+  const fs::path dir = testing::FreshTempDir("output_lock_cwd");
+  const fs::path before = fs::current_path();
+  fs::current_path(dir);
+  {
+    const OutputLock lock("");
+    EXPECT_TRUE(HeldExclusively(dir / ".lexp.lock"));
+  }
+  fs::current_path(before);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace lexp
