@@ -211,7 +211,15 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
         .push_back(c);
   }
   std::map<std::string, std::map<int64_t, double>> value;  // label -> length -> value (seed 0)
-  for (const auto& [span, comps] : spans) {
+  // Wider spans first: a span inside another that shares a length with it (C1's 33..64 in 33..256)
+  // writes that length last, so that both hold (the inner one's values lie on the claimed side of
+  // its number, and the outer one's order keeps holding over the lengths it adds).
+  std::vector<std::pair<std::pair<int, int>, std::vector<Comparison>>> by_width(spans.begin(),
+                                                                                 spans.end());
+  std::stable_sort(by_width.begin(), by_width.end(), [](const auto& x, const auto& y) {
+    return x.first.second - x.first.first > y.first.second - y.first.first;
+  });
+  for (const auto& [span, comps] : by_width) {
     const auto level = Levels(k, comps);
     double c = 0.5, below = -1e9, above = 1e9;  // levels that must lie below / above c
     int top = 0;
