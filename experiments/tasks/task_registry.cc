@@ -8,6 +8,7 @@
 #include "experiments/tasks/lookback_lm.h"
 #include "experiments/tasks/markov_lm.h"
 #include "experiments/tasks/text_lm.h"
+#include "experiments/tasks/counting.h"
 #include "experiments/tasks/flip_flop.h"
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/selective_copy.h"
@@ -36,6 +37,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "n key-value pairs, then keys queried at power-law gaps in random filler; vocab "
        "default 256",
        "Arora et al. 2023 (Zoology multiquery_ar)"},
+      {"counting",
+       "a program of n statements over 3 variables (set, pass, increment), then print v: its "
+       "value, the increments since it was set",
+       "Golovneva et al. 2024 (CoPE's counting task, token form)"},
       {"flip_flop",
        "n write/read/ignore instructions with a bit each, p(ignore) = 0.8; each read's bit is the "
        "last written one, only those scored",
@@ -137,6 +142,7 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
   if (name == "parity_check") return std::make_unique<ParityCheckTask>();
   if (name == "associative_recall") return std::make_unique<AssociativeRecallTask>(o.vocab);
   if (name == "mqar") return std::make_unique<MultiQueryRecallTask>(o.vocab);
+  if (name == "counting") return std::make_unique<CountingTask>();
   if (name == "flip_flop") return std::make_unique<FlipFlopTask>(name, 0.8);
   if (name == "flip_flop_sparse") return std::make_unique<FlipFlopTask>(name, 0.98);
   if (name == "flip_flop_dense") return std::make_unique<FlipFlopTask>(name, 0.1);

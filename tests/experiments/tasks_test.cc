@@ -38,6 +38,7 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
       // of 3 tokens and a 2-token query.
       const std::map<std::string, size_t> in_len = {{"associative_recall", 2 * n},
                                                     {"mqar", 2 * n},
+                                                    {"counting", 2 * n + 2},
                                                     {"flip_flop", 2},
                                                     {"flip_flop_sparse", 2},
                                                     {"flip_flop_dense", 2},
