@@ -7,7 +7,9 @@
 // read positions; exact match is a sequence without a glitch). Three distributions, as theirs:
 // flip_flop p = 0.8 (training, FFL(0.8)), flip_flop_sparse p = 0.98 (long gaps between a write
 // and its reads), flip_flop_dense p = 0.1. Decoder only: the first pair is the input, the rest the
-// output stream, teacher forced. Symbols: 0, 1 bits; 2 w; 3 r; 4 i. n >= 2.
+// output stream, teacher forced. Symbols: 0, 1 bits; 2 w; 3 r; 4 i. n >= 2. Differences: their
+// sequences are 512 tokens (256 pairs), lexp's lengths are a recipe's; lexp's layout puts its
+// separator after the first pair; lexp trains on the read bits only (the scored tokens).
 #pragma once
 
 #include <string>

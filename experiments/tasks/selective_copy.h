@@ -6,8 +6,12 @@
 // distribution. In the decoder layout (input SEP answer), the query predicting answer token k
 // (1-based) sees the key it must copy as the (K + 1)-th non-blank token back, both ends counted
 // (input tokens k..K, the separator, the k - 1 tokens written): a position that counts non-blank
-// tokens (CoPE) is the same at every length, a token distance is not. n >= K; vocab V default 16. Not built: the dense test distribution (more
-// tokens in the same length), which lexp's evaluation of one task cannot draw.
+// tokens (CoPE) is the same at every length, a token distance is not. n >= K; vocab V default 16.
+// Differences: CoPE's paper tests one denser and one sparser input than it trains on (reported as
+// the same tokens among fewer and more blanks; not checked against the paper's text); with K fixed,
+// lexp's shorter lengths are the denser inputs, inside the training range, and only the sparse side
+// lies beyond it. Mamba asks for the answer with K marker tokens; lexp's decoder reads its own
+// answer tokens back (teacher forced in training, greedy in evaluation).
 #pragma once
 
 #include "experiments/tasks/task.h"

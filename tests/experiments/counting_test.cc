@@ -20,7 +20,7 @@ using C = CountingTask;
 TEST(Counting, AnswerIsThePrintedVariablesValueAfterRunningTheProgram) {
   CountingTask task;
   Rng rng(11);
-  long sets = 0, passes = 0, increments = 0;
+  long sets = 0, passes = 0, increments = 0, printed_last_set = 0, two_set = 0;
   for (int trial = 0; trial < 2000; ++trial) {
     const int n = 1 + trial % 40;
     const Example e = task.Sample(n, rng);
@@ -48,10 +48,22 @@ TEST(Counting, AnswerIsThePrintedVariablesValueAfterRunningTheProgram) {
     }
     ASSERT_EQ(e.input[2 * n], C::kPrint);
     const int printed = e.input[2 * n + 1];
+    int last_set = -1, set_count = 0;
+    for (int k = 0; k < n; ++k)
+      if (e.input[2 * k] != C::kPass && e.input[2 * k + 1] == C::kEquals) last_set = e.input[2 * k];
+    for (int v = 0; v < C::kVariables; ++v) set_count += value[v] >= 0;
+    if (set_count >= 2) {
+      ++two_set;
+      printed_last_set += printed == last_set;
+    }
     ASSERT_GE(value[printed], 0) << "printed a variable never set";
     EXPECT_EQ(e.output, std::vector<int>{value[printed]});
     EXPECT_EQ(e.output_scored, std::vector<uint8_t>{1});
   }
+  // Among programs with two or more variables set, the printed one is uniform over them, not the
+  // last one set (which would be printed every time).
+  ASSERT_GT(two_set, 50);
+  EXPECT_LT(printed_last_set, 0.75 * two_set);
   EXPECT_GT(sets, 0);
   EXPECT_GT(increments, 0);
   EXPECT_THROW(task.Sample(0, rng), InputError);

@@ -23,6 +23,7 @@ TEST(FlipFlop, ReadsReturnTheLastWriteAndOnlyTheyAreScored) {
     Rng rng(7);
     const int n = 50, trials = 400;
     long ops[5] = {0, 0, 0, 0, 0}, middle = 0;
+    long free_bits = 0, ones = 0, same_as_memory = 0;  // bits after writes and ignores
     for (int s = 0; s < trials; ++s) {
       const Example e = task->Sample(n, rng);
       ASSERT_EQ(e.input.size(), 2u);
@@ -39,6 +40,11 @@ TEST(FlipFlop, ReadsReturnTheLastWriteAndOnlyTheyAreScored) {
         ASSERT_TRUE(bit == 0 || bit == 1);
         EXPECT_EQ(scored[2 * k], 0);
         EXPECT_EQ(scored[2 * k + 1], op == FlipFlopTask::kRead ? 1 : 0);
+        if (op != FlipFlopTask::kRead) {
+          ++free_bits;
+          ones += bit;
+          same_as_memory += k > 0 && bit == memory;
+        }
         if (op == FlipFlopTask::kWrite) memory = bit;
         if (op == FlipFlopTask::kRead) {
           EXPECT_EQ(bit, memory) << name << " pair " << k;
@@ -49,6 +55,11 @@ TEST(FlipFlop, ReadsReturnTheLastWriteAndOnlyTheyAreScored) {
         }
       }
     }
+    // Bits after a write or an ignore are fair coins, not the remembered bit: writing always 0, or
+    // ignoring with the remembered bit, fails here.
+    EXPECT_NEAR(ones, free_bits * 0.5, 5 * std::sqrt(free_bits * 0.25)) << name;
+    EXPECT_NEAR(same_as_memory, (free_bits - trials) * 0.5, 5 * std::sqrt(free_bits * 0.25) + 1)
+        << name;
     const double sd = std::sqrt(middle * p * (1 - p));
     EXPECT_NEAR(ops[FlipFlopTask::kIgnore], middle * p, 5 * sd + 1) << name;
     EXPECT_NEAR(ops[FlipFlopTask::kWrite], ops[FlipFlopTask::kRead],

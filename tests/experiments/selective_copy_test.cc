@@ -4,6 +4,7 @@
 // must copy is always the (K + 1)-th non-blank token back, while its token distance grows with n.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "experiments/core/sequence_layout.h"
@@ -23,6 +24,7 @@ TEST(SelectiveCopy, AnswerIsTheNonBlankTokensInOrderAtUniformPlaces) {
   EXPECT_EQ(task.MinLength(), K);
   Rng rng(3);
   std::vector<int> at(n, 0), value(V, 0);
+  int with_repeat = 0, with_adjacent = 0;  // tokens drawn with replacement; places not spread
   for (int s = 0; s < trials; ++s) {
     const Example e = task.Sample(n, rng);
     ASSERT_EQ(e.input.size(), static_cast<size_t>(n));
@@ -35,10 +37,22 @@ TEST(SelectiveCopy, AnswerIsTheNonBlankTokensInOrderAtUniformPlaces) {
     EXPECT_EQ(e.output, kept);
     EXPECT_EQ(e.output_scored, std::vector<uint8_t>(K, 1));
     for (int y : e.output) ++value[y];
+    std::vector<int> sorted = e.output;
+    std::sort(sorted.begin(), sorted.end());
+    with_repeat += std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    for (int t = 0; t + 1 < n; ++t)
+      if (e.input[t] != task.blank() && e.input[t + 1] != task.blank()) {
+        ++with_adjacent;
+        break;
+      }
   }
   // Each place holds a token with probability K / n = 0.2 (sd of a count 25.3), each value 1/V.
   for (int t = 0; t < n; ++t) EXPECT_NEAR(at[t], trials * 0.2, 5 * 25.3) << t;
   for (int v = 0; v < V; ++v) EXPECT_NEAR(value[v], trials * K / 16.0, 5 * 43.3) << v;
+  // 8 draws of 16 values repeat one with probability 0.88; two of 8 places among 40 are adjacent
+  // in most inputs: evenly spread places, or values without repeats, fail here.
+  EXPECT_GT(with_repeat, trials / 2);
+  EXPECT_GT(with_adjacent, trials / 2);
   // At n = K there is no blank.
   const Example full = task.Sample(K, rng);
   EXPECT_EQ(full.input, full.output);
