@@ -1,5 +1,5 @@
 // The interface through which a positional encoding touches the transformer, and nothing else does.
-// Seven named sites:
+// Eight named sites:
 //   1. position ids     token index -> position used (may differ between training and evaluation)
 //   2. input embedding  vector added to the token embedding (or a transform of it that may read the
 //                       token ids, as complex word-order embeddings do)
@@ -11,6 +11,8 @@
 //                       (AttentionPattern)
 //   6. logit scale      per-query temperature multiplying q.k/sqrt(D) (not the logit term)
 //   7. value term       sum_j p_ij r_h(i, j) added to the attention output (relative values, Shaw)
+//   8. head mix         a function of every head's logit at (i, j) replacing each head's logit
+//                       there, before the mask (DAPE's MLP over the logits and the biases)
 // The attention logit of head h is  a_ij = scale_i * q_i.k_j / sqrt(D) + b_h(i, j, q_i, k_j)  for
 // visible j (or f_h(i, j, scale_i q_i.k_j / sqrt(D), q_i, k_j) for a transforming logit term), and
 // the output  o_i = sum_j p_ij (v_j + r_h(i, j)). nn/ knows only this interface; encodings live in
@@ -165,6 +167,7 @@ enum Site : unsigned {
   kSitePattern = 1u << 4,
   kSiteLogitScale = 1u << 5,
   kSiteValueTerm = 1u << 6,
+  kSiteHeadMix = 1u << 7,
 };
 
 template <typename S>
@@ -232,10 +235,28 @@ class PositionEncoding {
                                  const S* /*d_out*/, long /*ldo*/, S* /*d_p*/, long /*ldd*/,
                                  int /*task*/) {}
   // Called before/after the parallel backward of one attention layer with `tasks` independent tasks
-  // (only for encodings with site 4 or 7);
+  // (only for encodings with site 4, 7 or 8);
   // EndBackward reduces the per-task slots into the gradients in task order (bit-identical).
   virtual void BeginBackward(int /*tasks*/) {}
   virtual void EndBackward() {}
+
+  // Site 8 (the attention then runs per sequence, all heads of a query block together;
+  // nn/ops/attention_head_mix.h). heads[h] is head h's context, qk[h] its queries and keys after
+  // site 3. On entry scores[h][(i-i0)*lds + (j-j0)] holds head h's logit after sites 6 and 4 for
+  // queries [i0, i1) and keys [j0, j1), masked keys included (the mask is applied afterwards);
+  // replaces every head's logit by a function of all heads' logits at the same (i, j).
+  virtual void MixHeads(const AttentionContext* /*heads*/, int /*i0*/, int /*i1*/, int /*j0*/,
+                        int /*j1*/, const HeadQK<S>* /*qk*/, S* const* /*scores*/,
+                        long /*lds*/) const {}
+  // Backward of site 8 for one sequence `sequence`: `scores` holds the forward's input (the
+  // logits before the mix), d_scores the gradient w.r.t. its output, replaced by the gradient
+  // w.r.t. its input; q/k gradients of terms that read them go to grad[h], parameter gradients to
+  // the per-task slots (BeginBackward is called with sequences * heads tasks, task = sequence *
+  // heads + h).
+  virtual void MixHeadsBackward(const AttentionContext* /*heads*/, int /*i0*/, int /*i1*/,
+                                int /*j0*/, int /*j1*/, const HeadQK<S>* /*qk*/,
+                                const S* const* /*scores*/, S* const* /*d_scores*/, long /*lds*/,
+                                const HeadQKGrad<S>* /*grad*/, int /*sequence*/) {}
 
   // Site 6. Temperature on q.k/sqrt(D) for query i.
   virtual S LogitScale(const AttentionContext& /*ctx*/, int /*i*/) const { return S(1); }

@@ -56,6 +56,15 @@ class ForwardingEncoding : public PositionEncoding<S> {
                          long ldp, const S* d_out, long ldo, S* d_p, long ldd, int task) override {
     inner_->ValueTermBackward(ctx, i0, i1, j0, j1, p, ldp, d_out, ldo, d_p, ldd, task);
   }
+  void MixHeads(const AttentionContext* heads, int i0, int i1, int j0, int j1,
+                const HeadQK<S>* qk, S* const* scores, long lds) const override {
+    inner_->MixHeads(heads, i0, i1, j0, j1, qk, scores, lds);
+  }
+  void MixHeadsBackward(const AttentionContext* heads, int i0, int i1, int j0, int j1,
+                        const HeadQK<S>* qk, const S* const* scores, S* const* d_scores, long lds,
+                        const HeadQKGrad<S>* grad, int sequence) override {
+    inner_->MixHeadsBackward(heads, i0, i1, j0, j1, qk, scores, d_scores, lds, grad, sequence);
+  }
   void BeginBackward(int tasks) override { inner_->BeginBackward(tasks); }
   void EndBackward() override { inner_->EndBackward(); }
   S LogitScale(const AttentionContext& ctx, int i) const override {

@@ -6,6 +6,7 @@
 #include "pe/complex_order.h"
 #include "pe/cope.h"
 #include "pe/da.h"
+#include "pe/dape.h"
 #include "pe/digit_places.h"
 #include "pe/fire.h"
 #include "pe/floater.h"
@@ -48,6 +49,14 @@ constexpr auto MakeRandomShift =
   pc.max_position = opt.Int("max_shift") > 0 ? opt.Int("max_shift") : shape.max_length;
   return std::make_unique<WithPositionScheme<S>>(std::make_unique<Sinusoidal<S>>(shape, opt), pc,
                                                  "random_shift");
+};
+
+// DAPE over its base bias (default options).
+constexpr auto MakeDape = []<typename S>(
+                              const EncodingShape& shape,
+                              const EncodingOptions& opt) -> std::unique_ptr<PositionEncoding<S>> {
+  const std::string base = opt.String("base", {"kerple_log", "alibi", "fire"});
+  return std::make_unique<Dape<S>>(shape, opt, CreateEncoding<S>(base, {}, shape));
 };
 
 }  // namespace
@@ -235,6 +244,19 @@ const std::vector<EncodingInfo>& ListEncodings() {
        false,
        "its positions count the gates of every key between query and key, so each query needs "
        "its whole row of keys with their gradients"},
+      {"dape",
+       EncodingFactory::Generic(MakeDape),
+       "relative bias + head-mixing MLP (data-adaptive)",
+       "head mix (reads every head's q.k and bias)",
+       "Zheng et al. 2024, arXiv:2405.14722",
+       {{"base", "kerple_log",
+         "the static bias b_h the MLP reads and corrects: kerple_log | alibi | fire (its options "
+         "at their defaults)"},
+        {"width", "32", "hidden width of the MLP 2H -> width -> H (the paper's D_DAPE)"}},
+       "",
+       false,
+       "its MLP mixes every head's logit at each (query, key), so the attention runs per "
+       "sequence over whole rows of keys with all heads together"},
       {"cape",
        EncodingFactory::Of<Cape>(),
        "absolute",

@@ -36,6 +36,7 @@ std::map<std::string, std::string> TinyOptions(const std::string& encoding) {
   // Positions partly past the table, and a table that is not zero (zero: no gradient reaches
   // the gates).
   if (encoding == "cope") return {{"npos", "24"}, {"init_std", "0.5"}};
+  if (encoding == "dape") return {{"width", "4"}};
   return {};
 }
 
@@ -258,7 +259,7 @@ std::vector<PatternCase> PatternCases() {
   std::vector<PatternCase> out;
   auto add = [&](const std::string& name, PatternConfig c) {
     c.name = name;
-    for (const char* encoding : {"rope", "alibi"}) out.push_back({name, c, encoding});
+    for (const char* encoding : {"rope", "alibi", "dape"}) out.push_back({name, c, encoding});
   };
   PatternConfig c;
   c.window = 9;

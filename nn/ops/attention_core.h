@@ -1,0 +1,189 @@
+// The parts of multi-head attention (nn/ops/attention.h) that its per-head path and its
+// head-mixing path (nn/ops/attention_head_mix.h) share: shapes, caches and scratch, key bounds,
+// masks, the logits of sites 6, 4 and 5, and the softmax of one row over its visible keys.
+#pragma once
+
+#include <tbb/enumerable_thread_specific.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "nn/check.h"
+#include "nn/ops/gemm.h"
+#include "nn/ops/landmark.h"
+#include "nn/parallel.h"
+#include "nn/position_hooks.h"
+#include "nn/tensor.h"
+
+namespace lexp {
+
+inline constexpr int kQueryBlock = 64;
+inline constexpr int kKeyBlock = 256;
+
+struct AttentionShape {
+  int B = 1, T = 1, H = 1, D = 1;
+  // Incremental decoding (forward only, streaming): only queries [first_query, T) are computed
+  // (the rows of `out` before them are left alone), and sequence b starts at row b * row_stride
+  // (0 = T) of q, k, v and out, so a decoder keeps room for the tokens still to come.
+  int first_query = 0;
+  int row_stride = 0;
+  long Stride() const { return row_stride > 0 ? row_stride : T; }
+  long C() const { return static_cast<long>(H) * D; }
+  long Tasks() const { return static_cast<long>(B) * H; }
+};
+
+template <typename S>
+struct AttentionScratch {
+  Mat<S> a;    // [64, T] scores or d_probs
+  Mat<S> acc;  // [64, D] streaming accumulator
+  Mat<S> kt;   // [D, T] the task's keys (forward) or values (backward), transposed: the products
+               // q.k and d_o.v then run as plain (NN) products, which have the fastest kernels
+  Mat<S> mem;  // [64, T] the memory keys' part of p or d_a (backward, patterns with memory)
+  std::vector<S> row;      // one row of logits (landmark attention)
+  std::vector<S> group;    // its group-normalised probabilities (streaming landmark attention)
+  std::vector<int> order;  // landmark attention's block order
+  std::vector<S> mix, d_mix;  // [H, 64, keys] every head's logits / their gradients (head mix)
+  Vec<S> m, l;
+};
+
+template <typename S>
+struct AttentionCache {
+  bool materialized = false;
+  bool capture_logits = false;
+  Mat<S> probs;   // [B*H*T, T] softmax probabilities (materialised path), 0 where masked
+  Mat<S> group;   // [B*H*T, T] landmark attention: the group-normalised probabilities
+  Mat<S> logits;  // [B*H*T, T] pre-softmax logits (capture only), -inf where masked
+  // A merge with another attention over other keys (nn/ops/knn_memory.h) needs each query's
+  // log-sum-exp of its logits, and gives back the loss's gradient with respect to it.
+  bool keep_lse = false;
+  Vec<S> lse;    // [B*H*T] log sum_j exp(a_ij) over the visible keys (keep_lse)
+  Vec<S> d_lse;  // [B*H*T] read by the backward when not empty: d_a_ij += p_ij d_lse_i
+  tbb::enumerable_thread_specific<AttentionScratch<S>> scratch;
+};
+
+namespace attention_detail {
+
+template <typename S>
+using Rows = Eigen::Map<Mat<S>, 0, Eigen::OuterStride<>>;
+template <typename S>
+using ConstRows = Eigen::Map<const Mat<S>, 0, Eigen::OuterStride<>>;
+
+// Bounds [jb, je) of all keys visible to any query of [i0, i1).
+inline void BlockKeyBounds(const AttentionPattern& pat, int i0, int i1, int T, int* jb, int* je) {
+  *jb = T;
+  *je = 0;
+  for (int i = i0; i < i1; ++i) {
+    int b, e;
+    pat.KeyBounds(i, T, &b, &e);
+    *jb = std::min(*jb, b);
+    *je = std::max(*je, e);
+  }
+  if (*je < *jb) *je = *jb;
+}
+
+// Writes `value` at the keys of [j0, j1) that query i may not see (row points at key j0).
+template <typename S>
+void SetMasked(const AttentionPattern& pat, int i, int T, int j0, int j1, S* row, S value) {
+  int b, e;
+  pat.KeyBounds(i, T, &b, &e);
+  for (int j = j0; j < std::min(b, j1); ++j) row[j - j0] = value;
+  for (int j = std::max(e, j0); j < j1; ++j) row[j - j0] = value;
+  if (!pat.Contiguous()) {
+    for (int j = std::max(b, j0); j < std::min(e, j1); ++j)
+      if (!pat.Visible(i, j, T)) row[j - j0] = value;
+  }
+}
+
+// True when the pattern lets query i see at least one key. Patterns are validated so that every
+// query does; a row whose logits are all -inf although it sees keys has overflowed.
+inline bool SeesAKey(const AttentionPattern& pat, int i, int T) {
+  int b, e;
+  pat.KeyBounds(i, T, &b, &e);
+  if (pat.Contiguous()) return e > b;
+  for (int j = b; j < e; ++j)
+    if (pat.Visible(i, j, T)) return true;
+  return false;
+}
+
+// Copies the task's [T, D] rows of x (row stride ld) into xt as [D, T].
+template <typename S>
+void TransposeHead(const S* x, long ld, int T, int D, Mat<S>& xt) {
+  Resize(xt, D, T);
+  for (int t = 0; t < T; ++t)
+    for (int d = 0; d < D; ++d) xt(d, t) = x[static_cast<long>(t) * ld + d];
+}
+
+// Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
+// kt: the task's keys transposed, [D, T], or null (a few queries: k is read as it is).
+template <typename S>
+void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
+                   const S* k, const Mat<S>* kt, long ld, int i0, int i1, int j0, int j1, S* s,
+                   long lds, bool mask = true) {
+  const int D = ctx.head_dim;
+  const int n = i1 - i0, m = j1 - j0;
+  if (m <= 0) return;
+  Rows<S> out(s, n, m, Eigen::OuterStride<>(lds));
+  const S inv_sqrt_d = S(1) / std::sqrt(S(D));
+  if (kt != nullptr)
+    Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0, kt->cols(),
+            false, s, lds);
+  else
+    Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld,
+            k + static_cast<long>(j0) * ld, ld, false, s, lds);
+  out *= inv_sqrt_d;
+  if (enc.Uses(kSiteLogitScale)) {
+    for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);
+  }
+  if (enc.Uses(kSiteLogitTerm)) enc.AddLogitTerm(ctx, i0, i1, j0, j1, HeadQK<S>{q, k, ld}, s, lds);
+  if (ctx.pattern->HasLogitOffset()) {
+    for (int r = 0; r < n; ++r)
+      for (int j = j0; j < j1; ++j)
+        out(r, j - j0) += static_cast<S>(ctx.pattern->LogitOffset(i0 + r, j, ctx.T));
+  }
+  if (!mask) return;
+  for (int r = 0; r < n; ++r)
+    SetMasked(*ctx.pattern, i0 + r, ctx.T, j0, j1, s + static_cast<long>(r) * lds,
+              -std::numeric_limits<S>::infinity());
+}
+
+// Softmax of query i's logits row[0, je - jb) (keys [jb, je), masked keys -inf) in place: masked
+// keys get exactly 0. A contiguous pattern's row is normalised over its visible keys only (a
+// causal block: half the exponentials), other patterns over the block's keys, masked after. NaN
+// logits (a diverging run) pass through, so the loss reports them; so do rows whose every visible
+// logit overflowed to -inf. Writes log sum_j exp(a_ij) to *lse when not null.
+template <typename S>
+void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, int je, S* row,
+                       S* lse) {
+  const S neg_inf = -std::numeric_limits<S>::infinity();
+  Eigen::Map<RowVec<S>> block_row(row, je - jb);
+  int vb = jb, ve = je;
+  if (pattern.Contiguous()) {
+    pattern.KeyBounds(i, T, &vb, &ve);
+    vb = std::max(vb, jb);
+    ve = std::max(vb, std::min(ve, je));
+  }
+  auto visible = block_row.segment(vb - jb, ve - vb);
+  const S mx = ve > vb ? visible.maxCoeff() : neg_inf;
+  if (mx == neg_inf) {
+    LEXP_CHECK(SeesAKey(pattern, i, T), "attention: a query sees no key");
+    block_row.setConstant(std::numeric_limits<S>::quiet_NaN());
+    if (lse != nullptr) *lse = std::numeric_limits<S>::quiet_NaN();
+    return;
+  }
+  visible = (visible.array() - mx).exp();
+  // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
+  if (pattern.Contiguous()) {
+    block_row.head(vb - jb).setZero();
+    block_row.tail(je - ve).setZero();
+  } else {
+    SetMasked(pattern, i, T, jb, je, row, S(0));
+  }
+  const S sum = visible.sum();
+  visible /= sum;
+  if (lse != nullptr) *lse = mx + std::log(sum);
+}
+
+}  // namespace attention_detail
+
+}  // namespace lexp
