@@ -28,6 +28,21 @@
 namespace lexp {
 namespace {
 
+// text wrapped at words into lines of at most `width` characters, each line preceded by a newline;
+// adds the number of lines to *lines when not null.
+std::string WrapAtWords(std::string text, size_t width, int* lines) {
+  std::string wrapped;
+  while (!text.empty()) {
+    size_t cut = text.size() <= width ? text.size() : text.rfind(' ', width);
+    if (cut == std::string::npos || cut == 0) cut = std::min(width, text.size());
+    wrapped.push_back('\n');
+    wrapped.append(text, 0, cut);
+    if (lines != nullptr) ++*lines;
+    text = cut < text.size() ? text.substr(cut + 1) : "";
+  }
+  return wrapped;
+}
+
 // A metric in [0, 1] (the criterion's accuracies), drawn on [0, 1.05].
 bool IsFraction(const std::string& metric) {
   return metric == "exact_match" || metric == "token_accuracy";
@@ -124,10 +139,12 @@ std::string DrawReproduction(const std::string& claim_dir) {
     p.label = label;
     const auto seeds = g.ReadInts("seed");
     p.runs = static_cast<int>(seeds.size());
+    // A panel is 480 pixels wide: about 56 characters of the 10-point font fit beside the next.
     p.title = seeds.empty()
                   ? label + ": no completed run"
-                  : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]\n{}", label, g.AttrDouble("score"),
-                                g.AttrDouble("lo"), g.AttrDouble("hi"), g.AttrString("interval"));
+                  : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]{}", label, g.AttrDouble("score"),
+                                g.AttrDouble("lo"), g.AttrDouble("hi"),
+                                WrapAtWords(g.AttrString("interval"), 56, nullptr));
     if (g.HasAttr("published")) {
       p.published = true;
       p.published_value = g.AttrDouble("published");
@@ -143,17 +160,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
                    150 + 330 * rows);
   s += "set output '" + name + ".png'\n";
   // The title: the verdict, then the claim wrapped at words.
-  std::string statement = root.AttrString("statement"), wrapped;
-  const size_t width = 60 * static_cast<size_t>(cols);
   int title_lines = 1;
-  while (!statement.empty()) {
-    size_t cut = statement.size() <= width ? statement.size() : statement.rfind(' ', width);
-    if (cut == std::string::npos || cut == 0) cut = std::min(width, statement.size());
-    wrapped.push_back('\n');
-    wrapped.append(statement, 0, cut);
-    ++title_lines;
-    statement = cut < statement.size() ? statement.substr(cut + 1) : "";
-  }
+  const std::string wrapped =
+      WrapAtWords(root.AttrString("statement"), 60 * static_cast<size_t>(cols), &title_lines);
   s += fmt::format(
       "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n", rows,
       cols,
