@@ -41,7 +41,8 @@ std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
       {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
       {"long_factors", "",
        "longrope: lambda_k, one per rotary pair, comma-separated, each >= 1 (the searched or "
-       "published factors)"},
+       "published factors); \"search[:length=L,samples=S,iterations=I,population=P]\" in lexp "
+       "eval: LongRoPE's evolution finds them (and start_tokens) on the trained run"},
       {"start_tokens", "0", "longrope: n-hat, positions below it keep the unscaled theta_k"},
       {"log_n", "auto",
        "multiply the logits of the query at p by max(1, ln(p+1)/ln L): true | false | auto (on "
@@ -109,6 +110,10 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
     factor_texts.push_back(f);
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
   }
+  LEXP_INPUT_CHECK(factor_texts.empty() || factor_texts[0].rfind("search", 0) != 0,
+                   "encoding '" + name_ + "': long_factors = \"" + opt.Text("long_factors") +
+                       "\" is LongRoPE's search on a trained run, which lexp eval (or a claim's "
+                       "evaluation stage) resolves; a model is built with the factors themselves");
   for (const std::string& f : factor_texts) {
     size_t used = 0;
     double v = 0;

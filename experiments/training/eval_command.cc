@@ -11,6 +11,7 @@
 #include "experiments/core/memory_estimate.h"
 #include "experiments/core/recipe.h"
 #include "experiments/core/run_file.h"
+#include "experiments/training/longrope_search.h"
 #include "experiments/replay/analyze.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
@@ -111,6 +112,10 @@ namespace {
 struct PreparedEvaluation {
   RecipeConfig cfg;
   std::string encoding, name, out_dir;
+  // encoding_options.rope.long_factors = "search[:...]": LongRoPE's search runs before the
+  // evaluation (EvaluateRunFile) and its factors replace the request in cfg.
+  bool search = false;
+  LongropeSearchRequest search_request;
 };
 
 PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
@@ -150,12 +155,41 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
     o["scaling"] = spec.rule;
     for (const auto& [k, v] : spec.options) o[k] = v;
   }
+  if (p.cfg.encoding_options.count(p.encoding) &&
+      p.cfg.encoding_options.at(p.encoding).count("long_factors"))
+    p.search = ParseLongropeSearch(p.cfg.encoding_options.at(p.encoding).at("long_factors"),
+                                   &p.search_request);
+  if (p.search) {
+    const auto& o = p.cfg.encoding_options.at(p.encoding);
+    LEXP_INPUT_CHECK(p.encoding == "rope",
+                     "long_factors = \"search\" applies to rope runs; '" + opt.run_file +
+                         "' was trained with '" + p.encoding + "'");
+    LEXP_INPUT_CHECK(o.count("scaling") && o.at("scaling") == "longrope",
+                     "long_factors = \"search\" belongs to scaling 'longrope' (set "
+                     "encoding_options.rope.scaling = \"longrope\")");
+    char* end = nullptr;
+    const std::string f = o.count("factor") ? o.at("factor") : "1";
+    const double s = std::strtod(f.c_str(), &end);
+    LEXP_INPUT_CHECK(end && *end == '\0' && s > 1,
+                     "long_factors = \"search\" needs encoding_options.rope.factor = s > 1, the "
+                     "extension the factors are searched for; got '" + f + "'");
+    LEXP_INPUT_CHECK(!o.count("start_tokens"),
+                     "long_factors = \"search\" searches start_tokens (n-hat) too; do not set it");
+  }
   LEXP_INPUT_CHECK(opt.name.empty() || IsPlainFileName(opt.name),
                    "lexp eval --name '" + opt.name +
                        "': a plain name (letters, digits, . _ -), the file's suffix after '+'");
   p.name = ReadRunFileHead(opt.run_file).label +
            (opt.name.empty() ? EvaluationNameSuffix(opt.scale, opt.sets) : "+" + opt.name);
-  ValidateRecipe(p.cfg);
+  if (p.search) {  // checked as PI until the search has found the factors
+    RecipeConfig check = p.cfg;
+    auto& o = check.encoding_options.at(p.encoding);
+    o.erase("long_factors");
+    o["scaling"] = "pi";
+    ValidateRecipe(check);
+  } else {
+    ValidateRecipe(p.cfg);
+  }
   p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                   : opt.out_dir;
   if (p.out_dir.empty()) p.out_dir = ".";
@@ -170,7 +204,7 @@ std::string EvaluationFile(const EvalCommandOptions& opt) {
 }
 
 RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
-  const PreparedEvaluation p = Prepare(opt);
+  PreparedEvaluation p = Prepare(opt);
   CheckMemoryFits(p.cfg);
   RunOptions ro;
   ro.out_dir = p.out_dir;
@@ -201,6 +235,10 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     FailInput("'" + out +
               "' holds an earlier evaluation of the same name; pass --force to replace it, or "
               "--out for another directory");
+  }
+  if (p.search) {  // the factors found become this evaluation's recipe
+    SearchLongropeFactors(ReadTrainedRun(opt.run_file), p.cfg, p.search_request, opt.progress);
+    ValidateRecipe(p.cfg);
   }
   ro.name = p.name;
   ro.label = p.name;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/forwarding_encoding.h"
+#include "pe/rope.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -114,6 +116,56 @@ TEST_F(EvalCommandRun, ScalingRuleChangesOnlyTheEvaluation) {
         << "positions divided by 4 change the logits at n = " << lengths[e];
   }
   EXPECT_TRUE(b.root().OpenGroup("train").ReadDoubles("loss").empty()) << "nothing was trained";
+}
+
+// long_factors = "search": LongRoPE's evolution on the run's own weights; the evaluation is the run
+// under the factors and n-hat it found (its recipe holds them), the same as an evaluation given
+// those factors outright.
+TEST_F(EvalCommandRun, LongropeSearchEvaluatesWithTheFactorsItFound) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.name = "searched";
+  o.sets = {"encoding_options.rope.scaling=\"longrope\"", "encoding_options.rope.factor=2",
+            "encoding_options.rope.long_factors=\"search:iterations=3,population=8,samples=8\"",
+            "eval.lengths=5,20"};
+  std::vector<std::string> said;
+  o.progress = [&](const std::string& line) { said.push_back(line); };
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  h5::Reader b(s.path);
+  const h5::Group cfg = b.root().OpenGroup("config");
+  const std::string factors = cfg.AttrString("encoding_option.long_factors");
+  const std::string start = cfg.AttrString("encoding_option.start_tokens");
+  std::vector<double> f;
+  for (size_t at = 0; at < factors.size();) {
+    size_t used = 0;
+    f.push_back(std::stod(factors.substr(at), &used));
+    at += used;
+    while (at < factors.size() && (factors[at] == ',' || factors[at] == ' ')) ++at;
+  }
+  ModelReplay plain(o.run_file);
+  const auto* rope = dynamic_cast<const Rope<float>*>(&plain.encoding());
+  ASSERT_NE(rope, nullptr);
+  ASSERT_EQ(f.size(), static_cast<size_t>(rope->rotary_dims() / 2)) << factors;
+  EXPECT_TRUE(std::is_sorted(f.begin(), f.end())) << factors;
+  EXPECT_GE(f.front(), 1.0);
+  EXPECT_LE(f.back(), 2.5);
+  bool reported = false;
+  for (const auto& line : said)
+    reported = reported || line.find("LongRoPE search: best loss") != std::string::npos;
+  EXPECT_TRUE(reported);
+
+  EvalCommandOptions given = o;
+  given.name = "given";
+  given.progress = nullptr;
+  given.sets = {"encoding_options.rope.scaling=\"longrope\"", "encoding_options.rope.factor=2",
+                "encoding_options.rope.long_factors=\"" + factors + "\"",
+                "encoding_options.rope.start_tokens=" + start, "eval.lengths=5,20"};
+  const RunSummary g = EvaluateRunFile(given);
+  ASSERT_EQ(g.state, "completed");
+  h5::Reader c(g.path);
+  EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss"),
+            c.root().OpenGroup("eval").ReadDoubles("loss"));
 }
 
 // Evaluations are named after the run they read (not its encoding alone), never replace an earlier
