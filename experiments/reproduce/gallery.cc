@@ -238,10 +238,10 @@ std::vector<RecipeConfig> StageRecipes(const Claim& claim, const std::string& bu
       for (const StageEvaluation& e : StageEvaluations(stage, budget)) {
         RecipeConfig one = check;
         ApplyOverrides(one, e.sets);
-        ValidateRecipe(one);
+        ValidateEvaluationRecipe(one);
       }
       ApplyOverrides(check, EvaluationOverrides(stage, budget));
-      ValidateRecipe(check);
+      ValidateEvaluationRecipe(check);
     } catch (const InputError& e) {
       FailInput("claim '" + claim.file + "', stage '" + stage.name + "': " + e.what());
     }

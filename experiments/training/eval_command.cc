@@ -105,6 +105,33 @@ std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std
   return name;
 }
 
+void ValidateEvaluationRecipe(const RecipeConfig& cfg) {
+  RecipeConfig check = cfg;
+  auto it = check.encoding_options.find("rope");
+  LongropeSearchRequest request;
+  if (it == check.encoding_options.end() || !it->second.count("long_factors") ||
+      !ParseLongropeSearch(it->second.at("long_factors"), &request)) {
+    ValidateRecipe(cfg);
+    return;
+  }
+  auto& o = it->second;
+  LEXP_INPUT_CHECK(o.count("scaling") && o.at("scaling") == "longrope",
+                   "long_factors = \"search\" belongs to scaling 'longrope' (set "
+                   "encoding_options.rope.scaling = \"longrope\")");
+  char* end = nullptr;
+  const std::string f = o.count("factor") ? o.at("factor") : "1";
+  const double s = std::strtod(f.c_str(), &end);
+  LEXP_INPUT_CHECK(end && *end == '\0' && s > 1,
+                   "long_factors = \"search\" needs encoding_options.rope.factor = s > 1, the "
+                   "extension the factors are searched for; got '" + f + "'");
+  LEXP_INPUT_CHECK(!o.count("start_tokens"),
+                   "long_factors = \"search\" searches start_tokens (n-hat) too; do not set it");
+  // Checked as PI until the search has found the factors.
+  o.erase("long_factors");
+  o["scaling"] = "pi";
+  ValidateRecipe(check);
+}
+
 namespace {
 
 // What an evaluation will run: the source run's recipe with the rule and overrides applied, and
@@ -159,37 +186,15 @@ PreparedEvaluation Prepare(const EvalCommandOptions& opt) {
       p.cfg.encoding_options.at(p.encoding).count("long_factors"))
     p.search = ParseLongropeSearch(p.cfg.encoding_options.at(p.encoding).at("long_factors"),
                                    &p.search_request);
-  if (p.search) {
-    const auto& o = p.cfg.encoding_options.at(p.encoding);
-    LEXP_INPUT_CHECK(p.encoding == "rope",
-                     "long_factors = \"search\" applies to rope runs; '" + opt.run_file +
-                         "' was trained with '" + p.encoding + "'");
-    LEXP_INPUT_CHECK(o.count("scaling") && o.at("scaling") == "longrope",
-                     "long_factors = \"search\" belongs to scaling 'longrope' (set "
-                     "encoding_options.rope.scaling = \"longrope\")");
-    char* end = nullptr;
-    const std::string f = o.count("factor") ? o.at("factor") : "1";
-    const double s = std::strtod(f.c_str(), &end);
-    LEXP_INPUT_CHECK(end && *end == '\0' && s > 1,
-                     "long_factors = \"search\" needs encoding_options.rope.factor = s > 1, the "
-                     "extension the factors are searched for; got '" + f + "'");
-    LEXP_INPUT_CHECK(!o.count("start_tokens"),
-                     "long_factors = \"search\" searches start_tokens (n-hat) too; do not set it");
-  }
+  LEXP_INPUT_CHECK(!p.search || p.encoding == "rope",
+                   "long_factors = \"search\" applies to rope runs; '" + opt.run_file +
+                       "' was trained with '" + p.encoding + "'");
   LEXP_INPUT_CHECK(opt.name.empty() || IsPlainFileName(opt.name),
                    "lexp eval --name '" + opt.name +
                        "': a plain name (letters, digits, . _ -), the file's suffix after '+'");
   p.name = ReadRunFileHead(opt.run_file).label +
            (opt.name.empty() ? EvaluationNameSuffix(opt.scale, opt.sets) : "+" + opt.name);
-  if (p.search) {  // checked as PI until the search has found the factors
-    RecipeConfig check = p.cfg;
-    auto& o = check.encoding_options.at(p.encoding);
-    o.erase("long_factors");
-    o["scaling"] = "pi";
-    ValidateRecipe(check);
-  } else {
-    ValidateRecipe(p.cfg);
-  }
+  ValidateEvaluationRecipe(p.cfg);
   p.out_dir = opt.out_dir.empty() ? std::filesystem::path(opt.run_file).parent_path().string()
                                   : opt.out_dir;
   if (p.out_dir.empty()) p.out_dir = ".";

@@ -42,6 +42,11 @@ std::string EvaluationFile(const EvalCommandOptions& opt);
 // override (a claim checks the labels its criterion names with it before anything trains).
 std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std::string>& sets);
 
+// ValidateRecipe for a recipe an evaluation runs: encoding_options.rope.long_factors = "search"
+// (LongRoPE's search, resolved by EvaluateRunFile) is checked with its requirements (scaling
+// longrope, factor > 1, no start_tokens) and the rest of the recipe as if the rule were PI.
+void ValidateEvaluationRecipe(const RecipeConfig& cfg);
+
 // Evaluations of one run under several rules side by side: per probe length, each file's attention
 // entropy and max logit (means over layers and heads, /analysis/entropy_mean and max_logit_mean).
 std::string ScaleComparisonTable(const std::vector<std::string>& run_files);
