@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/check.h"
@@ -113,6 +114,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
     bool published = false;
     double published_value = 0;
     int runs = 0;
+    std::vector<std::pair<double, double>> points;  // (x, y) of its curves, to place the key
   };
   std::vector<Panel> panels;
   const h5::Group groups = root.OpenGroup("groups");
@@ -137,6 +139,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
     dat << "\n\n";
     Panel p;
     p.label = label;
+    for (size_t i = 0; i < length.size(); ++i)
+      for (const double y : {lo[i], hi[i], mean[i]})
+        if (std::isfinite(y)) p.points.emplace_back(length[i], y);
     const auto seeds = g.ReadInts("seed");
     p.runs = static_cast<int>(seeds.size());
     // A panel is 480 pixels wide: about 56 characters of the 10-point font fit beside the next.
@@ -202,13 +207,13 @@ std::string DrawReproduction(const std::string& claim_dir) {
     const double pad = 0.05 * (y_hi - y_lo);
     s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
   }
-  // The key where the curves are not: accuracies fall with length, losses rise from a low start,
-  // divergences sit high.
-  s += std::string("set style fill transparent solid 0.25 noborder\nset key ") +
-       (fraction                      ? "bottom left"
-        : metric == "js_to_reference" ? "bottom right"
-                                      : "top left") +
-       "\n";
+  // The key where the curves are not: first the corner the metric's curves usually leave free
+  // (accuracies fall with length, losses rise from a low start, divergences sit high), else the
+  // corner of each panel that holds the fewest of its points.
+  s += "set style fill transparent solid 0.25 noborder\n";
+  const std::string preferred =
+      fraction ? "bottom left" : metric == "js_to_reference" ? "bottom right" : "top left";
+  const PlotFrame frame{x_lo, x_hi, fraction ? 0.0 : y_lo, fraction ? 1.05 : y_hi, log_x};
   for (int k = 0; k < n; ++k) {
     const Panel& p = panels[k];
     s += "unset arrow\nunset object\n";
@@ -229,6 +234,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
           "fillstyle solid 1.0 noborder behind\n",
           relative[0], relative[1]);
     s += "set title " + MultiLine(p.title) + "\n";
+    s += "set key " + FreeKeyCorner(p.points, frame, preferred) + "\n";
     std::string plot =
         p.runs > 1 ? fmt::format(
                          "plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "

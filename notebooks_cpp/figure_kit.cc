@@ -33,6 +33,31 @@ std::string SeriesStyles(int n) {
 }
 
 // Many series: the key goes outside, to the right, so it hides no curve.
+std::string FreeKeyCorner(const std::vector<std::pair<double, double>>& points,
+                          const PlotFrame& frame, const std::string& preferred) {
+  auto at = [&](double x) { return frame.log_x ? std::log2(std::max(x, 1e-300)) : x; };
+  const double xl = at(frame.x_lo), xh = at(frame.x_hi);
+  const std::vector<std::string> corners = {preferred, "top left", "top right", "bottom left",
+                                            "bottom right"};
+  size_t best = 0, fewest = static_cast<size_t>(-1);
+  for (size_t c = 0; c < corners.size(); ++c) {
+    const bool top = corners[c].rfind("top", 0) == 0;
+    const bool left = corners[c].find("left") != std::string::npos;
+    size_t inside = 0;
+    for (const auto& [x, y] : points) {
+      const double fx = xh > xl ? (at(x) - xl) / (xh - xl) : 0.5;
+      const double fy = frame.y_hi > frame.y_lo ? (y - frame.y_lo) / (frame.y_hi - frame.y_lo) : 0.5;
+      if ((left ? fx <= 0.45 : fx >= 0.55) && (top ? fy >= 0.7 : fy <= 0.3)) ++inside;
+    }
+    if (inside < fewest) {
+      fewest = inside;
+      best = c;
+    }
+    if (inside == 0) break;
+  }
+  return corners[best];
+}
+
 std::string KeyPlacement(int n, const std::string& inside) {
   return n > 6 ? "set key outside right top\n" : "set key " + inside + "\n";
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lexp {
@@ -14,6 +15,16 @@ namespace lexp {
 std::string SeriesStyles(int n);
 // Many series: the key goes outside, to the right, so it hides no curve.
 std::string KeyPlacement(int n, const std::string& inside);
+// The corner of a plot for its key ("top left", "top right", "bottom left", "bottom right"):
+// `preferred` when none of the curves' points (x, y) lies in it, else the first corner with none,
+// else the one holding the fewest. A key takes about 45% of the width and 30% of the height; x is
+// measured in log2 when the axis is logarithmic.
+struct PlotFrame {
+  double x_lo = 0, x_hi = 1, y_lo = 0, y_hi = 1;
+  bool log_x = false;
+};
+std::string FreeKeyCorner(const std::vector<std::pair<double, double>>& points,
+                          const PlotFrame& frame, const std::string& preferred);
 // 'text' quoted for gnuplot (a quote doubled, a newline as a space).
 std::string Quote(const std::string& s);
 // The formats every figure is drawn in besides PNG: "svg" and "pdf" (for papers); process-wide,
