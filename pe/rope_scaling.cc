@@ -101,7 +101,9 @@ const std::vector<RopeScalingInfo>& RopeScalingInfos() {
        "Su 2023, github.com/bojone/rerope"},
       {"leaky_rerope", "distances >= w seen as w + (d - w) / k", "window, leaky_factor",
        "Su 2023, github.com/bojone/rerope"},
-      {"longrope", "theta_k / lambda_k, factors given; first n-hat positions unscaled",
+      {"longrope",
+       "theta_k / lambda_k, factors given or found by lexp eval (long_factors = \"search\"); "
+       "first n-hat positions unscaled",
        "long_factors, start_tokens, factor, original_length",
        "Ding et al. 2024 (LongRoPE), arXiv:2402.13753"},
       {"resonance", "every wavelength 2 pi / theta_k rounded to an integer (train and test)", "-",
