@@ -15,6 +15,7 @@
 #include "nn/check.h"
 #include "nn/ops/cross_entropy.h"
 #include "nn/rng.h"
+#include "pe/patterns.h"
 #include "pe/rope.h"
 
 namespace lexp {
@@ -239,8 +240,10 @@ bool ParseLongropeSearch(const std::string& long_factors, LongropeSearchRequest*
   }
   LEXP_INPUT_CHECK(q.samples >= 1, "long_factors = \"" + long_factors +
                                        "\": samples must be at least 1 sequence");
-  LEXP_INPUT_CHECK(q.population >= 4, "long_factors = \"" + long_factors +
-                                          "\": population must be at least 4");
+  LEXP_INPUT_CHECK(q.population >= 4 && q.population % 4 == 0,
+                   "long_factors = \"" + long_factors +
+                       "\": population must be a multiple of 4, at least 4 (half of it parents, a "
+                       "quarter each mutated and crossed over)");
   *request = q;
   return true;
 }
@@ -261,6 +264,10 @@ LongropeSearchResult SearchLongropeFactors(const TrainedRun& run, RecipeConfig& 
   // evaluation's without the search's own options.
   TrainedRun base = run;
   base.recipe = cfg;
+  // The search reads the run's own training task, whatever task of its family the evaluation
+  // reads (lexp eval --set task.name=...).
+  base.recipe.task = run.recipe.task;
+  base.recipe.tasks = run.recipe.tasks;
   auto& base_rope = base.recipe.encoding_options["rope"];
   for (const char* k : {"scaling", "factor", "long_factors", "start_tokens"}) base_rope.erase(k);
   const int n = request.length > 0
@@ -325,6 +332,9 @@ LongropeSearchResult SearchLongropeFactors(const TrainedRun& run, RecipeConfig& 
   settings.mutations = request.population / 4;
   settings.crossovers = request.population / 4;
   settings.seed = static_cast<uint64_t>(cfg.seed);
+  // A pattern that remaps distances refuses n-hat > 0 (a logit would depend on positions, not on
+  // the distance alone): n-hat stays 0 there.
+  if (PatternRemapsDistances(cfg.pattern)) settings.start_token_choices = {0};
   settings.start_token_choices.erase(
       std::remove_if(settings.start_token_choices.begin(), settings.start_token_choices.end(),
                      [&](int v) { return v >= n; }),

@@ -148,7 +148,6 @@ TEST_F(EvalCommandRun, LongropeSearchEvaluatesWithTheFactorsItFound) {
   ASSERT_NE(rope, nullptr);
   ASSERT_EQ(f.size(), static_cast<size_t>(rope->rotary_dims() / 2)) << factors;
   EXPECT_TRUE(std::is_sorted(f.begin(), f.end())) << factors;
-  EXPECT_GE(f.front(), 1.0);
   EXPECT_LE(f.back(), 2.5);
   bool reported = false;
   for (const auto& line : said)
@@ -166,6 +165,34 @@ TEST_F(EvalCommandRun, LongropeSearchEvaluatesWithTheFactorsItFound) {
   h5::Reader c(g.path);
   EXPECT_EQ(b.root().OpenGroup("eval").ReadDoubles("loss"),
             c.root().OpenGroup("eval").ReadDoubles("loss"));
+  // The factors are what the evaluation used: other factors give other losses.
+  EvalCommandOptions other = given;
+  other.name = "other";
+  std::string uniform;
+  for (size_t k = 0; k < f.size(); ++k) uniform += k ? ", 1.50" : "1.50";
+  ASSERT_NE(uniform, factors);
+  other.sets[2] = "encoding_options.rope.long_factors=\"" + uniform + "\"";
+  const RunSummary o2 = EvaluateRunFile(other);
+  ASSERT_EQ(o2.state, "completed");
+  h5::Reader d(o2.path);
+  EXPECT_NE(b.root().OpenGroup("eval").ReadDoubles("loss"),
+            d.root().OpenGroup("eval").ReadDoubles("loss"));
+}
+
+// Under a pattern that remaps distances (which refuses n-hat > 0) the search keeps n-hat at 0
+// instead of failing on the first candidate that draws one.
+TEST_F(EvalCommandRun, LongropeSearchUnderARemappingPatternKeepsNHatZero) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.name = "searched_self_extend";
+  o.sets = {"encoding_options.rope.scaling=\"longrope\"", "encoding_options.rope.factor=2",
+            "encoding_options.rope.long_factors=\"search:iterations=4,population=8,samples=8\"",
+            "model.pattern=\"self_extend\"", "model.pattern_group=2", "model.pattern_window=4",
+            "eval.lengths=5,20"};
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed");
+  h5::Reader b(s.path);
+  EXPECT_EQ(b.root().OpenGroup("config").AttrString("encoding_option.start_tokens"), "0");
 }
 
 // Evaluations are named after the run they read (not its encoding alone), never replace an earlier

@@ -74,8 +74,18 @@ TEST(LongropeSearch, EveryCandidateIsNewOnTheGridNonDecreasingAndInRange) {
   EXPECT_FALSE(decreasing);
   EXPECT_FALSE(out_of_range);
   EXPECT_EQ(r.best.Factors().back(), 2.5);
-  // Seeds off the grid are put on it: PI's 4 clamped to 2.5, the second made non-decreasing.
+  // Seeds off the grid are put on it: PI's 4 clamped to 2.5.
   EXPECT_EQ(r.initial[0].FactorText(), "2.50, 2.50, 2.50, 2.50, 2.50, 2.50, 2.50, 2.50");
+}
+
+TEST(LongropeSearch, SeedsAreRoundedClampedAndMadeNonDecreasing) {
+  const std::vector<std::vector<double>> seeds = {{0.5, 1.234, 1.1, 2.0, 1.9, 9.0, 3.0, 3.0}};
+  LongropeSearchSettings st = Settings(4, 1);
+  st.iterations = 0;
+  const LongropeSearchResult r = EvolveLongropeFactors(seeds, st, PlantedLoss);
+  // 0.5 -> 1.00 (the floor), 1.234 -> 1.23, 1.1 -> 1.23 (running maximum), 9 -> 5.00 (1.25 s).
+  EXPECT_EQ(r.initial[0].FactorText(), "1.00, 1.23, 1.23, 2.00, 2.00, 5.00, 5.00, 5.00");
+  EXPECT_EQ(r.initial[0].start_tokens, 0);
 }
 
 TEST(LongropeSearch, SameSeedSameResultOtherSeedOtherPath) {
@@ -118,6 +128,7 @@ TEST(LongropeSearch, ParsesTheRequestAndNamesWhatIsWrong) {
   }
   EXPECT_THROW(ParseLongropeSearch("search:samples=0", &q), InputError);
   EXPECT_THROW(ParseLongropeSearch("search:length=x", &q), InputError);
+  EXPECT_THROW(ParseLongropeSearch("search:population=10", &q), InputError);
   EXPECT_THROW(EvolveLongropeFactors(kSeeds, Settings(1, 1), PlantedLoss), InputError);
 }
 
