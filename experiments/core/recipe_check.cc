@@ -58,11 +58,22 @@ void ValidateRecipe(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(
         names.insert(variant.value).second,
         KeyLocation(c.source_name, "run.variants") + " names '" + variant.value + "' twice");
-    for (const auto& set : variant.sets)
+    for (const auto& set : variant.sets) {
       LEXP_INPUT_CHECK(set.rfind("run.", 0) != 0,
                        KeyLocation(c.source_name, "run.variants") + ": variant '" + variant.value +
                            "' sets " + set + ": run.* keys cannot vary between models");
+      const std::string key = set.substr(0, set.find_first_of(" =")), allowed =
+          ": the task is the sweep's axis, not a model's (sweep tasks with task.names; evaluate a "
+          "trained model on another task of its family with lexp eval --set task.name=...)";
+      LEXP_INPUT_CHECK(key != "task.name" && key != "task.names",
+                       KeyLocation(c.source_name, "run.variants") + ": variant '" + variant.value +
+                           "' sets " + key + allowed);
+    }
   }
+  LEXP_INPUT_CHECK(c.sweep_key != "task.name" && c.sweep_key != "task.names",
+                   KeyLocation(c.source_name, "run.sweep") + " = \"" + c.sweep_key +
+                       "\": the task is swept by task.names (each task in <run dir>/<task>/), "
+                       "not by run.sweep");
   for (const auto& variant : c.Variants())
     LEXP_INPUT_CHECK(suffixes.insert(variant.suffix).second,
                      KeyLocation(c.source_name, "run.sweep_values") +

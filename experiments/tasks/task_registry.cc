@@ -13,6 +13,7 @@
 #include "experiments/tasks/mqar.h"
 #include "experiments/tasks/selective_copy.h"
 #include "experiments/tasks/passkey.h"
+#include "experiments/tasks/passkey_lm.h"
 #include "experiments/tasks/scratchpad.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
@@ -68,6 +69,15 @@ const std::vector<TaskInfo>& ListTasks() {
        "lexp (long-range source for the RoPE base-scaling law)"},
       {"passkey", "5-digit key hidden at a depth in n filler tokens, asked for at the end",
        "Mohtashami & Jaggi 2023 (token form)"},
+      {"passkey_lm",
+       "passkey as language modelling: the key hidden at a depth in n tokens of markov_lm's "
+       "text (`vocab` symbols, default 32), asked for at the end; every token trained on, the "
+       "answer graded",
+       "LongLoRA's protocol (Chen et al. 2023): fine-tuned on text, evaluated by passkey"},
+      {"passkey_lm_no_query",
+       "passkey_lm without the question: the key hidden in the text, nothing asks for it (every "
+       "token trained on and graded); fine-tune on it, evaluate on passkey_lm",
+       "lexp (LongLoRA's text holds facts it never asks for)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
       {"modular_arithmetic", "value mod 5 of d op d op ... (n, or n-1 when even)",
        "Deletang et al. 2023 (R)"},
@@ -154,6 +164,8 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
                                    "task.vocab at 0");
     return std::make_unique<TextLmTask>(o.corpus);
   }
+  if (name == "passkey_lm") return std::make_unique<PasskeyLmTask>(o.vocab, true);
+  if (name == "passkey_lm_no_query") return std::make_unique<PasskeyLmTask>(o.vocab, false);
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
     return std::make_unique<PasskeyTask>();

@@ -364,6 +364,10 @@ std::string WriteSweepSummary(const RecipeConfig& cfg, const std::vector<RunSumm
     const auto ti = std::find(tasks.begin(), tasks.end(), r.task) - tasks.begin();
     const auto ei = std::find(labels.begin(), labels.end(), r.label) - labels.begin();
     const auto si = std::find(seeds.begin(), seeds.end(), r.seed) - seeds.begin();
+    LEXP_CHECK(ti < static_cast<long>(T) && ei < static_cast<long>(E) &&
+                   si < static_cast<long>(S),
+               "summary: run '" + r.label + "' (task " + r.task + ", seed " +
+                   std::to_string(r.seed) + ") is not a row of the recipe's sweep");
     const uint64_t at = (ti * E + ei) * S + si;
     const ProtocolScores p = ScoresOf(r, cfg.train_max_length);
     ruoss[at] = p.ruoss;

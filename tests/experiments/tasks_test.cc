@@ -43,6 +43,8 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
                                                     {"flip_flop_sparse", 2},
                                                     {"flip_flop_dense", 2},
                                                     {"passkey", n + 7},
+                                                    {"passkey_lm", 0},
+                                                    {"passkey_lm_no_query", 0},
                                                     {"markov_lm", 0},
                                                     {"lookback_lm", 0},
                                                     {"text_lm", 0},
