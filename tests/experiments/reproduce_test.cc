@@ -251,9 +251,26 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
         !comps.empty() && std::all_of(comps.begin(), comps.end(),
                                       [](const Comparison& x) { return x.premise; });
     const bool flip = reverse && !premises_only;
-    for (const auto& [label, lv] : level)
+    // A label a premise of another span names, and this span's comparisons do not, keeps the
+    // values that span gave it at shared lengths (X11's premise over 16..64 around a comparison
+    // of other labels at 64).
+    auto named_here = [&](const std::string& label) {
+      return std::any_of(comps.begin(), comps.end(), [&](const Comparison& x) {
+        return x.a == label || (!x.b_is_number && x.b == label);
+      });
+    };
+    auto premise_elsewhere = [&](const std::string& label) {
+      for (const auto& [other, other_comps] : by_width)
+        if (other != span)
+          for (const Comparison& x : other_comps)
+            if (x.premise && (x.a == label || (!x.b_is_number && x.b == label))) return true;
+      return false;
+    };
+    for (const auto& [label, lv] : level) {
+      const bool keep = !named_here(label) && premise_elsewhere(label);
       for (const int n : {span.first, span.second})
-        value[label][n] = c + (flip ? -1 : 1) * d * (lv - L0);
+        if (!keep || !value[label].count(n)) value[label][n] = c + (flip ? -1 : 1) * d * (lv - L0);
+    }
   }
   for (const auto& [label, by_length] : value)
     for (int seed = 1; seed <= 3; ++seed) {
