@@ -14,6 +14,7 @@
 #include "experiments/tasks/selective_copy.h"
 #include "experiments/tasks/passkey.h"
 #include "experiments/tasks/passkey_lm.h"
+#include "experiments/tasks/ruler.h"
 #include "experiments/tasks/scratchpad.h"
 #include "experiments/tasks/string_tasks.h"
 #include "experiments/tasks/task.h"
@@ -78,6 +79,28 @@ const std::vector<TaskInfo>& ListTasks() {
        "passkey_lm without the question: the key hidden in the text, nothing asks for it (every "
        "token trained on and graded); fine-tune on it, evaluate on passkey_lm",
        "lexp (LongLoRA's text holds facts it never asks for)"},
+      {"niah_single_noise",
+       "RULER needle in a haystack: \"NEEDLE key 4 digits\" at a depth in n random filler tokens, "
+       "the value asked for by its key",
+       "Hsieh et al. 2024 (RULER niah_single, token form)"},
+      {"niah_single_repeat", "niah_single_noise in a haystack of one repeated token",
+       "Hsieh et al. 2024 (RULER niah_single, repeated haystack, token form)"},
+      {"niah_multikey", "4 needles of distinct keys in noise, one asked for (3 distractors)",
+       "Hsieh et al. 2024 (RULER niah_multikey_1, token form)"},
+      {"niah_multivalue", "4 needles of one key, all 4 values asked for in order of appearance",
+       "Hsieh et al. 2024 (RULER niah_multivalue, token form)"},
+      {"niah_multiquery", "4 needles of distinct keys, all asked for in a random order",
+       "Hsieh et al. 2024 (RULER niah_multiquery, token form)"},
+      {"variable_tracking",
+       "a chain of 4 assignments from a value and a distractor chain in noise; the chain's 5 "
+       "variables asked for by its value",
+       "Hsieh et al. 2024 (RULER vt, token form, with a distractor chain)"},
+      {"common_words",
+       "n uncommon words and 4 common ones (2 + n/8 times each) shuffled; the 4 common words, "
+       "sorted",
+       "Hsieh et al. 2024 (RULER cwe, token form)"},
+      {"frequent_words", "words of Zipf counts (alpha 2, C = 18 + n) shuffled; the 3 most frequent",
+       "Hsieh et al. 2024 (RULER fwe, token form)"},
       {"even_pairs", "(number of unequal neighbours) mod 2 of n bits", "Deletang et al. 2023 (R)"},
       {"modular_arithmetic", "value mod 5 of d op d op ... (n, or n-1 when even)",
        "Deletang et al. 2023 (R)"},
@@ -163,6 +186,19 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'text_lm' has a fixed alphabet (96 characters); leave "
                                    "task.vocab at 0");
     return std::make_unique<TextLmTask>(o.corpus);
+  }
+  if (name == "niah_single_noise" || name == "niah_single_repeat" || name == "niah_multikey" ||
+      name == "niah_multivalue" || name == "niah_multiquery" || name == "variable_tracking" ||
+      name == "common_words" || name == "frequent_words") {
+    LEXP_INPUT_CHECK(o.vocab == 0, "task '" + name + "' has a fixed alphabet; leave task.vocab at 0");
+    using K = NeedleTask::Kind;
+    if (name == "niah_single_noise") return std::make_unique<NeedleTask>(name, K::kSingle, false);
+    if (name == "niah_single_repeat") return std::make_unique<NeedleTask>(name, K::kSingle, true);
+    if (name == "niah_multikey") return std::make_unique<NeedleTask>(name, K::kMultiKey, false);
+    if (name == "niah_multivalue") return std::make_unique<NeedleTask>(name, K::kMultiValue, false);
+    if (name == "niah_multiquery") return std::make_unique<NeedleTask>(name, K::kMultiQuery, false);
+    if (name == "variable_tracking") return std::make_unique<VariableTrackingTask>();
+    return std::make_unique<WordCountTask>(name == "frequent_words");
   }
   if (name == "passkey_lm") return std::make_unique<PasskeyLmTask>(o.vocab, true);
   if (name == "passkey_lm_no_query") return std::make_unique<PasskeyLmTask>(o.vocab, false);

@@ -21,6 +21,13 @@ Example SampleOf(const std::string& task, int n, uint64_t seed, int vocab = 0) {
   return CreateTask(task, TaskOptions{vocab})->Sample(n, rng);
 }
 
+// frequent_words' list: word r of the ranking floor((18 + n) / r^2) times, r = 1..64.
+size_t FrequentWordsList(int n) {
+  size_t total = 0;
+  for (long r = 1; r <= 64; ++r) total += static_cast<size_t>((18 + n) / (r * r));
+  return total;
+}
+
 TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
   for (const auto& info : ListTasks()) {
     if (info.name == "text_lm" && !std::filesystem::is_directory(TextLmTask::CorpusDirectory()))
@@ -45,6 +52,14 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
                                                     {"passkey", n + 7},
                                                     {"passkey_lm", 0},
                                                     {"passkey_lm_no_query", 0},
+                                                    {"niah_single_noise", n + 8},
+                                                    {"niah_single_repeat", n + 8},
+                                                    {"niah_multikey", n + 26},
+                                                    {"niah_multivalue", n + 26},
+                                                    {"niah_multiquery", n + 29},
+                                                    {"variable_tracking", n + 32},
+                                                    {"common_words", n + 4 * (2 + n / 8) + 1},
+                                                    {"frequent_words", FrequentWordsList(n) + 1},
                                                     {"markov_lm", 0},
                                                     {"lookback_lm", 0},
                                                     {"text_lm", 0},
