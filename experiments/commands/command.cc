@@ -131,6 +131,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   all.push_back(MakeTheoryCommand());
   all.push_back(MakeAnalyzeCommand());
   all.push_back(MakeCompressCommand());
+  all.push_back(MakeDiagnoseCommand());
   all.push_back(MakeBaseLawCommand());
   all.push_back(MakeReproduceCommand());
   all.push_back(MakeFiguresCommand());

@@ -63,6 +63,7 @@ std::unique_ptr<Command> MakePeTableCommand();
 std::unique_ptr<Command> MakeTheoryCommand();
 std::unique_ptr<Command> MakeAnalyzeCommand();
 std::unique_ptr<Command> MakeCompressCommand();
+std::unique_ptr<Command> MakeDiagnoseCommand();
 std::unique_ptr<Command> MakeBaseLawCommand();
 std::unique_ptr<Command> MakeReproduceCommand();
 std::unique_ptr<Command> MakeFiguresCommand();

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/replay/diagnosis.h"
 #include "experiments/replay/prompt_compression.h"
 #include "experiments/training/sweep.h"
 #include "nn/io/hdf5.h"
@@ -146,6 +147,13 @@ TEST(DataReadme, RunFilesAndTheDocumentListTheSameDatasets) {
     const PromptCompression pc = MeasurePromptCompression(run, run, {0, 0.5}, {});
     h5::Writer w(run, h5::Writer::Mode::kUpdate);
     WritePromptCompression(pc, w.root().CreateGroup("analysis"));
+    w.Commit();
+  }
+  {  // lexp diagnose on the copy rope run (lengths 1..5 trained, 9 beyond)
+    const std::string run = (dir / "copy" / "rope.h5").string();
+    const Diagnosis d = DiagnoseRun(run, {});
+    h5::Writer w(run, h5::Writer::Mode::kUpdate);
+    WriteDiagnosis(d, w.root());
     w.Commit();
   }
   std::set<std::string> written;

@@ -1,0 +1,272 @@
+#include "experiments/replay/diagnosis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <cmath>
+#include <limits>
+
+#include "experiments/replay/model_replay.h"
+#include "nn/check.h"
+
+namespace lexp {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Below this gap (nats) a share is a ratio of small numbers; the table shows the nats closed.
+constexpr double kSmallGap = 0.05;
+
+struct Candidate {
+  std::string name, factor;
+  // Overrides for a length of `tokens` tokens, or empty with a reason when it does not apply.
+  std::vector<std::string> (*overrides)(int tokens, int L);
+};
+
+std::vector<std::string> Clamp(int, int L) {
+  return {"encoding_options.rope.scaling=\"rerope\"",
+          fmt::format("encoding_options.rope.window={}", std::max(1, L - 1)),
+          "encoding_options.rope.log_n=\"false\""};
+}
+std::vector<std::string> Window(int, int L) {
+  return {"model.pattern=\"sliding_window\"", fmt::format("model.pattern_window={}", L),
+          "model.pattern_when=\"eval\""};
+}
+std::vector<std::string> Lambda(int, int L) {
+  return {"model.pattern=\"lambda\"", fmt::format("model.pattern_window={}", L),
+          "model.pattern_global=2", "model.pattern_when=\"eval\""};
+}
+std::vector<std::string> LogN(int, int L) {
+  return {"encoding_options.rope.log_n=\"true\"",
+          fmt::format("encoding_options.rope.original_length={}", L)};
+}
+std::vector<std::string> Ntk(int tokens, int L) {
+  return {"encoding_options.rope.scaling=\"ntk\"",
+          fmt::format("encoding_options.rope.factor={}", std::max(1.0, double(tokens) / L))};
+}
+std::vector<std::string> Yarn(int tokens, int L) {
+  return {"encoding_options.rope.scaling=\"yarn\"",
+          fmt::format("encoding_options.rope.factor={}", std::max(1.0, double(tokens) / L)),
+          fmt::format("encoding_options.rope.original_length={}", L)};
+}
+
+const std::vector<Candidate>& Candidates() {
+  static const std::vector<Candidate> k = {
+      {"distance_clamp", "unseen distances", Clamp},
+      {"window", "too many keys", Window},
+      {"lambda", "too many keys, starting tokens kept", Lambda},
+      {"log_n", "too many keys, entropy held", LogN},
+      {"ntk", "rotary frequencies", Ntk},
+      {"yarn", "rotary frequencies and temperature", Yarn},
+  };
+  return k;
+}
+
+// Why an intervention does not apply to this run ("" = it does).
+std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
+                          const std::string& encoding) {
+  const bool masks = name == "window" || name == "lambda";
+  if (masks) {
+    if (cfg.pattern != "full" && cfg.pattern_when != "train")
+      return "the run evaluates under its own pattern '" + cfg.pattern + "', which this replaces";
+    return "";
+  }
+  if (encoding != "rope") {
+    if (name == "distance_clamp")
+      return encoding == "nope" ? "NoPE has no positional term, so no distance to clamp"
+                                : "no distance clamp (or position remap) for '" + encoding +
+                                      "' yet: only RoPE's (ReRoPE's rule)";
+    return "a RoPE option; '" + encoding + "' has none";
+  }
+  const auto opts = cfg.encoding_options.find("rope");
+  if (opts != cfg.encoding_options.end()) {
+    const auto s = opts->second.find("scaling");
+    if (s != opts->second.end() && s->second != "none" && s->second != "\"none\"")
+      return "the run's RoPE already uses scaling " + s->second + ", which this replaces";
+    const auto l = opts->second.find("log_n");
+    if (name == "log_n" && l != opts->second.end() && l->second.find("true") != std::string::npos)
+      return "the run already uses log-n";
+  }
+  return "";
+}
+
+double Mean(const std::vector<double>& x) {
+  double s = 0;
+  for (double v : x) s += v;
+  return x.empty() ? kNaN : s / x.size();
+}
+double Cov(const std::vector<double>& a, const std::vector<double>& b) {
+  const double ma = Mean(a), mb = Mean(b);
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += (a[i] - ma) * (b[i] - mb);
+  return a.size() > 1 ? s / (a.size() - 1) : kNaN;
+}
+double T975(double dof) {
+  return boost::math::quantile(boost::math::students_t(std::max(1.0, dof)), 0.975);
+}
+
+}  // namespace
+
+Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengths,
+                      const std::function<void(const std::string&)>& progress) {
+  const TrainedRun run = ReadTrainedRun(run_file);
+  ModelReplay base(run);
+  const RecipeConfig& cfg = base.config();
+  Diagnosis d;
+  d.encoding = run.encoding;
+  d.task = cfg.task;
+  d.train_length = cfg.train_max_length;
+  d.train_tokens = base.SequenceLength(cfg.train_max_length);
+  LEXP_INPUT_CHECK(cfg.eval_samples >= 2, "'" + run_file + "': diagnosis needs eval.samples >= 2 "
+                                          "(intervals over its sequences)");
+  for (int n : cfg.EvalLengths())
+    if (n <= d.train_length) d.reference_length = std::max(d.reference_length, n);
+  LEXP_INPUT_CHECK(d.reference_length > 0,
+                   "'" + run_file + "' evaluates no length within its training lengths 1.." +
+                       std::to_string(d.train_length) +
+                       ": the gap beyond N is measured against one (add one to eval.lengths)");
+  if (lengths.empty()) {
+    for (int n : cfg.EvalLengths())
+      if (n > d.train_length) d.lengths.push_back(n);
+  } else {
+    d.lengths = lengths;
+  }
+  for (int n : d.lengths)
+    LEXP_INPUT_CHECK(n > d.train_length, "--lengths " + std::to_string(n) +
+                                             ": diagnosis reads lengths beyond N = " +
+                                             std::to_string(d.train_length));
+  LEXP_INPUT_CHECK(!d.lengths.empty(), "'" + run_file + "' evaluates no length beyond N = " +
+                                           std::to_string(d.train_length) + "; give --lengths");
+  const std::vector<double> in = base.EvalLossBySequence(d.reference_length, &d.reference_loss);
+  const double var_in = Cov(in, in);
+  std::vector<std::vector<double>> at_n;  // [length][sequence]
+  for (int n : d.lengths) {
+    double pooled = 0;
+    at_n.push_back(base.EvalLossBySequence(n, &pooled));
+    const auto& x = at_n.back();
+    d.loss.push_back(pooled);
+    const double g = Mean(x) - Mean(in);
+    const double se = std::sqrt(Cov(x, x) / x.size() + var_in / in.size());
+    const double t = T975(double(std::min(x.size(), in.size())) - 1);
+    d.gap.push_back(g);
+    d.gap_lo.push_back(g - t * se);
+    d.gap_hi.push_back(g + t * se);
+  }
+  for (const Candidate& c : Candidates()) {
+    std::string why = NotApplicable(c.name, cfg, run.encoding);
+    if (why.empty()) {  // the encoding's own refusal (a pattern it cannot follow, say)
+      try {
+        ModelReplay probe(run, c.overrides(base.SequenceLength(d.lengths[0]), d.train_tokens));
+      } catch (const InputError& e) {
+        why = e.what();
+        const auto cut = why.find("': ");  // "recipe '<file>:/config/recipe': ..."
+        if (why.rfind("recipe '", 0) == 0 && cut != std::string::npos) why = why.substr(cut + 3);
+      }
+    }
+    if (!why.empty()) {
+      d.not_applied.push_back(c.name + ": " + why);
+      continue;
+    }
+    d.interventions.push_back(c.name);
+    d.factors.push_back(c.factor);
+    if (progress)
+      progress(fmt::format("{} ({}) at {} length(s)", c.name, c.factor, d.lengths.size()));
+    for (size_t j = 0; j < d.lengths.size(); ++j) {
+      const int tokens = base.SequenceLength(d.lengths[j]);
+      ModelReplay with(run, c.overrides(tokens, d.train_tokens));
+      double pooled = 0;
+      const std::vector<double> y = with.EvalLossBySequence(d.lengths[j], &pooled);
+      const std::vector<double>& x = at_n[j];
+      std::vector<double> diff(x.size());
+      for (size_t s = 0; s < x.size(); ++s) diff[s] = x[s] - y[s];
+      const double m = x.size(), t = T975(m - 1);
+      const double D = Mean(diff), var_d = Cov(diff, diff);
+      d.loss_with.push_back(pooled);
+      d.closed.push_back(D);
+      d.closed_lo.push_back(D - t * std::sqrt(var_d / m));
+      d.closed_hi.push_back(D + t * std::sqrt(var_d / m));
+      const double G = d.gap[j];
+      if (!(d.gap_lo[j] > 0)) {  // no significant gap: nothing to close
+        d.share.push_back(kNaN);
+        d.share_lo.push_back(kNaN);
+        d.share_hi.push_back(kNaN);
+        continue;
+      }
+      // Delta method for D / G: var(D)/m - 2 r cov(D, G) + r^2 var(G), cov(D, G) = cov(diff, x)/m.
+      const double r = D / G;
+      const double var_g = Cov(x, x) / m + var_in / in.size();
+      const double var = var_d / m - 2 * r * Cov(diff, x) / m + r * r * var_g;
+      const double half = t * std::sqrt(std::max(0.0, var)) / G;
+      d.share.push_back(r);
+      d.share_lo.push_back(r - half);
+      d.share_hi.push_back(r + half);
+    }
+  }
+  return d;
+}
+
+std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
+  root.Remove("diagnosis");
+  const h5::Group g = root.CreateGroup("diagnosis");
+  auto join = [](const std::vector<std::string>& v, const char* sep) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : sep) + x;
+    return s;
+  };
+  g.SetAttr("interventions", join(d.interventions, ","));
+  g.SetAttr("factors", join(d.factors, ","));
+  g.SetAttr("not_applied", join(d.not_applied, "; "));
+  g.SetAttr("train_length", static_cast<int64_t>(d.train_length));
+  g.SetAttr("train_tokens", static_cast<int64_t>(d.train_tokens));
+  g.SetAttr("reference_length", static_cast<int64_t>(d.reference_length));
+  g.SetAttr("reference_loss", d.reference_loss);
+  const uint64_t I = d.interventions.size(), L = d.lengths.size();
+  g.WriteInts("length", std::vector<int64_t>(d.lengths.begin(), d.lengths.end()), {L}, "length",
+              "task length");
+  g.WriteDoubles("loss", d.loss, {L}, "length", "nats per graded token");
+  g.WriteDoubles("gap", d.gap, {L}, "length", "nats: loss at n minus the reference's");
+  g.WriteDoubles("gap_lo", d.gap_lo, {L}, "length", "nats");
+  g.WriteDoubles("gap_hi", d.gap_hi, {L}, "length", "nats");
+  if (I > 0) {
+    g.WriteDoubles("loss_with", d.loss_with, {I, L}, "intervention,length",
+                   "nats per graded token");
+    g.WriteDoubles("closed", d.closed, {I, L}, "intervention,length",
+                   "nats: mean over sequences of loss minus loss under the intervention");
+    g.WriteDoubles("closed_lo", d.closed_lo, {I, L}, "intervention,length", "nats");
+    g.WriteDoubles("closed_hi", d.closed_hi, {I, L}, "intervention,length", "nats");
+    g.WriteDoubles("share", d.share, {I, L}, "intervention,length",
+                   "closed / gap (NaN: no significant gap)");
+    g.WriteDoubles("share_lo", d.share_lo, {I, L}, "intervention,length", "fraction");
+    g.WriteDoubles("share_hi", d.share_hi, {I, L}, "intervention,length", "fraction");
+  }
+  std::string s = fmt::format(
+      "diagnosis of {} on {} (N = {}, L = {} tokens): the loss gap at n against length {} (loss "
+      "{:.3f} nats), and the share of it each intervention closes [95%] (1: closed, < 0: widened; where "
+      "the gap is under {} nats, the nats it closes instead)\n",
+      d.encoding, d.task, d.train_length, d.train_tokens, d.reference_length, d.reference_loss,
+      kSmallGap);
+  s += fmt::format("{:>6} {:>22}", "n", "gap (nats)");
+  for (const auto& name : d.interventions) s += fmt::format(" {:>22}", name);
+  for (size_t j = 0; j < L; ++j) {
+    s += fmt::format("\n{:>6} {:>22}", d.lengths[j],
+                     fmt::format("{:.3f} [{:.3f}, {:.3f}]", d.gap[j], d.gap_lo[j], d.gap_hi[j]));
+    for (size_t i = 0; i < I; ++i) {
+      const size_t k = i * L + j;
+      std::string cell;
+      if (std::isnan(d.share[k])) {
+        cell = "no gap";
+      } else if (d.gap[j] < kSmallGap) {
+        cell = fmt::format("{:+.3f} nats", d.closed[k]);
+      } else {
+        cell = fmt::format("{:+.2f} [{:+.2f}, {:+.2f}]", d.share[k], d.share_lo[k], d.share_hi[k]);
+      }
+      s += fmt::format(" {:>22}", cell);
+    }
+  }
+  for (size_t i = 0; i < I; ++i)
+    s += fmt::format("\n{}: removes {}", d.interventions[i], d.factors[i]);
+  for (const auto& n : d.not_applied) s += "\nnot applied: " + n;
+  return s + "\n";
+}
+
+}  // namespace lexp

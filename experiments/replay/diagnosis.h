@@ -1,0 +1,54 @@
+// Why a trained model fails beyond its training length, by intervention (issue: lexp diagnose).
+// LM-Infinite (Han et al. 2023, arXiv:2308.16137, sec. 3) names three out-of-distribution
+// factors: unseen distances, too many tokens attended (entropy), and the starting tokens' distinct
+// features. Each intervention removes one at evaluation time, on the run's own evaluation
+// sequences (those /eval scored), and reads how much of the loss gap beyond N it closes:
+//   gap(n)   = mean loss at n - mean loss at the longest evaluated length <= N (in distribution)
+//   closed   = mean over sequences of (loss at n - loss at n under the intervention)  [paired]
+//   share    = closed / gap, with a delta-method interval from the per-sequence losses (the
+//              covariance of closed and gap included; the in-distribution sequences independent)
+// Interventions, each a set of recipe overrides replayed on the trained weights:
+//   distance_clamp  unseen distances: RoPE distances >= L - 1 seen as L - 1 (ReRoPE's rule without
+//                   its log-n, L the longest training sequence); other encodings have no clamp yet
+//   window          too many keys: a sliding window of L keys
+//   lambda          too many keys, starting tokens kept: LM-Infinite's Lambda mask (window L and
+//                   the first 2 tokens); lambda - window is what the starting tokens add
+//   log_n           too many keys, entropy held: RoPE's logits times log_L(i + 1) beyond L
+//   ntk, yarn       rotary: the frequencies rescaled for the length (factor = tokens / L)
+// An intervention that does not apply (the encoding has no such mechanism, or the run already
+// uses a pattern or a scaling rule it would replace) is listed with the reason, not run.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nn/io/hdf5.h"
+
+namespace lexp {
+
+struct Diagnosis {
+  std::string encoding, task;
+  int train_length = 0;       // N (task length)
+  int train_tokens = 0;       // L: tokens of the longest training sequence
+  int reference_length = 0;   // the longest evaluated length <= N
+  double reference_loss = 0;  // its mean loss per graded token
+  std::vector<int> lengths;   // the lengths beyond N diagnosed
+  std::vector<std::string> interventions, factors;  // the ones run, with the factor each removes
+  std::vector<std::string> not_applied;             // "name: reason"
+  // [length]: the loss at n and its gap to the reference, with the gap's 95% interval.
+  std::vector<double> loss, gap, gap_lo, gap_hi;
+  // [intervention, length]: the loss under it, the paired improvement (loss - loss under it) and
+  // the share of the gap it closes, each with a 95% interval (NaN share: no significant gap).
+  std::vector<double> loss_with, closed, closed_lo, closed_hi, share, share_lo, share_hi;
+};
+
+// lengths empty: the run's evaluation lengths beyond N.
+// progress, when given, hears each intervention as it starts.
+Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengths,
+                      const std::function<void(const std::string&)>& progress = nullptr);
+
+// Writes /diagnosis (replacing an earlier one) and returns the report table.
+std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root);
+
+}  // namespace lexp
