@@ -75,6 +75,7 @@ const std::vector<RunFigure>& RunFigures() {
        DrawPerplexityVsLength},
       {"eval_during_training", HasEvalHistory, DrawEvalDuringTraining},
       {"prompt_compression", HasPromptCompression, DrawPromptCompression},
+      {"diagnosis", HasDiagnosis, DrawDiagnosis},
   };
   return kFigures;
 }

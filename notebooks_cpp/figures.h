@@ -38,6 +38,10 @@ const std::vector<RunFigure>& RunFigures();
 // the compression ratio, one line per task length.
 bool HasPromptCompression(const std::string& run_dir);
 std::string DrawPromptCompression(const std::string& run_dir);
+// /diagnosis of the runs (lexp diagnose): the share of the loss gap beyond N each intervention
+// closes against length, and the gap.
+bool HasDiagnosis(const std::string& run_dir);
+std::string DrawDiagnosis(const std::string& run_dir);
 // A reproduction's verdict (CLAIM_DIR/verdict.h5 of lexp reproduce): the criterion's metric
 // against length, one panel per compared run label, training length and published value marked.
 std::string DrawReproduction(const std::string& claim_dir);

@@ -1,6 +1,7 @@
 // lexp diagnose RUN_FILE: why a trained model fails beyond its training length, by intervention
 // (experiments/replay/diagnosis.h).
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "experiments/core/run_file.h"
 #include "experiments/replay/diagnosis.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 
 namespace lexp::cli {
 namespace {
@@ -21,7 +23,8 @@ class DiagnoseCommand final : public Command {
         "own evaluation sequences under interventions that each remove one out-of-distribution "
         "factor of LM-Infinite (unseen distances, too many keys, the starting tokens, rotary "
         "frequencies) and reports the share of the loss gap beyond N each closes, with a 95% "
-        "interval paired over the sequences; writes /diagnosis into RUN_FILE");
+        "interval paired over the sequences; writes /diagnosis into RUN_FILE and draws "
+        "figures/diagnosis of its directory");
     a->footer(
         "gap(n) = loss at n - loss at the longest evaluated length <= N. Interventions: "
         "distance_clamp (RoPE distances >= L - 1 seen as L - 1, L the longest training sequence), "
@@ -45,6 +48,8 @@ class DiagnoseCommand final : public Command {
     h5::Writer w(run_, h5::Writer::Mode::kUpdate);
     std::fputs(WriteDiagnosis(d, w.root()).c_str(), stdout);
     w.Commit();
+    const std::string dir = std::filesystem::path(run_).parent_path().string();
+    PrintLine("figure: " + DrawDiagnosis(dir.empty() ? "." : dir));
     return 0;
   }
 

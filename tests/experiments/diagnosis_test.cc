@@ -15,6 +15,7 @@
 
 #include "experiments/training/sweep.h"
 #include "nn/io/hdf5.h"
+#include "notebooks_cpp/figures.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -72,6 +73,7 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   EXPECT_EQ(g.ReadDoubles("share").size(), d.interventions.size());
   EXPECT_EQ(g.AttrString("interventions"),
             "distance_clamp,window,lambda,log_n,ntk,yarn");
+  EXPECT_TRUE(fs::exists(DrawDiagnosis(dir.string()))) << "figures/diagnosis from the file";
 
   const Diagnosis nope = DiagnoseRun((dir / "nope.h5").string(), {});
   EXPECT_EQ(nope.interventions, (std::vector<std::string>{"window", "lambda"}));
