@@ -1,11 +1,13 @@
 #include "pe/position_schemes.h"
 
+#include <algorithm>
+
 #include "nn/check.h"
 
 namespace lexp {
 
 const std::vector<std::string>& PositionSchemes() {
-  static const std::vector<std::string> k = {"identity", "randomized", "pose", "shift"};
+  static const std::vector<std::string> k = {"identity", "randomized", "pose", "shift", "clamp"};
   return k;
 }
 
@@ -50,6 +52,8 @@ void WithPositionScheme<S>::PositionIds(int T, bool training, Rng& rng,
     for (int t = 0; t < T; ++t) pos[t] = t + k;
   } else {
     this->inner().PositionIds(T, training, rng, pos);
+    if (c_.name == "clamp" && !training)
+      for (double& p : pos) p = std::min(p, static_cast<double>(c_.max_position - 1));
   }
 }
 

@@ -12,6 +12,9 @@
 //    uses 0..T-1 (PoSE is a training scheme).
 //  * shift: SHAPE-style random shift (Kiyono et al. 2021, arXiv:2109.05644): every training batch
 //    uses positions k..k+T-1 with k ~ U{0..max_position}; evaluation uses 0..T-1.
+//  * clamp: an evaluation-time remap of unseen absolute positions (lexp diagnose's analogue of
+//    ReRoPE for absolute encodings): positions >= max_position are read as max_position - 1, the
+//    last one training showed; training uses 0..T-1.
 #pragma once
 
 #include <memory>
@@ -24,9 +27,9 @@
 namespace lexp {
 
 struct PositionSchemeConfig {
-  std::string name = "identity";  // identity | randomized | pose | shift
-  int max_position =
-      0;  // randomized: L (positions in [0, L)); pose: target length Lt; shift: max k
+  std::string name = "identity";  // identity | randomized | pose | shift | clamp
+  int max_position = 0;  // randomized: L (positions in [0, L)); pose: target length Lt; shift:
+                         // max k; clamp: the first position not seen in training
   bool sample_at_eval = true;  // randomized only
 };
 

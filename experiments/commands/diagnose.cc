@@ -28,6 +28,7 @@ class DiagnoseCommand final : public Command {
     a->footer(
         "gap(n) = loss at n - loss at the longest evaluated length <= N. Interventions: "
         "distance_clamp (RoPE distances >= L - 1 seen as L - 1, L the longest training sequence), "
+        "position_remap (absolute encodings: positions >= L read as L - 1), "
         "window (a sliding window of L keys), lambda (LM-Infinite's mask: the window and the "
         "first 2 tokens), log_n (RoPE logits times log_L(i + 1)), ntk and yarn (factor = tokens "
         "/ L). One that does not apply to the run is listed with the reason. A share of 1 closes "

@@ -376,13 +376,15 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.positions",
        "position scheme wrapping every encoding: identity, randomized (Ruoss et al.), "
        "pose (Zhu et al.), shift (SHAPE, Kiyono et al.: positions k..k+T-1 with k ~ "
-       "U{0..positions_max} in training)",
+       "U{0..positions_max} in training), clamp (at evaluation only: positions >= positions_max "
+       "read as positions_max - 1, a remap of unseen absolute positions; lexp diagnose)",
        &c.positions,
        0,
        0,
-       {"identity", "randomized", "pose", "shift"}},
+       {"identity", "randomized", "pose", "shift", "clamp"}},
       {"model.positions_max",
-       "randomized: positions drawn from [0, L); pose: target length; shift: largest k "
+       "randomized: positions drawn from [0, L); pose: target length; shift: largest k; clamp: "
+       "the first position id not seen in training (required) "
        "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest "
        "sequence)",
        &c.positions_max, 0, 1 << 24},

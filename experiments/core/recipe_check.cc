@@ -196,6 +196,10 @@ void ValidateOneTask(const RecipeConfig& c) {
   } catch (const InputError& e) {
     FailInput(KeyLocation(src, "model.layout") + ": " + e.what());
   }
+  LEXP_INPUT_CHECK(c.positions != "clamp" || c.positions_max > 0,
+                   KeyLocation(src, "model.positions") +
+                       " = \"clamp\" needs model.positions_max, the first position id training "
+                       "did not show (positions >= it are read as positions_max - 1)");
   if (c.positions_max > 0) {
     int longest = c.train_max_length;
     for (int n : c.EvalLengths()) longest = std::max(longest, n);

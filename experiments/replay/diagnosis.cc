@@ -9,6 +9,7 @@
 
 #include "experiments/replay/model_replay.h"
 #include "nn/check.h"
+#include "pe/registry.h"
 
 namespace lexp {
 namespace {
@@ -27,6 +28,9 @@ std::vector<std::string> Clamp(int, int L) {
   return {"encoding_options.rope.scaling=\"rerope\"",
           fmt::format("encoding_options.rope.window={}", std::max(1, L - 1)),
           "encoding_options.rope.log_n=\"false\""};
+}
+std::vector<std::string> Remap(int, int L) {
+  return {"model.positions=\"clamp\"", fmt::format("model.positions_max={}", L)};
 }
 std::vector<std::string> Window(int, int L) {
   return {"model.pattern=\"sliding_window\"", fmt::format("model.pattern_window={}", L),
@@ -53,6 +57,7 @@ std::vector<std::string> Yarn(int tokens, int L) {
 const std::vector<Candidate>& Candidates() {
   static const std::vector<Candidate> k = {
       {"distance_clamp", "unseen distances", Clamp},
+      {"position_remap", "unseen absolute positions", Remap},
       {"window", "too many keys", Window},
       {"lambda", "too many keys, starting tokens kept", Lambda},
       {"log_n", "too many keys, entropy held", LogN},
@@ -71,7 +76,17 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
       return "the run evaluates under its own pattern '" + cfg.pattern + "', which this replaces";
     return "";
   }
+  const std::string family = FindEncoding(encoding).family;
+  if (name == "position_remap") {
+    if (family != "absolute")
+      return "'" + encoding + "' is not an absolute encoding (family: " + family + ")";
+    if (cfg.positions != "identity")
+      return "the run uses its own position scheme '" + cfg.positions + "'";
+    return "";
+  }
   if (encoding != "rope") {
+    if (name == "distance_clamp" && family == "absolute")
+      return "'" + encoding + "' is absolute: position_remap instead";
     if (name == "distance_clamp")
       return encoding == "nope" ? "NoPE has no positional term, so no distance to clamp"
                                 : "no distance clamp (or position remap) for '" + encoding +

@@ -9,7 +9,9 @@
 //              covariance of closed and gap included; the in-distribution sequences independent)
 // Interventions, each a set of recipe overrides replayed on the trained weights:
 //   distance_clamp  unseen distances: RoPE distances >= L - 1 seen as L - 1 (ReRoPE's rule without
-//                   its log-n, L the longest training sequence); other encodings have no clamp yet
+//                   its log-n, L the longest training sequence); other relative encodings have
+//                   no clamp yet
+//   position_remap  unseen absolute positions (absolute encodings): positions >= L read as L - 1
 //   window          too many keys: a sliding window of L keys
 //   lambda          too many keys, starting tokens kept: LM-Infinite's Lambda mask (window L and
 //                   the first 2 tokens); lambda - window is what the starting tokens add

@@ -135,6 +135,17 @@ TEST(PositionSchemes, WrapAnyEncodingAndSwitchAtEvaluation) {
   auto p = make("pose", true);
   p->PositionIds(8, false, rng, pos);
   EXPECT_EQ(pos, identity) << "PoSE is a training scheme";
+  auto c = make("clamp", true);
+  c->PositionIds(8, true, rng, pos);
+  EXPECT_EQ(pos, identity) << "clamp is an evaluation remap";
+  PositionSchemeConfig cc;
+  cc.name = "clamp";
+  cc.max_position = 5;
+  WithPositionScheme<double> clamped(
+      CreateEncoding<double>("learned", {{"max_len", "100"}}, EncodingShape{8, 2, 1, true, 100}),
+      cc);
+  clamped.PositionIds(8, false, rng, pos);
+  EXPECT_EQ(pos, (std::vector<double>{0, 1, 2, 3, 4, 4, 4, 4})) << "unseen positions read as 4";
   // The wrapped encoding keeps its parameters and sites.
   EXPECT_EQ(r->Parameters().size(), 1u);
   EXPECT_EQ(r->Parameters()[0].name, "pe.learned.table");
