@@ -8,6 +8,7 @@
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figure_data.h"
 #include "pe/patterns.h"
+#include "pe/log_n_scale.h"
 #include "pe/position_schemes.h"
 #include "pe/registry.h"
 
@@ -47,6 +48,9 @@ AssembledModel AssembleModel(const RecipeConfig& cfg, const std::string& encodin
     pc.sample_at_eval = cfg.positions_at_eval == "sample";
     m.encoding = std::make_unique<WithPositionScheme<float>>(std::move(m.encoding), pc);
   }
+  if (cfg.log_n == 1)
+    m.encoding = std::make_unique<WithLogNScale<float>>(
+        std::move(m.encoding), std::max(2, m.layout->SequenceLengthFor(cfg.train_max_length)));
   if (wrap) m.encoding = wrap(std::move(m.encoding));
   m.model = std::make_unique<Transformer<float>>(mc, m.encoding.get());
   m.pattern = CreatePattern(cfg.PatternFor(m.layout->SequenceLengthFor(cfg.train_max_length)));

@@ -388,6 +388,11 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "(0 = default: max(2048, 2x the longest sequence) / the longest sequence / the longest "
        "sequence)",
        &c.positions_max, 0, 1 << 24},
+      {"model.log_n",
+       "1: the log-n attention temperature on any encoding: the content logit q.k of query i "
+       "times max(1, ln(i + 1) / ln L), L the longest training sequence (1 within the training "
+       "lengths; Chiang & Cholak 2022); RoPE's own is encoding_options.rope.log_n",
+       &c.log_n, 0, 1},
       {"model.positions_at_eval",
        "randomized at evaluation: sample (as the reference code) or identity",
        &c.positions_at_eval,

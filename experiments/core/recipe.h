@@ -76,6 +76,7 @@ struct RecipeConfig {
   std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)
   int positions_max = 0;                     // randomized: L; pose: target length (0 = default)
   std::string positions_at_eval = "sample";  // randomized: sample | identity
+  int log_n = 0;  // 1: the log-n temperature on every encoding's content logits (pe/log_n_scale.h)
   std::string pattern =
       "full";  // full | sliding_window | bca | lambda | dilated | shifted_sparse | sinks
   int pattern_window = 0;  // sliding_window w, bca l, lambda n_local, sinks recent window

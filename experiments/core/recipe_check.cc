@@ -196,6 +196,14 @@ void ValidateOneTask(const RecipeConfig& c) {
   } catch (const InputError& e) {
     FailInput(KeyLocation(src, "model.layout") + ": " + e.what());
   }
+  for (const auto& e : c.encodings) {
+    const auto opts = c.encoding_options.find(e);
+    const bool own = opts != c.encoding_options.end() && opts->second.count("log_n") &&
+                     opts->second.at("log_n").find("true") != std::string::npos;
+    LEXP_INPUT_CHECK(c.log_n == 0 || !own,
+                     KeyLocation(src, "model.log_n") + " = 1 and encoding_options." + e +
+                         ".log_n = true would apply the log-n temperature twice; set one");
+  }
   LEXP_INPUT_CHECK(c.positions != "clamp" || c.positions_max > 0,
                    KeyLocation(src, "model.positions") +
                        " = \"clamp\" needs model.positions_max, the first position id training "

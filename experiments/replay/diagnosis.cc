@@ -40,10 +40,7 @@ std::vector<std::string> Lambda(int, int L) {
   return {"model.pattern=\"lambda\"", fmt::format("model.pattern_window={}", L),
           "model.pattern_global=2", "model.pattern_when=\"eval\""};
 }
-std::vector<std::string> LogN(int, int L) {
-  return {"encoding_options.rope.log_n=\"true\"",
-          fmt::format("encoding_options.rope.original_length={}", L)};
-}
+std::vector<std::string> LogN(int, int) { return {"model.log_n=1"}; }
 std::vector<std::string> Ntk(int tokens, int L) {
   return {"encoding_options.rope.scaling=\"ntk\"",
           fmt::format("encoding_options.rope.factor={}", std::max(1.0, double(tokens) / L))};
@@ -77,6 +74,13 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
     return "";
   }
   const std::string family = FindEncoding(encoding).family;
+  if (name == "log_n") {
+    const auto opts = cfg.encoding_options.find(encoding);
+    const bool own = opts != cfg.encoding_options.end() && opts->second.count("log_n") &&
+                     opts->second.at("log_n").find("true") != std::string::npos;
+    if (cfg.log_n == 1 || own) return "the run already uses log-n";
+    return "";
+  }
   if (name == "position_remap") {
     if (family != "absolute")
       return "'" + encoding + "' is not an absolute encoding (family: " + family + ")";
@@ -98,9 +102,6 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
     const auto s = opts->second.find("scaling");
     if (s != opts->second.end() && s->second != "none" && s->second != "\"none\"")
       return "the run's RoPE already uses scaling " + s->second + ", which this replaces";
-    const auto l = opts->second.find("log_n");
-    if (name == "log_n" && l != opts->second.end() && l->second.find("true") != std::string::npos)
-      return "the run already uses log-n";
   }
   return "";
 }

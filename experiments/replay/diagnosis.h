@@ -15,7 +15,8 @@
 //   window          too many keys: a sliding window of L keys
 //   lambda          too many keys, starting tokens kept: LM-Infinite's Lambda mask (window L and
 //                   the first 2 tokens); lambda - window is what the starting tokens add
-//   log_n           too many keys, entropy held: RoPE's logits times log_L(i + 1) beyond L
+//   log_n           too many keys, entropy held: the content logits of query i times
+//                   max(1, log_L(i + 1)) (model.log_n, any encoding)
 //   ntk, yarn       rotary: the frequencies rescaled for the length (factor = tokens / L)
 // An intervention that does not apply (the encoding has no such mechanism, or the run already
 // uses a pattern or a scaling rule it would replace) is listed with the reason, not run.

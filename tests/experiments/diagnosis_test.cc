@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "experiments/replay/model_replay.h"
 #include "experiments/training/sweep.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
@@ -75,9 +76,18 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
             "distance_clamp,window,lambda,log_n,ntk,yarn");
   EXPECT_TRUE(fs::exists(DrawDiagnosis(dir.string()))) << "figures/diagnosis from the file";
 
+  // model.log_n on any encoding is RoPE's own log-n on RoPE, and changes nothing within the
+  // training lengths (its factor is 1 there).
+  {
+    ModelReplay plain(rope), generic(rope, {"model.log_n=1"}),
+        own(rope, {"encoding_options.rope.log_n=\"true\"", "encoding_options.rope.original_length=64"});
+    EXPECT_EQ(generic.EvalLoss(256), own.EvalLoss(256));
+    EXPECT_NE(generic.EvalLoss(256), plain.EvalLoss(256));
+    EXPECT_EQ(generic.EvalLoss(64), plain.EvalLoss(64));
+  }
   const Diagnosis nope = DiagnoseRun((dir / "nope.h5").string(), {});
-  EXPECT_EQ(nope.interventions, (std::vector<std::string>{"window", "lambda"}));
-  ASSERT_EQ(nope.not_applied.size(), 5u);
+  EXPECT_EQ(nope.interventions, (std::vector<std::string>{"window", "lambda", "log_n"}));
+  ASSERT_EQ(nope.not_applied.size(), 4u);
   EXPECT_NE(nope.not_applied[0].find("NoPE has no positional term"), std::string::npos);
   fs::remove_all(dir);
 }
