@@ -30,8 +30,9 @@ class DiagnoseCommand final : public Command {
         "distance_clamp (RoPE distances >= L - 1 seen as L - 1, L the longest training sequence), "
         "position_remap (absolute encodings: positions >= L read as L - 1), "
         "window (a sliding window of L keys), lambda (LM-Infinite's mask: the window and the "
-        "first 2 tokens), log_n (any encoding's content logits times log_L(i + 1) beyond L), ntk and yarn (factor = tokens "
-        "/ L). One that does not apply to the run is listed with the reason. A share of 1 closes "
+        "first 2 tokens), log_n (any encoding's content logits times log_L(i + 1) beyond L), freeze_slow (RoPE's pairs that never "
+        "complete a period in training stop rotating, Liu et al.'s critical dimension), ntk "
+        "and yarn (factor = tokens / L). One that does not apply to the run is listed with the reason. A share of 1 closes "
         "the gap; below 0 widens it.");
     a->add_option("RUN_FILE", run_, "completed run file to diagnose")
         ->required()

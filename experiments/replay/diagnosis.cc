@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "experiments/replay/model_replay.h"
+#include "experiments/replay/rotary_pairs.h"
+#include "pe/rope.h"
 #include "nn/check.h"
 #include "pe/registry.h"
 
@@ -21,31 +23,37 @@ constexpr double kSmallGap = 0.05;
 struct Candidate {
   std::string name, factor;
   // Overrides for a length of `tokens` tokens, or empty with a reason when it does not apply.
-  std::vector<std::string> (*overrides)(int tokens, int L);
+  std::vector<std::string> (*overrides)(int tokens, int L, int boundary);
 };
 
-std::vector<std::string> Clamp(int, int L) {
+std::vector<std::string> Clamp(int, int L, int) {
   return {"encoding_options.rope.scaling=\"rerope\"",
           fmt::format("encoding_options.rope.window={}", std::max(1, L - 1)),
           "encoding_options.rope.log_n=\"false\""};
 }
-std::vector<std::string> Remap(int, int L) {
+std::vector<std::string> Remap(int, int L, int) {
   return {"model.positions=\"clamp\"", fmt::format("model.positions_max={}", L)};
 }
-std::vector<std::string> Window(int, int L) {
+std::vector<std::string> Window(int, int L, int) {
   return {"model.pattern=\"sliding_window\"", fmt::format("model.pattern_window={}", L),
           "model.pattern_when=\"eval\""};
 }
-std::vector<std::string> Lambda(int, int L) {
+std::vector<std::string> Lambda(int, int L, int) {
   return {"model.pattern=\"lambda\"", fmt::format("model.pattern_window={}", L),
           "model.pattern_global=2", "model.pattern_when=\"eval\""};
 }
-std::vector<std::string> LogN(int, int) { return {"model.log_n=1"}; }
-std::vector<std::string> Ntk(int tokens, int L) {
+std::vector<std::string> LogN(int, int, int) { return {"model.log_n=1"}; }
+// Liu et al. 2023 (arXiv:2310.05209): pairs from the critical one on never complete a period in
+// training; they stop rotating (theta_k = 0 at every position, rotary_pairs' freeze).
+std::vector<std::string> FreezeSlow(int, int, int boundary) {
+  return {fmt::format("encoding_options.rope.ablate_from={}", boundary),
+          "encoding_options.rope.ablation=\"freeze\""};
+}
+std::vector<std::string> Ntk(int tokens, int L, int) {
   return {"encoding_options.rope.scaling=\"ntk\"",
           fmt::format("encoding_options.rope.factor={}", std::max(1.0, double(tokens) / L))};
 }
-std::vector<std::string> Yarn(int tokens, int L) {
+std::vector<std::string> Yarn(int tokens, int L, int) {
   return {"encoding_options.rope.scaling=\"yarn\"",
           fmt::format("encoding_options.rope.factor={}", std::max(1.0, double(tokens) / L)),
           fmt::format("encoding_options.rope.original_length={}", L)};
@@ -58,6 +66,7 @@ const std::vector<Candidate>& Candidates() {
       {"window", "too many keys", Window},
       {"lambda", "too many keys, starting tokens kept", Lambda},
       {"log_n", "too many keys, entropy held", LogN},
+      {"freeze_slow", "slow rotary pairs' unseen angles", FreezeSlow},
       {"ntk", "rotary frequencies", Ntk},
       {"yarn", "rotary frequencies and temperature", Yarn},
   };
@@ -168,11 +177,21 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
     d.gap_lo.push_back(g - t * se);
     d.gap_hi.push_back(g + t * se);
   }
+  // The critical pair (rope): pairs below it complete a period within the trained distances.
+  int boundary = -1, pairs = 0;
+  if (const Rope<float>* r = FindRope(base.encoding())) {
+    const double span = TrainedDistance(base);
+    pairs = static_cast<int>(r->inverse_frequencies().size());
+    boundary = 0;
+    for (double w : r->inverse_frequencies()) boundary += 2 * M_PI / w <= span;
+  }
   for (const Candidate& c : Candidates()) {
     std::string why = NotApplicable(c.name, cfg, run.encoding);
+    if (why.empty() && c.name == "freeze_slow" && boundary >= pairs)
+      why = "every rotary pair completes a period within the trained distances: none is slow";
     if (why.empty()) {  // the encoding's own refusal (a pattern it cannot follow, say)
       try {
-        ModelReplay probe(run, c.overrides(base.SequenceLength(d.lengths[0]), d.train_tokens));
+        ModelReplay probe(run, c.overrides(base.SequenceLength(d.lengths[0]), d.train_tokens, boundary));
       } catch (const InputError& e) {
         why = e.what();
         const auto cut = why.find("': ");  // "recipe '<file>:/config/recipe': ..."
@@ -189,7 +208,7 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
       progress(fmt::format("{} ({}) at {} length(s)", c.name, c.factor, d.lengths.size()));
     for (size_t j = 0; j < d.lengths.size(); ++j) {
       const int tokens = base.SequenceLength(d.lengths[j]);
-      ModelReplay with(run, c.overrides(tokens, d.train_tokens));
+      ModelReplay with(run, c.overrides(tokens, d.train_tokens, boundary));
       double pooled = 0;
       const std::vector<double> y = with.EvalLossBySequence(d.lengths[j], &pooled);
       const std::vector<double>& x = at_n[j];

@@ -17,6 +17,9 @@
 //                   the first 2 tokens); lambda - window is what the starting tokens add
 //   log_n           too many keys, entropy held: the content logits of query i times
 //                   max(1, log_L(i + 1)) (model.log_n, any encoding)
+//   freeze_slow     rotary: the pairs that never complete a period within the trained distances
+//                   (from the critical one, Liu et al. 2023) stop rotating (theta_k = 0, at
+//                   every position: their part of the logit no longer depends on position)
 //   ntk, yarn       rotary: the frequencies rescaled for the length (factor = tokens / L)
 // An intervention that does not apply (the encoding has no such mechanism, or the run already
 // uses a pattern or a scaling rule it would replace) is listed with the reason, not run.

@@ -52,7 +52,7 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   const Diagnosis d = DiagnoseRun(rope, {});
   ASSERT_EQ(d.lengths, (std::vector<int>{256}));
   EXPECT_EQ(d.reference_length, 64);
-  EXPECT_EQ(d.interventions.size(), 6u) << "every intervention but position_remap applies to RoPE";
+  EXPECT_EQ(d.interventions.size(), 7u) << "every intervention but position_remap applies to RoPE";
   EXPECT_GT(d.gap_lo[0], 0) << "full attention at 4N fails the window-trained model";
   const size_t w = IndexOf(d, "window");
   ASSERT_LT(w, d.interventions.size());
@@ -73,7 +73,7 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   const h5::Group g = r.root().OpenGroup("diagnosis");
   EXPECT_EQ(g.ReadDoubles("share").size(), d.interventions.size());
   EXPECT_EQ(g.AttrString("interventions"),
-            "distance_clamp,window,lambda,log_n,ntk,yarn");
+            "distance_clamp,window,lambda,log_n,freeze_slow,ntk,yarn");
   EXPECT_TRUE(fs::exists(DrawDiagnosis(dir.string()))) << "figures/diagnosis from the file";
 
   // model.log_n on any encoding is RoPE's own log-n on RoPE, and changes nothing within the
@@ -87,7 +87,7 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   }
   const Diagnosis nope = DiagnoseRun((dir / "nope.h5").string(), {});
   EXPECT_EQ(nope.interventions, (std::vector<std::string>{"window", "lambda", "log_n"}));
-  ASSERT_EQ(nope.not_applied.size(), 4u);
+  ASSERT_EQ(nope.not_applied.size(), 5u);
   EXPECT_NE(nope.not_applied[0].find("NoPE has no positional term"), std::string::npos);
   fs::remove_all(dir);
 }
