@@ -302,6 +302,13 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "selective_copy: tokens to copy hidden among blanks in every input, the same at every "
        "length, so lengths start at this value and longer inputs are sparser (0 = 8)",
        &c.task_copy_tokens, 0, 100000},
+      {"task.needles",
+       "niah_multikey, niah_multivalue, niah_multiquery: needles in every input (RULER's "
+       "num_needle_k / num_needle_v / num_needle_q), 2..16; 0 = 4",
+       &c.task_needles, 0, 16},
+      {"task.hops",
+       "variable_tracking: assignments per chain after the first (RULER's num_hops), 1..7; 0 = 4",
+       &c.task_hops, 0, 7},
       {"task.padding",
        "operands of the arithmetic tasks: none (each its own digits) or zeros (the shorter "
        "zero-padded to the longer one's digits, as Cho et al. 2024 and Zhou et al. 2024 write them)",

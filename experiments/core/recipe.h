@@ -44,11 +44,15 @@ struct RecipeConfig {
   int task_index_hints = 0;      // arithmetic tasks' index hint symbols (0 = none)
   std::string task_padding = "none";  // arithmetic tasks' operand padding: none | zeros
   int task_copy_tokens = 0;           // selective_copy's tokens to copy (0 = its default, 8)
+  int task_needles = 0;               // RULER multi-needle tasks' needles (0 = 4)
+  int task_hops = 0;                  // variable_tracking's hops per chain (0 = 4)
   TaskOptions TaskOpts() const {
     TaskOptions o{task_vocab, task_scratchpad, task_corpus};
     o.index_hints = task_index_hints;
     o.zero_pad = task_padding == "zeros";
     o.copy_tokens = task_copy_tokens;
+    o.needles = task_needles;
+    o.hops = task_hops;
     return o;
   }
   // [model]

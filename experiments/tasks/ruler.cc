@@ -48,6 +48,15 @@ std::vector<int> Insert(const std::vector<int>& haystack, const std::vector<int>
 
 }  // namespace
 
+NeedleTask::NeedleTask(std::string name, Kind kind, bool repeat_haystack, int needles)
+    : name_(std::move(name)), kind_(kind), repeat_(repeat_haystack),
+      needles_(needles > 0 ? needles : kNeedles) {
+  LEXP_INPUT_CHECK(kind == Kind::kSingle ? needles == 0 : needles_ >= 2 && needles_ <= kKeys,
+                   "task '" + name_ + "': task.needles = " + std::to_string(needles) +
+                       (kind == Kind::kSingle ? " (a single needle; leave it at 0)"
+                                              : "; allowed: 2..16 (distinct keys), 0 = 4"));
+}
+
 Example NeedleTask::Build(int n, int target_at, Rng& rng) const {
   LEXP_CHECK(target_at >= 0 && target_at <= n, "needle: insertion point outside the haystack");
   std::vector<int> haystack(n, 0);
@@ -108,23 +117,29 @@ Example NeedleTask::SampleAtDepth(int n, double depth, Rng& rng) const {
   return Build(n, static_cast<int>(std::lround(depth * n)), rng);
 }
 
+VariableTrackingTask::VariableTrackingTask(int hops) : hops_(hops > 0 ? hops : kHops) {
+  LEXP_INPUT_CHECK(hops_ <= 7, "task 'variable_tracking': task.hops = " + std::to_string(hops) +
+                                   "; allowed: 1..7 (two chains of hops + 1 distinct variables "
+                                   "among 16), 0 = 4");
+}
+
 Example VariableTrackingTask::Sample(int n, Rng& rng) const {
   std::vector<int> haystack(n);
   for (int& x : haystack) x = static_cast<int>(rng.UniformInt(0, kFiller - 1));
-  const std::vector<int> vars = Distinct(2 * (kHops + 1), kVariables, rng);
+  const std::vector<int> vars = Distinct(2 * (hops_ + 1), kVariables, rng);
   const std::vector<int> values = Distinct(2, kValues, rng);
   // Statements of chain c: ASSIGN x_c0 v_c, then ASSIGN x_ci x_c(i-1).
   std::vector<std::vector<int>> chain_blocks[2];
   for (int c = 0; c < 2; ++c)
-    for (int i = 0; i <= kHops; ++i) {
-      const int x = vars[c * (kHops + 1) + i];
+    for (int i = 0; i <= hops_; ++i) {
+      const int x = vars[c * (hops_ + 1) + i];
       const int from =
-          i == 0 ? kValueBase + values[c] : kVarBase + vars[c * (kHops + 1) + i - 1];
+          i == 0 ? kValueBase + values[c] : kVarBase + vars[c * (hops_ + 1) + i - 1];
       chain_blocks[c].push_back({kAssign, kVarBase + x, from});
     }
   // A random interleaving of the two chains, each in its order, at sorted insertion points.
-  std::vector<int> which(2 * (kHops + 1), 1);
-  std::fill(which.begin(), which.begin() + kHops + 1, 0);
+  std::vector<int> which(2 * (hops_ + 1), 1);
+  std::fill(which.begin(), which.begin() + hops_ + 1, 0);
   Shuffle(which, rng);
   std::vector<int> at(which.size());
   for (int& a : at) a = static_cast<int>(rng.UniformInt(0, n));
@@ -136,7 +151,7 @@ Example VariableTrackingTask::Sample(int n, Rng& rng) const {
   e.input = Insert(haystack, at, blocks);
   e.input.push_back(kQuery);
   e.input.push_back(kValueBase + values[0]);
-  for (int i = 0; i <= kHops; ++i) e.output.push_back(vars[i]);
+  for (int i = 0; i <= hops_; ++i) e.output.push_back(vars[i]);
   e.output_scored.assign(e.output.size(), 1);
   return e;
 }

@@ -13,6 +13,7 @@
 // with QUERY and the queried key(s); the answer is the value digits (output symbols 0..9).
 //   niah_single_noise / niah_single_repeat  one needle, at round(depth n)
 //   niah_multikey    4 needles of distinct keys, one queried (at the depth), 3 distractors
+//                    (the multi tasks' 4 is task.needles)
 //   niah_multivalue  4 needles of one key with distinct values, all asked for in order of appearance
 //   niah_multiquery  4 needles of distinct keys, all queried (in a random order), the first queried
 //                    one at the depth
@@ -20,7 +21,7 @@
 // (niah_multikey_1, niah_multivalue, niah_multiquery of its synthetic.yaml).
 //
 // variable_tracking: noise filler 0..15, variables 16..31, values 32..41, ASSIGN 42, QUERY 43. A
-// chain "ASSIGN x1 v", "ASSIGN x2 x1", ..., of 4 hops (5 variables, RULER's vt default) and a
+// chain "ASSIGN x1 v", "ASSIGN x2 x1", ..., of 4 hops (5 variables, RULER's vt default; task.hops) and a
 // distractor chain of 4 hops from another value (RULER's default has one chain; in token form a
 // single chain's answer would be every variable in the input), statements in chain order at
 // uniform insertion points, interleaved; QUERY v asks for the variables holding v, answered in
@@ -48,8 +49,8 @@ class NeedleTask final : public Task {
   enum class Kind { kSingle, kMultiKey, kMultiValue, kMultiQuery };
   static constexpr int kFiller = 16, kKeys = 16, kValueDigits = 4, kNeedles = 4;
   static constexpr int kKeyBase = 16, kDigitBase = 32, kNeedle = 42, kQuery = 43;
-  NeedleTask(std::string name, Kind kind, bool repeat_haystack)
-      : name_(std::move(name)), kind_(kind), repeat_(repeat_haystack) {}
+  // needles: of the multi tasks (task.needles; 0 = kNeedles, RULER's 4), 2..16 (distinct keys).
+  NeedleTask(std::string name, Kind kind, bool repeat_haystack, int needles = 0);
   std::string Name() const override { return name_; }
   int InputAlphabet() const override { return kQuery + 1; }
   int OutputAlphabet() const override { return 10; }
@@ -58,26 +59,33 @@ class NeedleTask final : public Task {
   int MinLength() const override { return 0; }
   Example Sample(int n, Rng& rng) const override;
   Example SampleAtDepth(int n, double depth, Rng& rng) const override;
-  int Needles() const { return kind_ == Kind::kSingle ? 1 : kNeedles; }
-  int Queried() const { return kind_ == Kind::kMultiQuery ? kNeedles : 1; }
+  int Needles() const { return kind_ == Kind::kSingle ? 1 : needles_; }
+  int Queried() const { return kind_ == Kind::kMultiQuery ? needles_ : 1; }
 
  private:
   Example Build(int n, int target_at, Rng& rng) const;
   std::string name_;
   Kind kind_;
   bool repeat_;
+  int needles_;
 };
 
 class VariableTrackingTask final : public Task {
  public:
   static constexpr int kFiller = 16, kVariables = 16, kValues = 10, kHops = 4;
   static constexpr int kVarBase = 16, kValueBase = 32, kAssign = 42, kQuery = 43;
+  // hops: of each chain (task.hops; 0 = kHops, RULER's 4), 1..7 (two chains of distinct variables).
+  explicit VariableTrackingTask(int hops = 0);
   std::string Name() const override { return "variable_tracking"; }
   int InputAlphabet() const override { return kQuery + 1; }
   int OutputAlphabet() const override { return kVariables; }
   int QueryTokens() const override { return 2; }
   int MinLength() const override { return 0; }
   Example Sample(int n, Rng& rng) const override;
+  int Hops() const { return hops_; }
+
+ private:
+  int hops_;
 };
 
 class WordCountTask final : public Task {

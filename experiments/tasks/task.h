@@ -52,6 +52,9 @@ struct TaskOptions {
   bool zero_pad = false;
   // selective_copy's tokens to copy in every input (0 = the task's default).
   int copy_tokens = 0;
+  // RULER's multi-needle tasks' needles and variable_tracking's hops (0 = RULER's 4).
+  int needles = 0;
+  int hops = 0;
 };
 
 class Task {

@@ -164,6 +164,15 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
                    "task.copy_tokens = " + std::to_string(o.copy_tokens) +
                        " sets how many tokens selective_copy hides among blanks; task '" + name +
                        "' has none (leave it at 0)");
+  LEXP_INPUT_CHECK(o.needles == 0 || name == "niah_multikey" || name == "niah_multivalue" ||
+                       name == "niah_multiquery",
+                   "task.needles = " + std::to_string(o.needles) +
+                       " sets the needles of niah_multikey, niah_multivalue and niah_multiquery; "
+                       "task '" + name + "' has none to set (leave it at 0)");
+  LEXP_INPUT_CHECK(o.hops == 0 || name == "variable_tracking",
+                   "task.hops = " + std::to_string(o.hops) +
+                       " sets variable_tracking's chain length; task '" + name +
+                       "' has none (leave it at 0)");
   if (!o.scratchpad.empty()) {
     TaskOptions plain = o;
     plain.scratchpad.clear();
@@ -194,10 +203,13 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
     using K = NeedleTask::Kind;
     if (name == "niah_single_noise") return std::make_unique<NeedleTask>(name, K::kSingle, false);
     if (name == "niah_single_repeat") return std::make_unique<NeedleTask>(name, K::kSingle, true);
-    if (name == "niah_multikey") return std::make_unique<NeedleTask>(name, K::kMultiKey, false);
-    if (name == "niah_multivalue") return std::make_unique<NeedleTask>(name, K::kMultiValue, false);
-    if (name == "niah_multiquery") return std::make_unique<NeedleTask>(name, K::kMultiQuery, false);
-    if (name == "variable_tracking") return std::make_unique<VariableTrackingTask>();
+    if (name == "niah_multikey")
+      return std::make_unique<NeedleTask>(name, K::kMultiKey, false, o.needles);
+    if (name == "niah_multivalue")
+      return std::make_unique<NeedleTask>(name, K::kMultiValue, false, o.needles);
+    if (name == "niah_multiquery")
+      return std::make_unique<NeedleTask>(name, K::kMultiQuery, false, o.needles);
+    if (name == "variable_tracking") return std::make_unique<VariableTrackingTask>(o.hops);
     return std::make_unique<WordCountTask>(name == "frequent_words");
   }
   if (name == "passkey_lm") return std::make_unique<PasskeyLmTask>(o.vocab, true);

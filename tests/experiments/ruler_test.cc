@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "experiments/tasks/task.h"
+#include "nn/check.h"
 
 namespace lexp {
 namespace {
@@ -115,6 +116,25 @@ TEST(Ruler, ADistractorsValueIsNotTheAnswer) {
       }
     EXPECT_EQ(distractors, 3);
   }
+}
+
+// The counts are recipe keys: task.needles for the multi-needle tasks, task.hops for tracking.
+TEST(Ruler, NeedleAndHopCountsComeFromTheRecipe) {
+  TaskOptions o;
+  o.needles = 6;
+  const auto multi = CreateTask("niah_multiquery", o);
+  Rng rng(1);
+  const Example e = multi->SampleAtDepth(20, 0.5, rng);
+  EXPECT_EQ(ReadNeedles(e.input).size(), 6u);
+  EXPECT_EQ(e.output.size(), 24u) << "6 values of 4 digits";
+  EXPECT_EQ(SolveNeedles(e.input), e.output);
+  EXPECT_THROW(CreateTask("niah_single_noise", o), InputError) << "one needle, no count to set";
+  o.needles = 0;
+  o.hops = 2;
+  const Example v = CreateTask("variable_tracking", o)->Sample(10, rng);
+  EXPECT_EQ(v.output.size(), 3u);
+  EXPECT_EQ(v.input.size(), 10u + 2 * 3 * 3 + 2);
+  EXPECT_THROW(CreateTask("common_words", o), InputError);
 }
 
 TEST(Ruler, VariableTrackingAnswersTheQueriedValuesChainNotTheDistractors) {
