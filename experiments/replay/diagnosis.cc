@@ -39,8 +39,10 @@ std::vector<std::string> Window(int, int L, int) {
           "model.pattern_when=\"eval\""};
 }
 std::vector<std::string> Lambda(int, int L, int) {
+  // The global keys seen at distance L - 1, the largest trained, not L (the limit's default).
   return {"model.pattern=\"lambda\"", fmt::format("model.pattern_window={}", L),
-          "model.pattern_global=2", "model.pattern_when=\"eval\""};
+          "model.pattern_global=2", fmt::format("model.pattern_limit={}", std::max(1, L - 1)),
+          "model.pattern_when=\"eval\""};
 }
 std::vector<std::string> LogN(int, int, int) { return {"model.log_n=1"}; }
 // Liu et al. 2023 (arXiv:2310.05209): pairs from the critical one on never complete a period in
@@ -63,7 +65,7 @@ const std::vector<Candidate>& Candidates() {
   static const std::vector<Candidate> k = {
       {"distance_clamp", "unseen distances", Clamp},
       {"position_remap", "unseen absolute positions", Remap},
-      {"window", "too many keys", Window},
+      {"window", "too many keys (and distances beyond L)", Window},
       {"lambda", "too many keys, starting tokens kept", Lambda},
       {"log_n", "too many keys, entropy held", LogN},
       {"freeze_slow", "slow rotary pairs' unseen angles", FreezeSlow},
@@ -74,8 +76,26 @@ const std::vector<Candidate>& Candidates() {
 }
 
 // Why an intervention does not apply to this run ("" = it does).
+// RoPE's own log-n: log_n = true, or auto under the rerope rules.
+bool OwnLogN(const RecipeConfig& cfg, const std::string& encoding) {
+  const auto opts = cfg.encoding_options.find(encoding);
+  if (opts == cfg.encoding_options.end()) return false;
+  auto value = [&](const char* key) {
+    const auto it = opts->second.find(key);
+    return it == opts->second.end() ? std::string() : it->second;
+  };
+  const std::string log_n = value("log_n"), scaling = value("scaling");
+  if (log_n.find("true") != std::string::npos) return true;
+  const bool rerope = scaling.find("rerope") != std::string::npos;
+  return rerope && log_n.find("false") == std::string::npos;
+}
+
 std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
                           const std::string& encoding) {
+  // Every intervention but log-n is sized by L, the trained distances of identity positions.
+  if (name != "log_n" && cfg.positions != "identity")
+    return "the run trains with position scheme '" + cfg.positions +
+           "', whose distances reach beyond its L tokens";
   const bool masks = name == "window" || name == "lambda";
   if (masks) {
     if (cfg.pattern != "full" && cfg.pattern_when != "train")
@@ -84,10 +104,7 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
   }
   const std::string family = FindEncoding(encoding).family;
   if (name == "log_n") {
-    const auto opts = cfg.encoding_options.find(encoding);
-    const bool own = opts != cfg.encoding_options.end() && opts->second.count("log_n") &&
-                     opts->second.at("log_n").find("true") != std::string::npos;
-    if (cfg.log_n == 1 || own) return "the run already uses log-n";
+    if (cfg.log_n == 1 || OwnLogN(cfg, encoding)) return "the run already uses log-n";
     return "";
   }
   if (name == "position_remap") {
@@ -180,18 +197,27 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
   // The critical pair (rope): pairs below it complete a period within the trained distances.
   int boundary = -1, pairs = 0;
   if (const Rope<float>* r = FindRope(base.encoding())) {
-    const double span = TrainedDistance(base);
+    const double span = TrainedDistance(base) + 1;  // rotary_pairs' train_span (T_train)
     pairs = static_cast<int>(r->inverse_frequencies().size());
     boundary = 0;
     for (double w : r->inverse_frequencies()) boundary += 2 * M_PI / w <= span;
   }
+  const bool own_log_n = OwnLogN(cfg, run.encoding);
   for (const Candidate& c : Candidates()) {
+    // The overrides at a length of `tokens`; the clamp keeps the run's own log-n (one factor).
+    auto overrides = [&](int tokens) {
+      std::vector<std::string> o = c.overrides(tokens, d.train_tokens, boundary);
+      if (own_log_n)
+        for (std::string& s : o)
+          if (s.rfind("encoding_options.rope.log_n=", 0) == 0) s = "encoding_options.rope.log_n=\"true\"";
+      return o;
+    };
     std::string why = NotApplicable(c.name, cfg, run.encoding);
     if (why.empty() && c.name == "freeze_slow" && boundary >= pairs)
       why = "every rotary pair completes a period within the trained distances: none is slow";
     if (why.empty()) {  // the encoding's own refusal (a pattern it cannot follow, say)
       try {
-        ModelReplay probe(run, c.overrides(base.SequenceLength(d.lengths[0]), d.train_tokens, boundary));
+        ModelReplay probe(run, overrides(base.SequenceLength(d.lengths[0])));
       } catch (const InputError& e) {
         why = e.what();
         const auto cut = why.find("': ");  // "recipe '<file>:/config/recipe': ..."
@@ -206,9 +232,15 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
     d.factors.push_back(c.factor);
     if (progress)
       progress(fmt::format("{} ({}) at {} length(s)", c.name, c.factor, d.lengths.size()));
+    {  // its cost in distribution: the loss at the reference length under it
+      ModelReplay at_ref(run, overrides(base.SequenceLength(d.reference_length)));
+      double pooled = 0;
+      at_ref.EvalLossBySequence(d.reference_length, &pooled);
+      d.reference_loss_with.push_back(pooled);
+    }
     for (size_t j = 0; j < d.lengths.size(); ++j) {
       const int tokens = base.SequenceLength(d.lengths[j]);
-      ModelReplay with(run, c.overrides(tokens, d.train_tokens, boundary));
+      ModelReplay with(run, overrides(tokens));
       double pooled = 0;
       const std::vector<double> y = with.EvalLossBySequence(d.lengths[j], &pooled);
       const std::vector<double>& x = at_n[j];
@@ -265,6 +297,8 @@ std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
   if (I > 0) {
     g.WriteDoubles("loss_with", d.loss_with, {I, L}, "intervention,length",
                    "nats per graded token");
+    g.WriteDoubles("reference_loss_with", d.reference_loss_with, {I}, "intervention",
+                   "nats per graded token at the reference length under the intervention");
     g.WriteDoubles("closed", d.closed, {I, L}, "intervention,length",
                    "nats: mean over sequences of loss minus loss under the intervention");
     g.WriteDoubles("closed_lo", d.closed_lo, {I, L}, "intervention,length", "nats");
@@ -276,12 +310,16 @@ std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
   }
   std::string s = fmt::format(
       "diagnosis of {} on {} (N = {}, L = {} tokens): the loss gap at n against length {} (loss "
-      "{:.3f} nats), and the share of it each intervention closes [95%] (1: closed, < 0: widened; where "
-      "the gap is under {} nats, the nats it closes instead)\n",
+      "{:.3f} nats), and the share of it each intervention closes [95%] (1: closed, < 0: widened, "
+      "> 1: below the reference, whose tokens may be harder; where the gap is under {} nats, the "
+      "nats it closes instead; the row 'at {}' is each intervention's cost there)\n",
       d.encoding, d.task, d.train_length, d.train_tokens, d.reference_length, d.reference_loss,
-      kSmallGap);
+      kSmallGap, d.reference_length);
   s += fmt::format("{:>6} {:>22}", "n", "gap (nats)");
   for (const auto& name : d.interventions) s += fmt::format(" {:>22}", name);
+  s += fmt::format("\n{:>6} {:>22}", "at " + std::to_string(d.reference_length), "cost (nats)");
+  for (size_t i = 0; i < I; ++i)
+    s += fmt::format(" {:>22}", fmt::format("{:+.3f}", d.reference_loss_with[i] - d.reference_loss));
   for (size_t j = 0; j < L; ++j) {
     s += fmt::format("\n{:>6} {:>22}", d.lengths[j],
                      fmt::format("{:.3f} [{:.3f}, {:.3f}]", d.gap[j], d.gap_lo[j], d.gap_hi[j]));
@@ -289,7 +327,7 @@ std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
       const size_t k = i * L + j;
       std::string cell;
       if (std::isnan(d.share[k])) {
-        cell = "no gap";
+        cell = d.gap[j] < 0 ? "gap < 0" : "gap n.s.";
       } else if (d.gap[j] < kSmallGap) {
         cell = fmt::format("{:+.3f} nats", d.closed[k]);
       } else {

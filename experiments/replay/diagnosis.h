@@ -7,6 +7,10 @@
 //   closed   = mean over sequences of (loss at n - loss at n under the intervention)  [paired]
 //   share    = closed / gap, with a delta-method interval from the per-sequence losses (the
 //              covariance of closed and gap included; the in-distribution sequences independent)
+// The gap holds whatever makes tokens at n easier or harder than at N besides the failure (a task
+// whose early tokens lack context): a share above 1 puts the loss at n below the reference's. The
+// window also caps every distance at L - 1 for relative encodings, so window - distance_clamp is
+// what the key count alone adds. Each intervention's cost at the reference length is reported.
 // Interventions, each a set of recipe overrides replayed on the trained weights:
 //   distance_clamp  unseen distances: RoPE distances >= L - 1 seen as L - 1 (ReRoPE's rule without
 //                   its log-n, L the longest training sequence); other relative encodings have
@@ -47,6 +51,8 @@ struct Diagnosis {
   // [intervention, length]: the loss under it, the paired improvement (loss - loss under it) and
   // the share of the gap it closes, each with a 95% interval (NaN share: no significant gap).
   std::vector<double> loss_with, closed, closed_lo, closed_hi, share, share_lo, share_hi;
+  // [intervention]: the loss at the reference length under it (its cost in distribution).
+  std::vector<double> reference_loss_with;
 };
 
 // lengths empty: the run's evaluation lengths beyond N.

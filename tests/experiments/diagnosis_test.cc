@@ -66,6 +66,17 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   const size_t t = IndexOf(d, "log_n");
   ASSERT_LT(t, d.interventions.size());
   EXPECT_LT(std::abs(d.share[t]), 0.2) << "the temperature does not restore the training view";
+  // Negative controls at the reference length (its L tokens): the window of L keys, the clamp at
+  // L - 1 and log-n change nothing there, so their cost in distribution is 0; the rotary rescalings
+  // (factor 1 at L) too.
+  ASSERT_EQ(d.reference_loss_with.size(), d.interventions.size());
+  for (const char* name : {"window", "distance_clamp", "log_n", "lambda"}) {
+    const size_t i = IndexOf(d, name);
+    ASSERT_LT(i, d.interventions.size()) << name;
+    EXPECT_NEAR(d.reference_loss_with[i], d.reference_loss, 1e-4) << name << ": no cost at N";
+  }
+  EXPECT_GT(std::abs(d.reference_loss_with[IndexOf(d, "freeze_slow")] - d.reference_loss), 1e-3)
+      << "stopping the slow pairs changes the logits at every length";
   // The pooled reading agrees with the per-sequence one (equal graded tokens per sequence).
   for (size_t i = 0; i < d.interventions.size(); ++i)
     EXPECT_NEAR(d.closed[i], d.loss[0] - d.loss_with[i], 1e-9) << d.interventions[i];
