@@ -198,8 +198,14 @@ void ValidateOneTask(const RecipeConfig& c) {
   }
   for (const auto& e : c.encodings) {
     const auto opts = c.encoding_options.find(e);
-    const bool own = opts != c.encoding_options.end() && opts->second.count("log_n") &&
-                     opts->second.at("log_n").find("true") != std::string::npos;
+    auto value = [&](const char* key) {
+      return opts == c.encoding_options.end() || !opts->second.count(key) ? std::string()
+                                                                           : opts->second.at(key);
+    };
+    // RoPE's own log-n: true, or auto under the rerope rules.
+    const bool own = value("log_n").find("true") != std::string::npos ||
+                     (value("scaling").find("rerope") != std::string::npos &&
+                      value("log_n").find("false") == std::string::npos);
     LEXP_INPUT_CHECK(c.log_n == 0 || !own,
                      KeyLocation(src, "model.log_n") + " = 1 and encoding_options." + e +
                          ".log_n = true would apply the log-n temperature twice; set one");
