@@ -149,6 +149,35 @@ double T975(double dof) {
 
 }  // namespace
 
+GapShare ShareOfGap(const std::vector<double>& x, const std::vector<double>& y,
+                    const std::vector<double>& in) {
+  LEXP_CHECK(x.size() == y.size() && x.size() >= 2 && in.size() >= 2,
+             "ShareOfGap: paired losses of equal size, at least 2 of each");
+  GapShare g;
+  const double m = x.size(), t = T975(std::min(x.size(), in.size()) - 1.0);
+  const double var_in = Cov(in, in);
+  g.gap = Mean(x) - Mean(in);
+  const double se_gap = std::sqrt(Cov(x, x) / m + var_in / in.size());
+  g.gap_lo = g.gap - t * se_gap;
+  g.gap_hi = g.gap + t * se_gap;
+  std::vector<double> diff(x.size());
+  for (size_t s = 0; s < x.size(); ++s) diff[s] = x[s] - y[s];
+  const double var_d = Cov(diff, diff), t_d = T975(m - 1);
+  g.closed = Mean(diff);
+  g.closed_lo = g.closed - t_d * std::sqrt(var_d / m);
+  g.closed_hi = g.closed + t_d * std::sqrt(var_d / m);
+  if (!(g.gap_lo > 0)) return g;  // no significant gap: nothing to close (share NaN)
+  // Delta method for D / G: var(D)/m - 2 r cov(D, G) + r^2 var(G), cov(D, G) = cov(diff, x)/m.
+  const double r = g.closed / g.gap;
+  const double var_g = Cov(x, x) / m + var_in / in.size();
+  const double var = var_d / m - 2 * r * Cov(diff, x) / m + r * r * var_g;
+  const double half = t * std::sqrt(std::max(0.0, var)) / g.gap;
+  g.share = r;
+  g.share_lo = r - half;
+  g.share_hi = r + half;
+  return g;
+}
+
 Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengths,
                       const std::function<void(const std::string&)>& progress) {
   const TrainedRun run = ReadTrainedRun(run_file);
@@ -180,19 +209,15 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
   LEXP_INPUT_CHECK(!d.lengths.empty(), "'" + run_file + "' evaluates no length beyond N = " +
                                            std::to_string(d.train_length) + "; give --lengths");
   const std::vector<double> in = base.EvalLossBySequence(d.reference_length, &d.reference_loss);
-  const double var_in = Cov(in, in);
   std::vector<std::vector<double>> at_n;  // [length][sequence]
   for (int n : d.lengths) {
     double pooled = 0;
     at_n.push_back(base.EvalLossBySequence(n, &pooled));
-    const auto& x = at_n.back();
     d.loss.push_back(pooled);
-    const double g = Mean(x) - Mean(in);
-    const double se = std::sqrt(Cov(x, x) / x.size() + var_in / in.size());
-    const double t = T975(double(std::min(x.size(), in.size())) - 1);
-    d.gap.push_back(g);
-    d.gap_lo.push_back(g - t * se);
-    d.gap_hi.push_back(g + t * se);
+    const GapShare g = ShareOfGap(at_n.back(), at_n.back(), in);  // the gap alone
+    d.gap.push_back(g.gap);
+    d.gap_lo.push_back(g.gap_lo);
+    d.gap_hi.push_back(g.gap_hi);
   }
   // The critical pair (rope): pairs below it complete a period within the trained distances.
   int boundary = -1, pairs = 0;
@@ -244,29 +269,14 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
       double pooled = 0;
       const std::vector<double> y = with.EvalLossBySequence(d.lengths[j], &pooled);
       const std::vector<double>& x = at_n[j];
-      std::vector<double> diff(x.size());
-      for (size_t s = 0; s < x.size(); ++s) diff[s] = x[s] - y[s];
-      const double m = x.size(), t = T975(m - 1);
-      const double D = Mean(diff), var_d = Cov(diff, diff);
+      const GapShare g = ShareOfGap(x, y, in);
       d.loss_with.push_back(pooled);
-      d.closed.push_back(D);
-      d.closed_lo.push_back(D - t * std::sqrt(var_d / m));
-      d.closed_hi.push_back(D + t * std::sqrt(var_d / m));
-      const double G = d.gap[j];
-      if (!(d.gap_lo[j] > 0)) {  // no significant gap: nothing to close
-        d.share.push_back(kNaN);
-        d.share_lo.push_back(kNaN);
-        d.share_hi.push_back(kNaN);
-        continue;
-      }
-      // Delta method for D / G: var(D)/m - 2 r cov(D, G) + r^2 var(G), cov(D, G) = cov(diff, x)/m.
-      const double r = D / G;
-      const double var_g = Cov(x, x) / m + var_in / in.size();
-      const double var = var_d / m - 2 * r * Cov(diff, x) / m + r * r * var_g;
-      const double half = t * std::sqrt(std::max(0.0, var)) / G;
-      d.share.push_back(r);
-      d.share_lo.push_back(r - half);
-      d.share_hi.push_back(r + half);
+      d.closed.push_back(g.closed);
+      d.closed_lo.push_back(g.closed_lo);
+      d.closed_hi.push_back(g.closed_hi);
+      d.share.push_back(g.share);
+      d.share_lo.push_back(g.share_lo);
+      d.share_hi.push_back(g.share_hi);
     }
   }
   return d;

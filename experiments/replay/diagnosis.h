@@ -30,6 +30,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ struct Diagnosis {
   // [intervention]: the loss at the reference length under it (its cost in distribution).
   std::vector<double> reference_loss_with;
 };
+
+// One intervention at one length: x the per-sequence losses at n, y the same sequences' under the
+// intervention, in the reference length's (independent sequences). The gap (x - in), the paired
+// improvement (x - y) and the share, each with its 95% interval; share NaN when the gap's interval
+// does not lie above 0.
+struct GapShare {
+  double gap = 0, gap_lo = 0, gap_hi = 0, closed = 0, closed_lo = 0, closed_hi = 0;
+  double share = std::numeric_limits<double>::quiet_NaN(), share_lo = share, share_hi = share;
+};
+GapShare ShareOfGap(const std::vector<double>& x, const std::vector<double>& y,
+                    const std::vector<double>& in);
 
 // lengths empty: the run's evaluation lengths beyond N.
 // progress, when given, hears each intervention as it starts.

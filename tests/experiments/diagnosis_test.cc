@@ -34,6 +34,41 @@ size_t IndexOf(const Diagnosis& d, const std::string& name) {
   return static_cast<size_t>(it - d.interventions.begin());
 }
 
+// The interval arithmetic on planted losses: per-sequence losses at n with a known gap and an
+// intervention that closes a known share of it. Over 2000 draws the 95% share interval covers the
+// true share in 93-97% of them, and a share of a gap that is not there is NaN.
+TEST(Diagnosis, TheShareIntervalCoversThePlantedShare) {
+  Rng rng(17);
+  auto normal = [&]() {  // Box-Muller
+    const double u = 1 - rng.Uniform(), v = rng.Uniform();
+    return std::sqrt(-2 * std::log(u)) * std::cos(2 * M_PI * v);
+  };
+  const int m = 64, draws = 2000;
+  const double gap = 0.8, share = 0.5;
+  int covered = 0, gap_covered = 0;
+  for (int k = 0; k < draws; ++k) {
+    std::vector<double> in(m), x(m), y(m);
+    for (int s = 0; s < m; ++s) {
+      in[s] = 1.0 + 0.5 * normal();
+      x[s] = 1.0 + gap + 0.5 * normal();  // a sequence's own difficulty
+      // Closes half of each sequence's excess over the reference's mean: the improvement is
+      // correlated with x, which the covariance term of the delta method accounts for.
+      y[s] = x[s] - share * (x[s] - 1.0) + 0.05 * normal();
+    }
+    const GapShare g = ShareOfGap(x, y, in);
+    covered += g.share_lo <= share && share <= g.share_hi;
+    gap_covered += g.gap_lo <= gap && gap <= g.gap_hi;
+  }
+  EXPECT_GE(covered, 0.93 * draws);
+  EXPECT_LE(covered, 0.97 * draws);
+  EXPECT_GE(gap_covered, 0.93 * draws);
+  EXPECT_LE(gap_covered, 0.97 * draws);
+  // No gap: the share is not read.
+  std::vector<double> same(m), other(m);
+  for (int s = 0; s < m; ++s) same[s] = other[s] = 1.0 + 0.5 * normal();
+  EXPECT_TRUE(std::isnan(ShareOfGap(same, other, same).share));
+}
+
 TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) {
   const fs::path dir = testing::FreshTempDir("diagnosis");
   SweepOptions so;
