@@ -24,6 +24,12 @@ Example PasskeyLmTask::Build(int n, int prefix, Rng& rng) const {
   e.output.push_back(Query());
   e.output.insert(e.output.end(), digits.begin(), digits.end());
   e.output_graded.assign(e.output.size(), 0);
+  if (grading_ == Grading::kText) {  // the haystack's n tokens, before and after the key
+    std::fill(e.output_graded.begin(), e.output_graded.begin() + prefix, 1);
+    std::fill(e.output_graded.begin() + prefix + 1 + kDigits,
+              e.output_graded.begin() + n + 1 + kDigits, 1);
+    return e;
+  }
   std::fill(e.output_graded.end() - kDigits, e.output_graded.end(), 1);
   return e;
 }

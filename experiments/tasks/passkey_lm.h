@@ -15,6 +15,10 @@
 // the answer, so nothing rewards retrieving the key (or guessing it); every token is graded. A
 // model fine-tuned on it and evaluated on passkey_lm (lexp eval --set task.name=passkey_lm) asks
 // whether retrieval survives fine-tuning that never asks for it, as LongLoRA's text does not.
+// passkey_lm_text, also of the family, is passkey_lm's document (question and answer included)
+// with only the haystack's tokens graded: the language modelling of the text around the key, on
+// the sequences the retrieval is scored on (a model's perplexity beside its retrieval, RULER's
+// effective context: Hsieh et al. 2024, arXiv:2404.06654).
 #pragma once
 
 #include "experiments/tasks/markov_lm.h"
@@ -25,9 +29,19 @@ namespace lexp {
 class PasskeyLmTask final : public Task {
  public:
   static constexpr int kDigits = 5;
-  // asked: the question and its answer end the sequence (passkey_lm); false: passkey_lm_no_query.
-  PasskeyLmTask(int vocab, bool asked) : haystack_(vocab), asked_(asked) {}
-  std::string Name() const override { return asked_ ? "passkey_lm" : "passkey_lm_no_query"; }
+  // What a sequence holds and what is graded.
+  enum class Grading {
+    kAnswer,   // passkey_lm: the question and its answer end the sequence, the answer graded
+    kNoQuery,  // passkey_lm_no_query: no question, every token graded
+    kText,     // passkey_lm_text: passkey_lm's sequence, only the haystack's tokens graded
+  };
+  PasskeyLmTask(int vocab, Grading grading)
+      : haystack_(vocab), asked_(grading != Grading::kNoQuery), grading_(grading) {}
+  std::string Name() const override {
+    return grading_ == Grading::kAnswer    ? "passkey_lm"
+           : grading_ == Grading::kNoQuery ? "passkey_lm_no_query"
+                                           : "passkey_lm_text";
+  }
   std::string Family() const override { return "passkey_lm"; }
   int InputAlphabet() const override { return Query() + 1; }
   int OutputAlphabet() const override { return Query() + 1; }
@@ -48,6 +62,7 @@ class PasskeyLmTask final : public Task {
   Example Build(int n, int prefix, Rng& rng) const;
   MarkovLmTask haystack_;
   bool asked_;
+  Grading grading_;
 };
 
 }  // namespace lexp

@@ -79,6 +79,10 @@ const std::vector<TaskInfo>& ListTasks() {
        "passkey_lm without the question: the key hidden in the text, nothing asks for it (every "
        "token trained on and graded); fine-tune on it, evaluate on passkey_lm",
        "lexp (LongLoRA's text holds facts it never asks for)"},
+      {"passkey_lm_text",
+       "passkey_lm's sequences with only the haystack's text graded: the model's language "
+       "modelling beside its retrieval (lexp eval --set task.name=passkey_lm_text)",
+       "lexp (RULER's effective context against perplexity, Hsieh et al. 2024)"},
       {"niah_single_noise",
        "RULER needle in a haystack: \"NEEDLE key 4 digits\" at a depth in n random filler tokens, "
        "the value asked for by its key",
@@ -212,8 +216,11 @@ std::unique_ptr<Task> CreateTask(const std::string& name, const TaskOptions& o) 
     if (name == "variable_tracking") return std::make_unique<VariableTrackingTask>(o.hops);
     return std::make_unique<WordCountTask>(name == "frequent_words");
   }
-  if (name == "passkey_lm") return std::make_unique<PasskeyLmTask>(o.vocab, true);
-  if (name == "passkey_lm_no_query") return std::make_unique<PasskeyLmTask>(o.vocab, false);
+  using Grading = PasskeyLmTask::Grading;
+  if (name == "passkey_lm") return std::make_unique<PasskeyLmTask>(o.vocab, Grading::kAnswer);
+  if (name == "passkey_lm_no_query")
+    return std::make_unique<PasskeyLmTask>(o.vocab, Grading::kNoQuery);
+  if (name == "passkey_lm_text") return std::make_unique<PasskeyLmTask>(o.vocab, Grading::kText);
   if (name == "passkey") {
     LEXP_INPUT_CHECK(o.vocab == 0, "task 'passkey' has a fixed alphabet; leave task.vocab at 0");
     return std::make_unique<PasskeyTask>();

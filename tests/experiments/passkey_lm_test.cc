@@ -22,7 +22,7 @@ namespace lexp {
 namespace {
 
 TEST(PasskeyLm, KeySitsAtItsDepthInAMarkovHaystackAndOnlyTheAnswerIsGraded) {
-  const PasskeyLmTask task(0, true);
+  const PasskeyLmTask task(0, PasskeyLmTask::Grading::kAnswer);
   ASSERT_EQ(task.Haystack(), 32);
   EXPECT_EQ(task.InputAlphabet(), 44);
   const MarkovLmTask source(0);
@@ -70,7 +70,8 @@ TEST(PasskeyLm, KeySitsAtItsDepthInAMarkovHaystackAndOnlyTheAnswerIsGraded) {
 // QUERY and the answer, so nothing asks for the key; every token graded; one family with
 // passkey_lm (same alphabet), so a model fine-tuned on it is evaluated on passkey_lm.
 TEST(PasskeyLm, WithoutTheQuestionTheKeyIsNeverAskedFor) {
-  const PasskeyLmTask asked(0, true), unasked(0, false);
+  const PasskeyLmTask asked(0, PasskeyLmTask::Grading::kAnswer),
+      unasked(0, PasskeyLmTask::Grading::kNoQuery);
   EXPECT_EQ(unasked.Name(), "passkey_lm_no_query");
   EXPECT_EQ(unasked.Family(), asked.Family());
   EXPECT_EQ(unasked.InputAlphabet(), asked.InputAlphabet());
@@ -102,11 +103,35 @@ TEST(PasskeyLm, WithoutTheQuestionTheKeyIsNeverAskedFor) {
   EXPECT_EQ(CreateTask("passkey_lm_no_query", {})->Family(), "passkey_lm");
 }
 
+// The text of passkey_lm's documents: the same sequence as passkey_lm for the same draws, with
+// exactly its n haystack tokens graded (not KEY, the key's digits, QUERY or the answer).
+TEST(PasskeyLm, TheTextGradingGradesTheHaystackAlone) {
+  const PasskeyLmTask asked(0, PasskeyLmTask::Grading::kAnswer),
+      text(0, PasskeyLmTask::Grading::kText);
+  EXPECT_EQ(text.Name(), "passkey_lm_text");
+  EXPECT_EQ(CreateTask("passkey_lm_text", {})->Family(), "passkey_lm");
+  for (int n : {0, 3, 30})
+    for (double depth : {0.0, 0.5, 1.0}) {
+      Rng r1(9), r2(9);
+      const Example a = asked.SampleAtDepth(n, depth, r1), e = text.SampleAtDepth(n, depth, r2);
+      ASSERT_EQ(e.output, a.output) << "the same document";
+      ASSERT_EQ(e.output_graded.size(), e.output.size());
+      EXPECT_EQ(std::count(e.output_graded.begin(), e.output_graded.end(), 1), n);
+      const int key = static_cast<int>(std::lround(depth * n));
+      for (size_t t = 0; t < e.output.size(); ++t) {
+        const bool haystack = e.output[t] < text.Haystack() &&
+                              (static_cast<int>(t) < key || static_cast<int>(t) > key + 5) &&
+                              t + 6 < e.output.size();
+        EXPECT_EQ(e.output_graded[t], haystack ? 1 : 0) << "n=" << n << " t=" << t;
+      }
+    }
+}
+
 // The planted reading: in the layout's batch, a predictor that copies the five tokens after KEY
 // answers every graded target (exact match 1); the negative control, the best predictor blind to
 // the key (each answer digit's most frequent value, counted on other samples), scores chance.
 TEST(PasskeyLm, TheGradedAnswerIsReadOnlyFromTheKey) {
-  const PasskeyLmTask task(0, true);
+  const PasskeyLmTask task(0, PasskeyLmTask::Grading::kAnswer);
   const SequenceLayout layout(task, Layout::kDecoder);
   Rng rng(11);
   const int n = 40, B = 4000;

@@ -52,6 +52,7 @@ TEST(Tasks, EveryTaskIsDeterministicForASeedAndHasTheRequestedLength) {
                                                     {"passkey", n + 7},
                                                     {"passkey_lm", 0},
                                                     {"passkey_lm_no_query", 0},
+                                                    {"passkey_lm_text", 0},
                                                     {"niah_single_noise", n + 8},
                                                     {"niah_single_repeat", n + 8},
                                                     {"niah_multikey", n + 26},
