@@ -39,6 +39,9 @@ class DiagnoseCommand final : public Command {
         ->check(CLI::ExistingFile);
     a->add_option("--lengths", lengths_, "task lengths beyond N (default: the run's evaluated ones)")
         ->delimiter(',');
+    a->add_option("--interventions", only_,
+                  "the interventions to run, comma-separated (default: all that apply)")
+        ->delimiter(',');
     return a;
   }
   int Run(Shared&) override {
@@ -46,7 +49,7 @@ class DiagnoseCommand final : public Command {
     CompletedRunRecipe(run_, &name);  // a completed lexp run file, or an input error naming it
     PrintLine("diagnosing " + run_);
     const Diagnosis d =
-        DiagnoseRun(run_, lengths_, [](const std::string& s) { PrintLine("  " + s); });
+        DiagnoseRun(run_, lengths_, [](const std::string& s) { PrintLine("  " + s); }, only_);
     h5::Writer w(run_, h5::Writer::Mode::kUpdate);
     std::fputs(WriteDiagnosis(d, w.root()).c_str(), stdout);
     w.Commit();
@@ -58,6 +61,7 @@ class DiagnoseCommand final : public Command {
  private:
   std::string run_;
   std::vector<int> lengths_;
+  std::vector<std::string> only_;
 };
 
 }  // namespace

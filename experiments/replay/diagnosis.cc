@@ -1,6 +1,7 @@
 #include "experiments/replay/diagnosis.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
@@ -74,6 +75,19 @@ const std::vector<Candidate>& Candidates() {
   };
   return k;
 }
+
+}  // namespace
+
+const std::vector<std::string>& DiagnosisInterventions() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const Candidate& c : Candidates()) n.push_back(c.name);
+    return n;
+  }();
+  return names;
+}
+
+namespace {
 
 // Why an intervention does not apply to this run ("" = it does).
 // RoPE's own log-n: log_n = true, or auto under the rerope rules.
@@ -179,7 +193,12 @@ GapShare ShareOfGap(const std::vector<double>& x, const std::vector<double>& y,
 }
 
 Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengths,
-                      const std::function<void(const std::string&)>& progress) {
+                      const std::function<void(const std::string&)>& progress,
+                      const std::vector<std::string>& only) {
+  const std::vector<std::string>& names = DiagnosisInterventions();
+  for (const auto& o : only)
+    LEXP_INPUT_CHECK(std::find(names.begin(), names.end(), o) != names.end(),
+                     fmt::format("intervention '{}'; allowed: {}", o, fmt::join(names, ", ")));
   const TrainedRun run = ReadTrainedRun(run_file);
   ModelReplay base(run);
   const RecipeConfig& cfg = base.config();
@@ -229,6 +248,7 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
   }
   const bool own_log_n = OwnLogN(cfg, run.encoding);
   for (const Candidate& c : Candidates()) {
+    if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
     // The overrides at a length of `tokens`; the clamp keeps the run's own log-n (one factor).
     auto overrides = [&](int tokens) {
       std::vector<std::string> o = c.overrides(tokens, d.train_tokens, boundary);

@@ -67,10 +67,15 @@ struct GapShare {
 GapShare ShareOfGap(const std::vector<double>& x, const std::vector<double>& y,
                     const std::vector<double>& in);
 
-// lengths empty: the run's evaluation lengths beyond N.
-// progress, when given, hears each intervention as it starts.
+// Every intervention's name, in the order a diagnosis runs them.
+const std::vector<std::string>& DiagnosisInterventions();
+
+// lengths empty: the run's evaluation lengths beyond N. only: the interventions run (names of
+// DiagnosisInterventions(); empty: all). progress, when given, hears each intervention as it
+// starts.
 Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengths,
-                      const std::function<void(const std::string&)>& progress = nullptr);
+                      const std::function<void(const std::string&)>& progress = nullptr,
+                      const std::vector<std::string>& only = {});
 
 // Writes /diagnosis (replacing an earlier one) and returns the report table.
 std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root);

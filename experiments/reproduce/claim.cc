@@ -1,6 +1,7 @@
 #include "experiments/reproduce/claim.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "experiments/core/recipe.h"
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/embedded_files.h"
+#include "experiments/replay/diagnosis.h"
 #include "experiments/training/eval_command.h"
 #include "nn/check.h"
 
@@ -148,6 +150,24 @@ std::string Comparison::Text() const {
          (lo > 0 ? " at " + std::to_string(lo) + ".." + std::to_string(hi) : "");
 }
 
+LabelMetric SplitLabelMetric(const std::string& label, const std::string& criterion_metric) {
+  const auto at = label.find('@');
+  if (at == std::string::npos) return {label, criterion_metric};
+  return {label.substr(0, at), label.substr(at + 1)};
+}
+
+namespace {
+bool IsLimitMetric(const std::string& m) {
+  return m.size() > 6 && m.compare(m.size() - 6, 6, "_limit") == 0;
+}
+// A compared label: a run label, or LABEL@METRIC (only among the *_limit metrics).
+bool IsComparedLabel(const std::string& label) {
+  const LabelMetric lm = SplitLabelMetric(label, "");
+  return IsPlainFileName(lm.label) && lm.metric.find('@') == std::string::npos &&
+         (label.find('@') == std::string::npos || !lm.metric.empty());
+}
+}  // namespace
+
 Comparison ParseComparison(const std::string& full_text, const std::string& where) {
   Comparison c;
   // A premise's text as Text() writes it (verdict files): "requires A > B".
@@ -207,7 +227,7 @@ Comparison ParseComparison(const std::string& full_text, const std::string& wher
   } catch (const std::exception&) {
     c.b_is_number = false;
   }
-  LEXP_INPUT_CHECK(IsPlainFileName(c.a) && (c.b_is_number || IsPlainFileName(c.b)),
+  LEXP_INPUT_CHECK(IsComparedLabel(c.a) && (c.b_is_number || IsComparedLabel(c.b)),
                    where + ": '" + text + "': the left side must be a run label (rope, rope-pi, "
                            "nope without its -seed<s>), the right a label or a number");
   return c;
@@ -268,7 +288,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
         const std::string w = fmt::format("{} [[stage]] {}", where, i + 1);
         TableReader r(*(*stages)[i].as_table(), w,
                       {"name", "recipe", "variants", "set", "smoke", "full", "init_from",
-                       "evaluate", "scales", "evaluations"});
+                       "evaluate", "scales", "evaluations", "diagnose"});
         ClaimStage s;
         s.name = r.String("name", true);
         LEXP_INPUT_CHECK(IsPlainFileName(s.name), w + ".name = '" + s.name +
@@ -284,6 +304,7 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
         s.init_from = r.String("init_from", false);
         s.scales = r.Strings("scales");
         s.evaluations = r.Strings("evaluations");
+        s.diagnose = r.Strings("diagnose");
         if (s.EvaluatesOnly()) {
           LEXP_INPUT_CHECK(s.recipe.empty(),
                            w + ": give either recipe (a stage that trains) or evaluate (a stage "
@@ -294,9 +315,19 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                            w + ": a stage that evaluates (evaluate = '" + s.evaluate +
                                "') takes no variants or init_from: it evaluates every run of "
                                "that stage");
-          LEXP_INPUT_CHECK(s.scales.empty() || s.evaluations.empty(),
-                           w + ": give scales (RoPE scaling rules) or evaluations (named "
-                               "overrides), not both");
+          LEXP_INPUT_CHECK((!s.scales.empty()) + (!s.evaluations.empty()) + s.Diagnoses() <= 1,
+                           w + ": give one of scales (RoPE scaling rules), evaluations (named "
+                               "overrides) or diagnose (interventions of lexp diagnose)");
+          const std::vector<std::string>& known = DiagnosisInterventions();
+          LEXP_INPUT_CHECK(!s.Diagnoses() || (s.set.empty() && s.smoke.empty() && s.full.empty()),
+                           w + ": a stage that diagnoses takes no set, smoke or full: the "
+                               "diagnosis replays each run as it was trained and evaluated");
+          for (const auto& d : s.diagnose)
+            LEXP_INPUT_CHECK(std::find(known.begin(), known.end(), d) != known.end() &&
+                                 std::count(s.diagnose.begin(), s.diagnose.end(), d) == 1,
+                             fmt::format("{}.diagnose: '{}' is not an intervention of lexp "
+                                         "diagnose, or is named twice; allowed: {}",
+                                         w, d, fmt::join(known, ", ")));
           std::set<std::string> names;
           for (const auto& e : s.evaluations) {
             const RecipeConfig::Variant v = ParseNamedVariant(e);
@@ -305,11 +336,13 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
                                  "' needs a plain name of its own before its ':' (letters, "
                                  "digits, . _ -)");
           }
-          LEXP_INPUT_CHECK(!s.scales.empty() || !s.evaluations.empty(),
+          LEXP_INPUT_CHECK(!s.scales.empty() || !s.evaluations.empty() || s.Diagnoses(),
                            w + ".scales is missing: list the RoPE scaling rules to evaluate "
                                "under, e.g. [\"none\", \"pi:factor=4\", \"ntk:factor=4\"] "
                                "(lexp list scalings), or give evaluations, named sets of "
-                               "overrides [\"full\", \"window: model.pattern=...\"]");
+                               "overrides [\"full\", \"window: model.pattern=...\"], or "
+                               "diagnose, interventions of lexp diagnose [\"distance_clamp\", "
+                               "\"window\"]");
           for (const auto& sc : s.scales) {
             try {
               ParseScaleSpec(sc);
@@ -326,9 +359,9 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
           } catch (const InputError& e) {
             FailInput(w + ".recipe: " + e.what());
           }
-          LEXP_INPUT_CHECK(s.scales.empty() && s.evaluations.empty(),
-                           w + ".scales and .evaluations belong to a stage that evaluates "
-                               "(evaluate = \"STAGE\"), not to one that trains");
+          LEXP_INPUT_CHECK(s.scales.empty() && s.evaluations.empty() && !s.Diagnoses(),
+                           w + ".scales, .evaluations and .diagnose belong to a stage that "
+                               "evaluates (evaluate = \"STAGE\"), not to one that trains");
         }
         if (!s.init_from.empty()) {
           const auto slash = s.init_from.find('/');
@@ -361,6 +394,14 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     k.task = r.String("task", false);
     k.metric = r.String("metric", true);
     const CriterionMetric& metric = FindCriterionMetric(k.metric, where + " [criterion].metric");
+    const bool judges_diagnosis =
+        std::find_if(c.stages.begin(), c.stages.end(), [&](const ClaimStage& s) {
+          return s.name == k.stage;
+        })->Diagnoses();
+    LEXP_INPUT_CHECK(judges_diagnosis == (k.metric == "gap_share"),
+                     where + " [criterion]: metric 'gap_share' reads /diagnosis, which only a stage "
+                             "with diagnose = [...] writes; such a stage is judged by gap_share "
+                             "(stage '" + k.stage + "', metric '" + k.metric + "')");
     std::tie(k.length_lo, k.length_hi) = r.Range("lengths");
     LEXP_INPUT_CHECK(k.length_lo > 0, where + " [criterion]: key 'lengths' is missing ([LO, HI])");
     std::tie(k.relative_lo, k.relative_hi) = r.Range("relative_to");
@@ -408,9 +449,28 @@ Claim ParseClaim(const std::string& toml_text, const std::string& source) {
     for (const auto& p : k.premises) ParseComparison(p, where + " [criterion].requires");
     k.also = r.Strings("also");
     for (const auto& a : k.also)
-      LEXP_INPUT_CHECK(IsPlainFileName(a), where + " [criterion].also: '" + a +
+      LEXP_INPUT_CHECK(IsComparedLabel(a), where + " [criterion].also: '" + a +
                                                "' is not a run label");
     k.published = r.NumberTable("published");
+    // LABEL@METRIC: another *_limit metric than the criterion's (both lengths).
+    std::vector<std::string> compared = k.also;
+    for (const auto& list : {k.holds, k.premises})
+      for (const auto& h : list) {
+        const Comparison cmp = ParseComparison(h, where + " [criterion]");
+        compared.push_back(cmp.a);
+        if (!cmp.b_is_number) compared.push_back(cmp.b);
+      }
+    for (const auto& label : compared) {
+      if (label.find('@') == std::string::npos) continue;
+      const LabelMetric lm = SplitLabelMetric(label, k.metric);
+      FindCriterionMetric(lm.metric, where + " [criterion]: '" + label + "': the metric after @");
+      LEXP_INPUT_CHECK(IsLimitMetric(lm.metric) && IsLimitMetric(k.metric),
+                       where + " [criterion]: '" + label + "' scores " + lm.label + " by " +
+                           lm.metric + " under metric '" + k.metric +
+                           "'; a label's own metric (LABEL@METRIC) is allowed only among the "
+                           "*_limit metrics (loss_limit, exact_match_limit, "
+                           "token_accuracy_limit), all in lengths");
+    }
     r.Finish();
   }
   if (const toml::node* n = root.get("trend")) {

@@ -9,7 +9,8 @@
 //                scales = ["none", "pi:factor=4", ...] (once per RoPE scaling rule) or
 //                evaluations = ["full", "lambda: model.pattern=\"lambda\"; ..."] (once per named
 //                set of overrides): that earlier stage's trained runs evaluated again (lexp eval),
-//                with `set` as evaluation overrides
+//                with `set` as evaluation overrides; or diagnose = ["distance_clamp", ...]
+//                (interventions of lexp diagnose): each run diagnosed (a copy with /diagnosis)
 //   [criterion]  see experiments/reproduce/criterion.h
 //   [trend]      stage, smoke = [steps...], full = [steps...]: the claim judged again with that
 //                stage's train.steps at each value (its own runs under steps<N>/), beside the
@@ -44,9 +45,14 @@ struct ClaimStage {
   // Or under each named set of overrides of `evaluations` ("NAME: key=value; ..."), files
   // <label>+<NAME>.h5: the same trained models measured several ways (attention patterns at
   // evaluation, say), which the verdict then compares paired.
+  // Or diagnosed (lexp diagnose, experiments/replay/diagnosis.h) with the interventions of
+  // `diagnose`: each run copied to <run file name> of this stage with /diagnosis written into it;
+  // its labels are <label>+<intervention> (rope+distance_clamp), scored by metric gap_share.
   std::string evaluate;
   std::vector<std::string> scales;
   std::vector<std::string> evaluations;
+  std::vector<std::string> diagnose;
+  bool Diagnoses() const { return !diagnose.empty(); }
   bool EvaluatesOnly() const { return !evaluate.empty(); }
 };
 
@@ -121,6 +127,14 @@ struct Comparison {
   std::string Text() const;
 };
 Comparison ParseComparison(const std::string& text, const std::string& where);
+
+// A label scored by another metric than the criterion's: "LABEL@METRIC" (rope+text@loss_limit),
+// allowed among the *_limit metrics, all lengths (an effective context by one score against
+// another's). Without "@": the label and the criterion's metric.
+struct LabelMetric {
+  std::string label, metric;
+};
+LabelMetric SplitLabelMetric(const std::string& label, const std::string& criterion_metric);
 
 // The gallery's order: by id, P then X then M then any other letter, numbers in order (then name).
 bool ClaimBefore(const Claim& a, const Claim& b);

@@ -1,6 +1,7 @@
 #include "experiments/reproduce/criterion.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "analysis/binomial.h"
 #include "analysis/difference_intervals.h"
@@ -345,24 +347,50 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
     if (!comparisons.back().b_is_number) add(comparisons.back().b);
   }
   for (const auto& l : k.also) add(l);
+  // Each label by its own metric (LABEL@METRIC) or the criterion's: the run labels read per
+  // metric, and the compared labels each (metric, run label) scores.
+  std::map<std::string, std::vector<std::string>> labels_by_metric;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> compared_as;
+  for (const auto& l : labels) {
+    const LabelMetric lm = SplitLabelMetric(l, k.metric);
+    labels_by_metric[lm.metric].push_back(lm.label);
+    compared_as[{lm.metric, lm.label}].push_back(l);
+  }
   std::map<std::string, std::vector<RunScores>> runs;
   Verdict v;
   double least_total = std::numeric_limits<double>::infinity();
   for (const auto& path : run_files) {
     if (!fs::exists(path)) continue;  // a planned run that never started: no completed run
-    std::optional<RunScores> read = ReadRun(path, k, labels);
-    if (!read) continue;
-    RunScores& r = *read;
-    v.train_max_length = std::max(v.train_max_length, r.train_max_length);
-    if (r.state == "completed") least_total = std::min(least_total, r.total_compute);
-    runs[r.label].push_back(std::move(r));
+    for (const auto& [metric, names] : labels_by_metric) {
+      ClaimCriterion km = k;
+      km.metric = metric;
+      for (RunScores& r : ReadRun(path, km, names)) {
+        v.train_max_length = std::max(v.train_max_length, r.train_max_length);
+        if (r.state == "completed") least_total = std::min(least_total, r.total_compute);
+        for (const auto& as : compared_as[{metric, r.label}]) {
+          runs[as].push_back(r);
+          runs[as].back().label = as;
+        }
+      }
+    }
   }
   // Equal compute: the claim's, or the most that every compared run spent.
   if (!k.compute.empty()) v.at_compute = k.at_compute > 0 ? k.at_compute : least_total;
   std::vector<std::string> missing;
+  auto by_own_metric = [&](const std::string& label) {
+    ClaimCriterion km = k;
+    km.metric = SplitLabelMetric(label, k.metric).metric;
+    return km;
+  };
   for (const auto& label : labels) {
-    v.groups.push_back(ScoreGroup(label, runs[label], k, k.length_lo, k.length_hi, v.at_compute));
-    if (v.groups.back().per_seed.empty()) missing.push_back(label);
+    v.groups.push_back(ScoreGroup(label, runs[label], by_own_metric(label), k.length_lo,
+                                  k.length_hi, v.at_compute));
+    if (!v.groups.back().per_seed.empty()) continue;
+    std::set<std::string> states;  // why its runs were not scored
+    for (const auto& r : runs[label])
+      if (r.state != "completed") states.insert(r.state);
+    missing.push_back(states.empty() ? label
+                                     : fmt::format("{} ({})", label, fmt::join(states, ", ")));
   }
   if (!missing.empty()) {
     std::string list;
@@ -384,12 +412,14 @@ Verdict JudgeCriterion(const ClaimCriterion& k, const std::vector<std::string>& 
   const double family = BonferroniConfidence(m);
   for (const auto& c : comparisons) {
     // A comparison over its own span scores its labels there; otherwise the groups' scores.
-    const GroupScore a =
-        c.lo > 0 ? ScoreGroup(c.a, runs[c.a], k, c.lo, c.hi, v.at_compute) : group(c.a);
+    const GroupScore a = c.lo > 0 ? ScoreGroup(c.a, runs[c.a], by_own_metric(c.a), c.lo, c.hi,
+                                               v.at_compute)
+                                  : group(c.a);
     GroupScore b;  // B as a number: a point with no interval
     b.score = b.lo = b.hi = c.b_value;
     if (!c.b_is_number)
-      b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], k, c.lo, c.hi, v.at_compute) : group(c.b);
+      b = c.lo > 0 ? ScoreGroup(c.b, runs[c.b], by_own_metric(c.b), c.lo, c.hi, v.at_compute)
+                   : group(c.b);
     ComparisonResult r;
     r.comparison = c;
     r.in_direction = c.equivalent ? std::abs(a.score - b.score) < c.margin

@@ -10,9 +10,11 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 
 #include "experiments/reproduce/criterion.h"
 #include "experiments/reproduce/preregistration.h"
+#include "experiments/replay/diagnosis.h"
 #include "experiments/reproduce/verdict_file.h"
 #include "experiments/training/eval_command.h"
 #include "experiments/training/job_list.h"
@@ -115,6 +117,8 @@ struct StageEvaluation {
 std::vector<StageEvaluation> StageEvaluations(const ClaimStage& stage, const std::string& budget) {
   std::vector<StageEvaluation> out;
   for (const auto& scale : stage.scales) out.push_back({scale, "", EvaluationOverrides(stage, budget)});
+  // A diagnosis writes one file per run; its labels are one per intervention.
+  for (const auto& name : stage.diagnose) out.push_back({"", name, EvaluationOverrides(stage, budget)});
   for (const auto& text : stage.evaluations) {
     const RecipeConfig::Variant v = ParseNamedVariant(text);
     StageEvaluation e{"", v.value, EvaluationOverrides(stage, budget)};
@@ -127,12 +131,70 @@ std::vector<StageEvaluation> StageEvaluations(const ClaimStage& stage, const std
 // Every completed run of the evaluated stage, evaluated again under each rule of the stage
 // (lexp eval --scale); an evaluation already completed is kept unless --overwrite. A source run
 // that did not complete is skipped: its labels then have no run, and the criterion says so.
+// A diagnosis already written with every intervention of the stage (run or not applied).
+bool DiagnosedWith(const std::string& file, const std::vector<std::string>& interventions) {
+  if (!RunCompleted(file)) return false;
+  try {
+    h5::Reader r(file);
+    if (!r.root().Has("diagnosis")) return false;
+    const h5::Group g = r.root().OpenGroup("diagnosis");
+    std::vector<std::string> done;  // "a,b" and "c: reason; d: reason"
+    std::stringstream run(g.AttrString("interventions"));
+    for (std::string name; std::getline(run, name, ',');) done.push_back(name);
+    const std::string skipped = g.AttrString("not_applied");
+    for (size_t at = 0; at < skipped.size();) {
+      const size_t colon = skipped.find(':', at);
+      if (colon == std::string::npos) break;
+      done.push_back(skipped.substr(at, colon - at));
+      const size_t next = skipped.find("; ", colon);
+      at = next == std::string::npos ? skipped.size() : next + 2;
+    }
+    for (const auto& i : interventions)
+      if (std::find(done.begin(), done.end(), i) == done.end()) return false;
+    return true;
+  } catch (const Error&) {
+    return false;  // damaged: diagnosed again
+  }
+}
+
+// Every completed run of the diagnosed stage, diagnosed (lexp diagnose) with the stage's
+// interventions: the run copied to out_dir with /diagnosis written into the copy (the source
+// stays as it was). One already diagnosed with them is kept unless --overwrite.
+std::vector<std::string> DiagnoseStage(const ClaimStage& stage,
+                                       const std::vector<std::string>& sources,
+                                       const ReproduceOptions& opt, const std::string& out_dir,
+                                       const std::function<void(const std::string&)>& say) {
+  std::vector<std::string> files;
+  for (const auto& source : sources) {
+    if (!RunCompleted(source)) {
+      say("skipped '" + source + "', which did not complete");
+      continue;
+    }
+    const std::string file = (fs::path(out_dir) / fs::path(source).filename()).string();
+    files.push_back(file);
+    if (!opt.overwrite && DiagnosedWith(file, stage.diagnose)) {
+      say("kept diagnosed " + file);
+      continue;
+    }
+    say("diagnosing " + source);
+    const Diagnosis d = DiagnoseRun(source, {}, [&](const std::string& s) { say("  " + s); },
+                                    stage.diagnose);
+    fs::copy_file(source, file, fs::copy_options::overwrite_existing);
+    h5::Writer w(file, h5::Writer::Mode::kUpdate);
+    say(WriteDiagnosis(d, w.root()));
+    w.Commit();
+  }
+  if (opt.figures && !files.empty()) DrawDiagnosis(out_dir);
+  return files;
+}
+
 std::vector<std::string> EvaluateStage(const ClaimStage& stage,
                                        const std::vector<std::string>& sources,
                                        const ReproduceOptions& opt, const std::string& out_dir,
                                        const std::function<void(const std::string&)>& say) {
   std::vector<std::string> files;
   OwnSubdirectory(opt.out_root, fs::path(out_dir).lexically_relative(opt.out_root));
+  if (stage.Diagnoses()) return DiagnoseStage(stage, sources, opt, out_dir, say);
   for (const auto& source : sources) {
     if (!RunCompleted(source)) {
       say("skipped '" + source + "', which did not complete");
@@ -293,6 +355,7 @@ void CheckCriterionNamesPlannedRuns(const Claim& claim, const std::vector<Recipe
     if (!c.b_is_number) named.emplace_back(c.b, "requires '" + p + "'");
   }
   for (const auto& a : k.also) named.emplace_back(a, "also");
+  for (auto& [label, in] : named) label = SplitLabelMetric(label, k.metric).label;
   for (const auto& [label, in] : named)
     LEXP_INPUT_CHECK(std::find(planned.begin(), planned.end(), label) != planned.end(),
                      fmt::format("{}.{} names '{}', which stage '{}' does not write at the {} "
@@ -317,9 +380,14 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
     const std::string out_dir = (fs::path(runs_root) / "runs" / stage.name).string();
     auto stage_say = [&](const std::string& s) { say(stage.name + ": " + s); };
     if (stage.EvaluatesOnly()) {
-      say(fmt::format("stage {} of {}: {} (evaluates stage {} under {}) into {}", i + 1,
-                      claim.stages.size(), stage.name, stage.evaluate,
-                      fmt::join(stage.scales.empty() ? stage.evaluations : stage.scales, ", "),
+      say(fmt::format("stage {} of {}: {} ({} stage {} {} {}) into {}", i + 1,
+                      claim.stages.size(), stage.name,
+                      stage.Diagnoses() ? "diagnoses" : "evaluates", stage.evaluate,
+                      stage.Diagnoses() ? "with" : "under",
+                      fmt::join(stage.Diagnoses()       ? stage.diagnose
+                                : stage.scales.empty() ? stage.evaluations
+                                                       : stage.scales,
+                                ", "),
                       out_dir));
       stage_files[stage.name] =
           EvaluateStage(stage, stage_files[stage.evaluate], opt, out_dir, stage_say);

@@ -1,11 +1,15 @@
 #include "experiments/reproduce/run_scores.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <sstream>
 
 #include "analysis/base_law.h"
+#include "experiments/replay/diagnosis.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figure_data.h"
@@ -39,6 +43,10 @@ const std::vector<CriterionMetric>& CriterionMetrics() {
       {"token_accuracy_limit",
        "extrapolation limit by token accuracy (the longest evaluated length up to which it stays "
        "at least 0.9 x its value at the training length; lengths)",
+       true, false, false},
+      {"gap_share",
+       "share of the loss gap beyond N closed by the intervention (lexp diagnose; 1: closed, 0: "
+       "no effect, below 0: widened)",
        true, false, false},
       {"position_probe_error",
        "position probe error (the index probe's RMSE on held-out sequences of the training "
@@ -286,15 +294,65 @@ void ReadComputePoints(const h5::Group& root, const std::string& path, const std
   }
 }
 
+// gap_share: one RunScores per intervention of /diagnosis the criterion names (label
+// <label>+<intervention>), the share at each diagnosed length; a length whose gap is not
+// significant (share NaN) makes the run "no significant gap" there, unscored.
+std::vector<RunScores> ReadDiagnosisRuns(const h5::Group& root, const std::string& path,
+                                         const RunScores& run,
+                                         const std::vector<std::string>& labels) {
+  std::vector<RunScores> out;
+  for (const auto& name : DiagnosisInterventions()) {
+    RunScores s = run;
+    // Every intervention replays this one trained model: its labels of a seed are paired.
+    s.origin = fs::absolute(path).lexically_normal().string();
+    s.label = run.label + "+" + name;
+    if (std::find(labels.begin(), labels.end(), s.label) != labels.end()) out.push_back(s);
+  }
+  if (out.empty() || run.state != "completed") return out;
+  LEXP_INPUT_CHECK(root.Has("diagnosis"), "run file '" + path +
+                                              "' has no /diagnosis: gap_share is read from a "
+                                              "diagnosis (lexp diagnose, or a stage with "
+                                              "diagnose = [...])");
+  const h5::Group g = root.OpenGroup("diagnosis");
+  std::vector<std::string> run_names;
+  std::stringstream list(g.AttrString("interventions"));
+  for (std::string n; std::getline(list, n, ',');) run_names.push_back(n);
+  std::vector<uint64_t> got;
+  const std::vector<int64_t> length = g.ReadIntsShaped("length", {h5::Group::kAnySize}, &got);
+  const uint64_t L = got[0], I = run_names.size();
+  const std::vector<double> share =
+      I == 0 ? std::vector<double>{} : g.ReadDoublesShaped("share", {I, L});
+  for (RunScores& s : out) {
+    const std::string name = s.label.substr(run.label.size() + 1);
+    const auto at = std::find(run_names.begin(), run_names.end(), name);
+    LEXP_INPUT_CHECK(at != run_names.end(),
+                     "run file '" + path + "': the criterion names " + s.label +
+                         ", but its diagnosis did not apply " + name + " (" +
+                         g.AttrString("not_applied") + ")");
+    const size_t i = static_cast<size_t>(at - run_names.begin());
+    for (uint64_t j = 0; j < L; ++j) {
+      const double n = static_cast<double>(length[j]);
+      if (std::isnan(share[i * L + j])) {
+        s.state = fmt::format("no significant gap at length {}", length[j]);
+        s.points.clear();
+        break;
+      }
+      s.points.push_back({n, n, share[i * L + j], 0, 0});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
-                                 const std::vector<std::string>& labels) {
+std::vector<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
+                               const std::vector<std::string>& labels) {
   h5::Reader r(path);
   const h5::Group& root = r.root();
   RunScores s;
   s.label = GroupKey(RunLabel(root));  // a seed sweep's runs group under their label
-  if (std::find(labels.begin(), labels.end(), s.label) == labels.end()) return std::nullopt;
+  const bool diagnosis = k.metric == "gap_share";
+  if (!diagnosis && std::find(labels.begin(), labels.end(), s.label) == labels.end()) return {};
   s.seed = static_cast<int>(root.AttrInt("seed"));
   // An evaluation of trained weights comes from them; a fine-tuning from its pre-training.
   for (const char* from : {"weights_from", "init_from"})
@@ -302,7 +360,8 @@ std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& 
       s.origin = fs::absolute(root.AttrString(from)).lexically_normal().string();
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
-  if (s.state != "completed") return s;
+  if (diagnosis) return ReadDiagnosisRuns(root, path, s, labels);
+  if (s.state != "completed") return {s};
   if (!k.compute.empty()) {
     ReadComputePoints(root, path, k.metric, k.compute, s);
   } else if (k.metric == "js_to_reference") {
@@ -318,7 +377,7 @@ std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& 
   } else {
     ReadEvalPoints(root, path, k.metric, s);
   }
-  return s;
+  return {s};
 }
 
 }  // namespace lexp

@@ -9,6 +9,9 @@
 //   sink_mass: /analysis/geometry/length_<n>/head_sink_mass at each probe length, the attention
 //     on the first token, mean over layers and heads (StreamingLLM's attention sinks; uniform
 //     attention over a causal sequence of T tokens gives (H_T - 1)/(T - 1): 0.059 at 64);
+//   gap_share: /diagnosis/share of a diagnosed copy of the run (lexp diagnose), per intervention
+//     at each diagnosed length beyond N: the share of the loss gap to the in-distribution
+//     reference the intervention closes; the labels are <label>+<intervention>;
 //   position_probe_error: /analysis/position_probes, one value per run at its training length:
 //     the smallest over the residual streams after the first block (1..L) of the index probe's
 //     RMSE on held-out sequences of the training lengths over the RMSE of the fitted sequences'
@@ -61,8 +64,10 @@ struct RunScores {
 };
 
 // The run's scores, when its label is one of `labels` (the values are read only then: a run the
-// criterion does not compare may lack them, as the NoPE reference lacks a divergence to itself).
-std::optional<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
-                                 const std::vector<std::string>& labels);
+// criterion does not compare may lack them, as the NoPE reference lacks a divergence to itself):
+// none, or one; with gap_share, one per intervention of its diagnosis that `labels` names
+// (<label>+<intervention>).
+std::vector<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
+                               const std::vector<std::string>& labels);
 
 }  // namespace lexp

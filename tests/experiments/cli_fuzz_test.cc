@@ -981,6 +981,10 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        {"diagnose", good_.string(), "--lengths", "long"},
        2,
        "--lengths"},
+      {"diagnose with an unknown intervention",
+       {"diagnose", good_.string(), "--interventions", "distance_clamp,rerope"},
+       2,
+       "intervention 'rerope'; allowed: distance_clamp, position_remap"},
       {"a truncated run file", {"eval", (dir / "truncated.h5").string()}, 2, "truncated.h5"},
       {"a directory as a run file", {"analyze", dir.string()}, 2, ""},
       {"dump of a path the file lacks",
@@ -1034,7 +1038,8 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        {"reproduce", (dir / "bad_metric.toml").string(), "--out", (dir / "bad_metric").string()},
        2,
        "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, "
-       "sink_mass, loss_limit, exact_match_limit, token_accuracy_limit, position_probe_error"},
+       "sink_mass, loss_limit, exact_match_limit, token_accuracy_limit, gap_share, "
+       "position_probe_error"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,

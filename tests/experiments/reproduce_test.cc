@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -52,6 +53,8 @@ struct FakeRun {
   // The trained model it evaluates (weights_from) and the pre-training it was fine-tuned from
   // (init_from); empty: trained from scratch.
   std::string weights_from = "", init_from = "";
+  // A diagnosis (lexp diagnose): each intervention's share of the gap at every length.
+  std::map<std::string, std::vector<double>> shares = {};
 };
 
 void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
@@ -127,6 +130,19 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
   h.WriteInts("length", h_length, {R}, "row");
   for (const char* m : {"exact_match", "token_accuracy", "loss"})
     h.WriteDoubles(m, h_value, {R}, "row");
+  if (!r.shares.empty()) {
+    const h5::Group d = root.CreateGroup("diagnosis");
+    std::string names;
+    std::vector<double> share;
+    for (const auto& [name, values] : r.shares) {
+      names += (names.empty() ? "" : ",") + name;
+      share.insert(share.end(), values.begin(), values.end());
+    }
+    d.SetAttr("interventions", names);
+    d.SetAttr("not_applied", "position_remap: 'rope' is not an absolute encoding");
+    d.WriteInts("length", r.length, {L}, "length");
+    d.WriteDoubles("share", share, {r.shares.size(), L}, "intervention,length");
+  }
   w.Commit();
 }
 
@@ -182,12 +198,15 @@ void WriteOrderedLimitRuns(const fs::path& dir, const ClaimCriterion& k, bool re
       if (greater && limit[c.a] < b + gap) limit[c.a] = std::floor(b) + gap;
       if (!greater && limit[c.a] > b - gap) limit[c.a] = std::ceil(b) - gap;
     }
-  const bool loss = k.metric == "loss_limit";
+  std::set<std::string> written;  // run labels: one metric each (LABEL@METRIC or the criterion's)
   for (const auto& [label, L] : limit) {
     ASSERT_GT(L, N + 3) << label << ": a limit beyond the training length";
+    const LabelMetric lm = SplitLabelMetric(label, k.metric);
+    ASSERT_TRUE(written.insert(lm.label).second) << lm.label << " by two metrics";
+    const bool loss = lm.metric == "loss_limit";
     for (int seed = 1; seed <= 3; ++seed) {
       FakeRun r;
-      r.label = label;
+      r.label = lm.label;
       r.seed = seed;
       r.train_max_length = N;
       const auto at = static_cast<int64_t>(L) + seed - 2;
@@ -271,6 +290,26 @@ void WriteOrderedRuns(const fs::path& dir, const ClaimCriterion& k, bool reverse
       for (const int n : {span.first, span.second})
         if (!keep || !value[label].count(n)) value[label][n] = c + (flip ? -1 : 1) * d * (lv - L0);
     }
+  }
+  if (k.metric == "gap_share") {
+    // One diagnosed run per trained label and seed; its labels are <label>+<intervention>.
+    std::map<std::string, FakeRun> runs;
+    for (const auto& [label, by_length] : value)
+      for (int seed = 1; seed <= 3; ++seed) {
+        const auto plus = label.find('+');
+        FakeRun& r = runs[label.substr(0, plus) + "/" + std::to_string(seed)];
+        r.label = label.substr(0, plus);
+        r.seed = seed;
+        r.length.clear();
+        std::vector<double>& share = r.shares[label.substr(plus + 1)];
+        for (const auto& [n, v] : by_length) {
+          r.length.push_back(n);
+          share.push_back(v + 0.002 * seed);
+        }
+        r.value.assign(r.length.size(), 1.0);
+      }
+    for (const auto& [key, r] : runs) WriteFakeRun(dir, r);
+    return;
   }
   for (const auto& [label, by_length] : value)
     for (int seed = 1; seed <= 3; ++seed) {
@@ -791,7 +830,7 @@ holds = ["nope > rope"]
        "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
        "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, sink_mass, "
-       "loss_limit, exact_match_limit, token_accuracy_limit, position_probe_error"},
+       "loss_limit, exact_match_limit, token_accuracy_limit, gap_share, position_probe_error"},
       {with("[criterion]", "[criterion]\ncompute = \"hours\""),
        "compute = 'hours'; allowed: tokens, flops, seconds, steps"},
       {with("[criterion]", "[criterion]\nreach = 0.5"),
@@ -841,10 +880,38 @@ holds = ["nope > rope"]
                          "recipe = \"default\"\nscales = [\"none\"]\n"),
        "either recipe"},
       {with("recipe = \"default\"", "recipe = \"default\"\nscales = [\"none\"]"),
-       "scales and .evaluations belong to a stage that evaluates"},
+       "scales, .evaluations and .diagnose belong to a stage that evaluates"},
       {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
                          "scales = [\"none\"]\nevaluations = [\"full\"]\n"),
-       "give scales (RoPE scaling rules) or evaluations (named overrides), not both"},
+       "give one of scales (RoPE scaling rules), evaluations (named overrides) or diagnose"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "diagnose = [\"window\", \"rerope\"]\n"),
+       "diagnose: 'rerope' is not an intervention of lexp diagnose, or is named twice; allowed: "
+       "distance_clamp, position_remap, window"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "diagnose = [\"window\", \"window\"]\n"),
+       "'window' is not an intervention of lexp diagnose, or is named twice"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "diagnose = [\"window\"]\nset = [\"eval.samples=4\"]\n"),
+       "a stage that diagnoses takes no set, smoke or full"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "diagnose = [\"window\"]\nscales = [\"none\"]\n"),
+       "give one of scales"},
+      {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
+                         "diagnose = [\"window\"]\n"),
+       "metric 'gap_share' reads /diagnosis, which only a stage with diagnose = [...] writes; "
+       "such a stage is judged by gap_share (stage 'z', metric 'exact_match')"},
+      {with("metric = \"exact_match\"", "metric = \"gap_share\""),
+       "(stage 'train', metric 'gap_share')"},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope@loss_limit > rope\"]"),
+       "'nope@loss_limit' scores nope by loss_limit under metric 'exact_match'; a label's own "
+       "metric (LABEL@METRIC) is allowed only among the *_limit metrics"},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope@bleu > rope\"]"),
+       "'nope@bleu': the metric after @ = 'bleu'; allowed: exact_match"},
+      {with("holds = [\"nope > rope\"]", "holds = [\"nope@ > rope\"]"),
+       "the left side must be a run label"},
+      {with("recipe = \"default\"", "recipe = \"default\"\ndiagnose = [\"window\"]"),
+       ".diagnose belong to a stage that evaluates"},
       {ClaimError(good + "[[stage]]\nname = \"z\"\nevaluate = \"train\"\n"
                          "evaluations = [\"full\", \"full: model.pattern=\\\"lambda\\\"\"]\n"),
        "evaluations: 'full: model.pattern=\"lambda\"' needs a plain name of its own"},
@@ -1078,6 +1145,158 @@ holds = ["rope+window > rope+full"]
   ASSERT_EQ(rec.verdict.comparisons.size(), 1u);
   EXPECT_EQ(rec.verdict.comparisons[0].test, "paired t");
   EXPECT_EQ(rec.verdict.comparisons[0].paired_seeds, 2);
+  fs::remove_all(root);
+}
+
+// gap_share reads each intervention's share of /diagnosis per seed (planted: window closes 0.9,
+// 0.8, 0.7 of the gap, the clamp 0.1, 0.0, 0.2); where a seed's gap was not significant (share
+// NaN) that seed is not scored (counted incomplete, as a run that did not learn), and with no
+// seed left the label is not testable and says why.
+TEST(Criterion, GapShareIsReadPerInterventionAndAnInsignificantGapIsNotScored) {
+  const fs::path dir = testing::FreshTempDir("criterion_gap_share");
+  const double window[] = {0.9, 0.8, 0.7}, clamp[] = {0.1, 0.0, 0.2};
+  for (int seed = 1; seed <= 3; ++seed) {
+    FakeRun r;
+    r.label = "rope";
+    r.seed = seed;
+    r.length = {16};
+    r.value = {1.0};
+    r.shares = {{"distance_clamp", {clamp[seed - 1]}}, {"window", {window[seed - 1]}}};
+    WriteFakeRun(dir / "runs", r);
+  }
+  ClaimCriterion k;
+  k.metric = "gap_share";
+  k.length_lo = k.length_hi = 16;
+  k.holds = {"rope+window > rope+distance_clamp"};
+  const Verdict v = JudgeCriterion(k, (dir / "runs").string());
+  ASSERT_EQ(v.groups.size(), 2u) << v.reason;
+  EXPECT_NEAR(v.groups[0].score, 0.8, 1e-12);
+  EXPECT_NEAR(v.groups[1].score, 0.1, 1e-12);
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  k.holds = {"rope+distance_clamp > 0.5"};  // the negative control: the clamp closes little
+  EXPECT_EQ(JudgeCriterion(k, (dir / "runs").string()).verdict, "contradicted");
+  FakeRun flat;
+  flat.label = "rope";
+  flat.length = {16};
+  flat.value = {1.0};
+  flat.shares = {{"distance_clamp", {std::nan("")}}, {"window", {std::nan("")}}};
+  flat.seed = 2;
+  WriteFakeRun(dir / "runs", flat);
+  const Verdict one_flat = JudgeCriterion(k, (dir / "runs").string());
+  ASSERT_EQ(one_flat.groups.size(), 1u);
+  EXPECT_EQ(one_flat.groups[0].seeds, (std::vector<int>{1, 3}));
+  EXPECT_EQ(one_flat.groups[0].incomplete, 1);
+  for (const int seed : {1, 3}) {
+    flat.seed = seed;
+    WriteFakeRun(dir / "runs", flat);
+  }
+  const Verdict no_gap = JudgeCriterion(k, (dir / "runs").string());
+  EXPECT_EQ(no_gap.verdict, "not testable");
+  EXPECT_NE(no_gap.reason.find("rope+distance_clamp (no significant gap at length 16)"),
+            std::string::npos)
+      << no_gap.reason;
+  fs::remove_all(dir);
+}
+
+// A label scored by its own *_limit metric (LABEL@METRIC): the same trained models' retrieval by
+// exact match and text by loss, planted with limits 24 +- 1 and 128 +- 2 by seed, compared paired;
+// the metrics are read each from its own run, so swapping them turns the verdict round.
+TEST(Criterion, ALabelMayBeScoredByItsOwnLimitMetric) {
+  const fs::path dir = testing::FreshTempDir("criterion_label_metric");
+  for (int seed = 1; seed <= 3; ++seed) {
+    FakeRun retrieval;  // exact match 1 up to 24 + seed - 2, then 0
+    retrieval.label = "rope+retrieval";
+    retrieval.seed = seed;
+    retrieval.train_max_length = 16;
+    retrieval.length = {4, 16, 22 + seed, 23 + seed};
+    retrieval.value = {1, 1, 1, 0};
+    retrieval.weights_from = (dir / fmt::format("rope-seed{}.h5", seed)).string();
+    WriteFakeRun(dir / "runs", retrieval);
+    FakeRun text = retrieval;  // loss 1 (learnt: 2 at length 4) up to 124 + 2 seed, then 10
+    text.label = "rope+text";
+    text.length = {4, 16, 124 + 2 * seed, 125 + 2 * seed};
+    text.value = {2.0, 1.0, 1.0, 10.0};
+    WriteFakeRun(dir / "runs", text);
+  }
+  ClaimCriterion k;
+  k.metric = "exact_match_limit";
+  k.length_lo = k.length_hi = 16;
+  k.holds = {"rope+retrieval@exact_match_limit < rope+text@loss_limit"};
+  const Verdict v = JudgeCriterion(k, (dir / "runs").string());
+  ASSERT_EQ(v.groups.size(), 2u) << v.reason;
+  EXPECT_EQ(v.groups[0].label, "rope+retrieval@exact_match_limit");
+  EXPECT_NEAR(v.groups[0].score, 24, 1e-9);
+  EXPECT_NEAR(v.groups[1].score, 128, 1e-9);
+  EXPECT_EQ(v.comparisons[0].test.rfind("paired t", 0), 0u) << v.comparisons[0].test;
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  // Negative control: each side by the other's metric reads what that file cannot give (the
+  // retrieval's "loss" falls to 0, unlearnt by loss; the text's accuracy is 1 then 10).
+  k.holds = {"rope+retrieval@loss_limit < rope+text@exact_match_limit"};
+  EXPECT_NE(JudgeCriterion(k, (dir / "runs").string()).verdict, "reproduced");
+  fs::remove_all(dir);
+}
+
+// A diagnosing stage: each trained run copied with /diagnosis written into the copy (the source
+// untouched), its labels <label>+<intervention> scored by gap_share exactly as /diagnosis/share
+// reads, an intervention that does not apply refused by name, and a second call keeps the files.
+TEST(Reproduce, ADiagnosisStageJudgesTheShareOfTheGapEachInterventionCloses) {
+  const fs::path root = testing::FreshTempDir("reproduce_diagnose_stage");
+  const std::string head = ClaimHead("X9", "diagnosed") + R"([[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"rope\"]", "train.steps=200", "eval.lengths=[4, 16]",
+       "run.seeds=[1, 2]", )" + kTinyModel + R"(, "eval.samples=32"]
+[[stage]]
+name = "why"
+evaluate = "train"
+diagnose = ["distance_clamp", "window", "position_remap"]
+[criterion]
+metric = "gap_share"
+lengths = [16, 16]
+)";
+  const Claim c = ParseClaim(head + "holds = [\"rope+window > rope+distance_clamp\"]\n",
+                             "diagnosed_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.figures = false;
+  const fs::path runs = root / "smoke" / "X9_diagnosed" / "runs";
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  for (const char* f : {"rope-seed1.h5", "rope-seed2.h5"}) {
+    h5::Reader source((runs / "train" / f).string());
+    EXPECT_FALSE(source.root().Has("diagnosis")) << "the trained run is left as it was";
+    h5::Reader copy((runs / "why" / f).string());
+    ASSERT_TRUE(copy.root().Has("diagnosis")) << f;
+    const h5::Group d = copy.root().OpenGroup("diagnosis");
+    EXPECT_EQ(d.AttrString("interventions"), "distance_clamp,window");
+    EXPECT_NE(d.AttrString("not_applied").find("position_remap: 'rope' is not an absolute"),
+              std::string::npos);
+  }
+  ASSERT_EQ(rec.verdict.groups.size(), 2u) << rec.verdict.reason;
+  EXPECT_EQ(rec.verdict.groups[0].label, "rope+window");
+  ASSERT_EQ(rec.verdict.groups[0].per_seed.size(), 2u) << rec.verdict.reason;
+  for (size_t i = 0; i < 2; ++i) {  // each seed's score is its diagnosis' share at 16
+    h5::Reader copy((runs / "why" / fmt::format("rope-seed{}.h5", i + 1)).string());
+    const std::vector<double> share = copy.root().OpenGroup("diagnosis").ReadDoubles("share");
+    ASSERT_EQ(share.size(), 2u);
+    EXPECT_DOUBLE_EQ(rec.verdict.groups[0].per_seed[i], share[1]) << "window";
+    EXPECT_DOUBLE_EQ(rec.verdict.groups[1].per_seed[i], share[0]) << "distance_clamp";
+  }
+  EXPECT_EQ(rec.verdict.comparisons[0].test, "paired t");
+  // A second call keeps the diagnosed copies.
+  const auto before = fs::last_write_time(runs / "why" / "rope-seed1.h5");
+  ReproduceClaim(c, opt);
+  EXPECT_EQ(fs::last_write_time(runs / "why" / "rope-seed1.h5"), before);
+  // A criterion naming an intervention the diagnosis did not apply is refused with its reason.
+  const Claim remap = ParseClaim(head + "holds = [\"rope+position_remap > 0\"]\n",
+                                 "diagnosed_claim.toml");
+  try {
+    ReproduceClaim(remap, opt);
+    ADD_FAILURE() << "position_remap on RoPE was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its diagnosis did not apply position_remap ("),
+              std::string::npos)
+        << e.what();
+  }
   fs::remove_all(root);
 }
 
