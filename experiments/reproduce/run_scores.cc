@@ -295,10 +295,11 @@ void ReadComputePoints(const h5::Group& root, const std::string& path, const std
 }
 
 // gap_share: one RunScores per intervention of /diagnosis the criterion names (label
-// <label>+<intervention>), the share at each diagnosed length; a length whose gap is not
-// significant (share NaN) makes the run "no significant gap" there, unscored.
+// <label>+<intervention>), the share at each diagnosed length. A length whose gap is not
+// significant (share NaN) has no share: within the criterion's lengths the run is then "no
+// significant gap" there, unscored; outside them the length is left out.
 std::vector<RunScores> ReadDiagnosisRuns(const h5::Group& root, const std::string& path,
-                                         const RunScores& run,
+                                         const RunScores& run, const ClaimCriterion& k,
                                          const std::vector<std::string>& labels) {
   std::vector<RunScores> out;
   for (const auto& name : DiagnosisInterventions()) {
@@ -332,12 +333,13 @@ std::vector<RunScores> ReadDiagnosisRuns(const h5::Group& root, const std::strin
     const size_t i = static_cast<size_t>(at - run_names.begin());
     for (uint64_t j = 0; j < L; ++j) {
       const double n = static_cast<double>(length[j]);
-      if (std::isnan(share[i * L + j])) {
+      if (!std::isnan(share[i * L + j])) {
+        s.points.push_back({n, n, share[i * L + j], 0, 0});
+      } else if (length[j] >= k.length_lo && length[j] <= k.length_hi) {
         s.state = fmt::format("no significant gap at length {}", length[j]);
         s.points.clear();
         break;
       }
-      s.points.push_back({n, n, share[i * L + j], 0, 0});
     }
   }
   return out;
@@ -360,7 +362,7 @@ std::vector<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
       s.origin = fs::absolute(root.AttrString(from)).lexically_normal().string();
   s.train_max_length = static_cast<int>(root.AttrInt("train_max_length"));
   s.state = root.Has("status") ? root.OpenGroup("status").AttrString("state") : "interrupted";
-  if (diagnosis) return ReadDiagnosisRuns(root, path, s, labels);
+  if (diagnosis) return ReadDiagnosisRuns(root, path, s, k, labels);
   if (s.state != "completed") return {s};
   if (!k.compute.empty()) {
     ReadComputePoints(root, path, k.metric, k.compute, s);

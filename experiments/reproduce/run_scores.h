@@ -11,7 +11,8 @@
 //     attention over a causal sequence of T tokens gives (H_T - 1)/(T - 1): 0.059 at 64);
 //   gap_share: /diagnosis/share of a diagnosed copy of the run (lexp diagnose), per intervention
 //     at each diagnosed length beyond N: the share of the loss gap to the in-distribution
-//     reference the intervention closes; the labels are <label>+<intervention>;
+//     reference the intervention closes; the labels are <label>+<intervention>; a length whose
+//     gap is not significant has none (within the criterion's lengths the run is unscored);
 //   position_probe_error: /analysis/position_probes, one value per run at its training length:
 //     the smallest over the residual streams after the first block (1..L) of the index probe's
 //     RMSE on held-out sequences of the training lengths over the RMSE of the fitted sequences'

@@ -1156,8 +1156,10 @@ holds = ["rope+window > rope+full"]
 
 // gap_share reads each intervention's share of /diagnosis per seed (planted: window closes 0.9,
 // 0.8, 0.7 of the gap, the clamp 0.1, 0.0, 0.2); where a seed's gap was not significant (share
-// NaN) that seed is not scored (counted incomplete, as a run that did not learn), and with no
-// seed left the label is not testable and says why.
+// NaN) at a judged length that seed is not scored (counted incomplete, as a run that did not
+// learn), and with no seed left the label is not testable and says why; a length outside the
+// judged ones whose gap is not significant is left out (as at 96 for every seed, a 1.5 N whose
+// gap is small), the judged lengths still scored.
 TEST(Criterion, GapShareIsReadPerInterventionAndAnInsignificantGapIsNotScored) {
   const fs::path dir = testing::FreshTempDir("criterion_gap_share");
   const double window[] = {0.9, 0.8, 0.7}, clamp[] = {0.1, 0.0, 0.2};
@@ -1165,9 +1167,10 @@ TEST(Criterion, GapShareIsReadPerInterventionAndAnInsignificantGapIsNotScored) {
     FakeRun r;
     r.label = "rope";
     r.seed = seed;
-    r.length = {16};
-    r.value = {1.0};
-    r.shares = {{"distance_clamp", {clamp[seed - 1]}}, {"window", {window[seed - 1]}}};
+    r.length = {12, 16};
+    r.value.assign(2, 1.0);
+    r.shares = {{"distance_clamp", {std::nan(""), clamp[seed - 1]}},
+                {"window", {std::nan(""), window[seed - 1]}}};
     WriteFakeRun(dir / "runs", r);
   }
   ClaimCriterion k;
@@ -1176,6 +1179,7 @@ TEST(Criterion, GapShareIsReadPerInterventionAndAnInsignificantGapIsNotScored) {
   k.holds = {"rope+window > rope+distance_clamp"};
   const Verdict v = JudgeCriterion(k, (dir / "runs").string());
   ASSERT_EQ(v.groups.size(), 2u) << v.reason;
+  EXPECT_EQ(v.groups[0].seeds, (std::vector<int>{1, 2, 3})) << "no gap at 12 is not judged";
   EXPECT_NEAR(v.groups[0].score, 0.8, 1e-12);
   EXPECT_NEAR(v.groups[1].score, 0.1, 1e-12);
   EXPECT_EQ(v.verdict, "reproduced") << v.reason;
@@ -1183,9 +1187,9 @@ TEST(Criterion, GapShareIsReadPerInterventionAndAnInsignificantGapIsNotScored) {
   EXPECT_EQ(JudgeCriterion(k, (dir / "runs").string()).verdict, "contradicted");
   FakeRun flat;
   flat.label = "rope";
-  flat.length = {16};
-  flat.value = {1.0};
-  flat.shares = {{"distance_clamp", {std::nan("")}}, {"window", {std::nan("")}}};
+  flat.length = {12, 16};
+  flat.value.assign(2, 1.0);
+  flat.shares = {{"distance_clamp", {0.5, std::nan("")}}, {"window", {0.5, std::nan("")}}};
   flat.seed = 2;
   WriteFakeRun(dir / "runs", flat);
   const Verdict one_flat = JudgeCriterion(k, (dir / "runs").string());
