@@ -113,8 +113,10 @@ Interval GroupInterval(const GroupScore& g, double confidence) {
   if (!g.has_interval) return {g.score, g.score};
   if (g.by_mean) {
     const Interval t = MeanInterval(g.per_seed, confidence);
-    // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0.
-    return {std::max(0.0, t.lo), g.is_fraction ? std::min(1.0, t.hi) : t.hi};
+    // An accuracy's interval stays inside [0, 1]; a loss's (or a ratio of losses) above 0; a
+    // share of a gap may be negative (the intervention widens it).
+    return {g.signed_score ? t.lo : std::max(0.0, t.lo),
+            g.is_fraction ? std::min(1.0, t.hi) : t.hi};
   }
   // The best of k seeds: Bonferroni over the k it was chosen from.
   return ClopperPearson(g.successes, g.trials, 1 - (1 - confidence) / g.candidates);
@@ -247,6 +249,7 @@ GroupScore ScoreGroup(const std::string& label, const std::vector<RunScores>& ru
   }
   if (done.empty()) return g;
   g.is_fraction = metric.is_fraction;
+  g.signed_score = k.metric == "gap_share";
   g.grid_readings = k.metric.size() > 6 && k.metric.substr(k.metric.size() - 6) == "_limit";
   g.by_mean = k.seeds == "mean" && done.size() >= 2;
   if (g.by_mean) {

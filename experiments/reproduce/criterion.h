@@ -66,6 +66,7 @@ struct GroupScore {
   long trials = 0, successes = 0;
   int candidates = 1;
   bool is_fraction = false;
+  bool signed_score = false;  // may fall below 0 (gap_share): its interval is not cut at 0
   // A *_limit metric: each seed's value is a length of the evaluation grid, so seeds often tie.
   bool grid_readings = false;
   // The metric's curve: at every evaluated length, or with a compute criterion at every
