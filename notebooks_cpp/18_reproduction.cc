@@ -44,6 +44,16 @@ std::string WrapAtWords(std::string text, size_t width, int* lines) {
   return wrapped;
 }
 
+// Seeds whose score is a lower bound (an extrapolation limit every evaluated length passed).
+std::string Censored(const h5::Group& g, size_t seeds) {
+  const int64_t c = g.HasAttr("censored_runs") ? g.AttrInt("censored_runs") : 0;
+  if (c == 0) return "";
+  return c == static_cast<int64_t>(seeds)
+             ? "; a lower bound: every evaluated length passed"
+             : fmt::format("; {} of {} seeds a lower bound (every evaluated length passed)", c,
+                           seeds);
+}
+
 // A metric in [0, 1] (the criterion's accuracies), drawn on [0, 1.05].
 bool IsFraction(const std::string& metric) {
   return metric == "exact_match" || metric == "token_accuracy";
@@ -130,6 +140,11 @@ std::string DrawReproduction(const std::string& claim_dir) {
           << DatNumber(hi[i]) << "\n";
       x_lo = std::min(x_lo, length[i]);
       x_hi = std::max(x_hi, length[i]);
+      // A share of a gap is a ratio of small numbers where the gap is small (short of the judged
+      // lengths): the vertical scale is the judged lengths' (and 0..1), the rest clipped.
+      const bool judged = span.size() == 2 && length[i] >= std::stod(span[0]) &&
+                          length[i] <= std::stod(span[1]);
+      if (metric == "gap_share" && !judged) continue;
       for (const double y : {lo[i], hi[i], mean[i]})
         if (std::isfinite(y)) {
           y_lo = std::min(y_lo, y);
@@ -149,7 +164,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
                   ? label + ": no completed run"
                   : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]{}", label, g.AttrDouble("score"),
                                 g.AttrDouble("lo"), g.AttrDouble("hi"),
-                                WrapAtWords(g.AttrString("interval"), 56, nullptr));
+                                WrapAtWords(g.AttrString("interval") + Censored(g, seeds.size()),
+                                            56, nullptr));
     if (g.HasAttr("published")) {
       p.published = true;
       p.published_value = g.AttrDouble("published");
@@ -175,6 +191,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
                             root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
       1.0 - (80.0 + 16.0 * title_lines) / (150 + 330 * rows));
   s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
+  // One value per run at one length (an extrapolation limit at N): that length alone marked.
+  if (x_lo == x_hi)
+    s += fmt::format("set xrange [{0}:{1}]\nset xtics ({2})\n", x_lo - 1, x_hi + 1, x_lo);
   if (compute.empty()) {
     s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
   } else {
@@ -198,9 +217,16 @@ std::string DrawReproduction(const std::string& claim_dir) {
              : metric == "sink_mass" ? "attention on the first token (mean over heads)"
              : metric == "position_probe_error"
                  ? "position probe RMSE / chance (best block)"
+             : metric == "gap_share" ? "share of the loss gap beyond N closed"
+             : metric.size() > 6 && metric.compare(metric.size() - 6, 6, "_limit") == 0
+                 ? "extrapolation limit (task length n)"
                  : metric) +
        "\n";
   // One vertical scale for every panel, so that the labels compare at a glance.
+  if (metric == "gap_share") {
+    y_lo = std::min(y_lo, 0.0);
+    y_hi = std::max(y_hi, 1.0);
+  }
   if (fraction) {
     s += "set yrange [0:1.05]\n";
   } else if (y_lo < y_hi) {
@@ -234,13 +260,19 @@ std::string DrawReproduction(const std::string& claim_dir) {
           "fillstyle solid 1.0 noborder behind\n",
           relative[0], relative[1]);
     s += "set title " + MultiLine(p.title) + "\n";
-    s += "set key " + FreeKeyCorner(p.points, frame, preferred) + "\n";
+    // At one length the points sit on the middle line: the key reads left of it.
+    s += x_lo == x_hi ? std::string("set key left Left reverse samplen 1 width -4\n")
+                      : "set key " + FreeKeyCorner(p.points, frame, preferred) + "\n";
+    // The seeds' range: a band along the lengths, an error bar at a single one.
     std::string plot =
-        p.runs > 1 ? fmt::format(
-                         "plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
-                         "title 'worst to best seed', ",
-                         name, k)
-                   : std::string("plot ");
+        p.runs <= 1 ? std::string("plot ")
+        : x_lo == x_hi
+            ? fmt::format("plot '{0}.dat' index {1} using 1:2:3:4 with yerrorbars pt -1 lw 2 "
+                          "lc rgb '#4060c0' title 'worst to best seed', ",
+                          name, k)
+            : fmt::format("plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
+                          "title 'worst to best seed', ",
+                          name, k);
     plot += fmt::format(
         "'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#203080' title {}",
         name, k, Quote(p.runs > 1 ? fmt::format("mean over {} seeds", p.runs) : "one run"));
