@@ -33,7 +33,8 @@ class DiagnoseCommand final : public Command {
         "first 2 tokens), log_n (any encoding's content logits times log_L(i + 1) beyond L), freeze_slow (RoPE's pairs that never "
         "complete a period in training stop rotating, Liu et al.'s critical dimension), ntk "
         "and yarn (factor = tokens / L). One that does not apply to the run is listed with the reason. A share of 1 closes "
-        "the gap; below 0 widens it.");
+        "the gap; below 0 widens it. Beside the shares: the last query's attention entropy (against "
+        "ln of its keys) and its largest logit, with and without each intervention.");
     a->add_option("RUN_FILE", run_, "completed run file to diagnose")
         ->required()
         ->check(CLI::ExistingFile);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "experiments/replay/attention_symptoms.h"
 #include "experiments/replay/model_replay.h"
 #include "experiments/replay/rotary_pairs.h"
 #include "pe/rope.h"
@@ -228,11 +229,18 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
   LEXP_INPUT_CHECK(!d.lengths.empty(), "'" + run_file + "' evaluates no length beyond N = " +
                                            std::to_string(d.train_length) + "; give --lengths");
   const std::vector<double> in = base.EvalLossBySequence(d.reference_length, &d.reference_loss);
+  const AttentionSymptoms at_reference = LastQuerySymptoms(base, d.reference_length);
+  d.reference_entropy = at_reference.entropy;
+  d.reference_logit_max = at_reference.logit_max;
   std::vector<std::vector<double>> at_n;  // [length][sequence]
   for (int n : d.lengths) {
     double pooled = 0;
     at_n.push_back(base.EvalLossBySequence(n, &pooled));
     d.loss.push_back(pooled);
+    const AttentionSymptoms sy = LastQuerySymptoms(base, n);
+    d.entropy.push_back(sy.entropy);
+    d.log_keys.push_back(std::log(std::max(1, sy.keys)));
+    d.logit_max.push_back(sy.logit_max);
     const GapShare g = ShareOfGap(at_n.back(), at_n.back(), in);  // the gap alone
     d.gap.push_back(g.gap);
     d.gap_lo.push_back(g.gap_lo);
@@ -290,6 +298,9 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
       const std::vector<double> y = with.EvalLossBySequence(d.lengths[j], &pooled);
       const std::vector<double>& x = at_n[j];
       const GapShare g = ShareOfGap(x, y, in);
+      const AttentionSymptoms sy = LastQuerySymptoms(with, d.lengths[j]);
+      d.entropy_with.push_back(sy.entropy);
+      d.logit_max_with.push_back(sy.logit_max);
       d.loss_with.push_back(pooled);
       d.closed.push_back(g.closed);
       d.closed_lo.push_back(g.closed_lo);
@@ -324,7 +335,17 @@ std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
   g.WriteDoubles("gap", d.gap, {L}, "length", "nats: loss at n minus the reference's");
   g.WriteDoubles("gap_lo", d.gap_lo, {L}, "length", "nats");
   g.WriteDoubles("gap_hi", d.gap_hi, {L}, "length", "nats");
+  g.SetAttr("reference_entropy", d.reference_entropy);
+  g.SetAttr("reference_logit_max", d.reference_logit_max);
+  g.WriteDoubles("entropy", d.entropy, {L}, "length",
+                 "nats: the last query's attention entropy, mean over probe sequences, layers "
+                 "and heads");
+  g.WriteDoubles("log_keys", d.log_keys, {L}, "length", "nats: ln of the keys the last query sees");
+  g.WriteDoubles("logit_max", d.logit_max, {L}, "length",
+                 "the last query's largest attention logit, mean over probe sequences");
   if (I > 0) {
+    g.WriteDoubles("entropy_with", d.entropy_with, {I, L}, "intervention,length", "nats");
+    g.WriteDoubles("logit_max_with", d.logit_max_with, {I, L}, "intervention,length", "logit");
     g.WriteDoubles("loss_with", d.loss_with, {I, L}, "intervention,length",
                    "nats per graded token");
     g.WriteDoubles("reference_loss_with", d.reference_loss_with, {I}, "intervention",
@@ -365,6 +386,22 @@ std::string WriteDiagnosis(const Diagnosis& d, const h5::Group& root) {
       }
       s += fmt::format(" {:>22}", cell);
     }
+  }
+  // The symptoms beside: entropy / largest logit of the last query, the run's own and each
+  // intervention's.
+  s += fmt::format(
+      "\nsymptoms: the last query's attention entropy (nats; ln of its keys) / largest logit, "
+      "mean over the probe sequences, layers and heads; at {}: {:.2f} / {:.2f}",
+      d.reference_length, d.reference_entropy, d.reference_logit_max);
+  s += fmt::format("\n{:>6} {:>22}", "n", "model (ln keys)");
+  for (const auto& name : d.interventions) s += fmt::format(" {:>22}", name);
+  for (size_t j = 0; j < L; ++j) {
+    s += fmt::format("\n{:>6} {:>22}", d.lengths[j],
+                     fmt::format("{:.2f} ({:.2f}) / {:.1f}", d.entropy[j], d.log_keys[j],
+                                 d.logit_max[j]));
+    for (size_t i = 0; i < I; ++i)
+      s += fmt::format(" {:>22}", fmt::format("{:.2f} / {:.1f}", d.entropy_with[i * L + j],
+                                              d.logit_max_with[i * L + j]));
   }
   for (size_t i = 0; i < I; ++i)
     s += fmt::format("\n{}: removes {}", d.interventions[i], d.factors[i]);

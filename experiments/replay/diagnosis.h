@@ -11,6 +11,8 @@
 // whose early tokens lack context): a share above 1 puts the loss at n below the reference's. The
 // window also caps every distance at L - 1 for relative encodings, so window - distance_clamp is
 // what the key count alone adds. Each intervention's cost at the reference length is reported.
+// Beside each reading, the symptom each intervention should remove (attention_symptoms.h): the
+// last query's attention entropy against ln n, and its largest logit, with and without it.
 // Interventions, each a set of recipe overrides replayed on the trained weights:
 //   distance_clamp  unseen distances: RoPE distances >= L - 1 seen as L - 1 (ReRoPE's rule without
 //                   its log-n, L the longest training sequence); other relative encodings have
@@ -54,6 +56,11 @@ struct Diagnosis {
   std::vector<double> loss_with, closed, closed_lo, closed_hi, share, share_lo, share_hi;
   // [intervention]: the loss at the reference length under it (its cost in distribution).
   std::vector<double> reference_loss_with;
+  // The symptoms beside (experiments/replay/attention_symptoms.h): the last query's attention
+  // entropy (nats), the ln of the keys it sees, and its largest logit; at the reference length,
+  // [length] for the run's own model, [intervention, length] under each intervention.
+  double reference_entropy = 0, reference_logit_max = 0;
+  std::vector<double> entropy, log_keys, logit_max, entropy_with, logit_max_with;
 };
 
 // One intervention at one length: x the per-sequence losses at n, y the same sequences' under the

@@ -123,6 +123,9 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
   h5::Reader r(rope);
   const h5::Group g = r.root().OpenGroup("diagnosis");
   EXPECT_EQ(g.ReadDoubles("share").size(), d.interventions.size());
+  EXPECT_EQ(g.ReadDoubles("entropy_with"), d.entropy_with);
+  EXPECT_EQ(g.ReadDoubles("logit_max"), d.logit_max);
+  EXPECT_EQ(g.AttrDouble("reference_entropy"), d.reference_entropy);
   EXPECT_EQ(g.AttrString("interventions"),
             "distance_clamp,window,lambda,log_n,freeze_slow,ntk,yarn");
   EXPECT_TRUE(fs::exists(DrawDiagnosis(dir.string()))) << "figures/diagnosis from the file";
@@ -170,6 +173,15 @@ TEST(Diagnosis, NoPEOnPasskeyIsRepairedByTheTemperatureNotByAWindow) {
   EXPECT_GT(d.share[t], 0.5) << "the temperature closes most of the gap";
   EXPECT_GT(d.share_lo[t], 0);
   EXPECT_LT(d.share_hi[w], 0) << "a window hides the key: the gap widens";
+  // The symptoms beside: NoPE's attention spreads beyond N (the last query's entropy above its
+  // value at N), the temperature removes that symptom (the entropy it closes the gap with), and
+  // a window of L keys can never exceed ln L, the bound that holds for any model.
+  ASSERT_EQ(d.entropy.size(), 1u);
+  ASSERT_EQ(d.entropy_with.size(), d.interventions.size());
+  EXPECT_GT(d.entropy[0], d.reference_entropy + 0.1);
+  EXPECT_LT(d.entropy_with[t], d.entropy[0] - 0.1);
+  EXPECT_LE(d.entropy_with[w], std::log(static_cast<double>(d.train_tokens)) + 1e-9);
+  EXPECT_LE(d.entropy[0], d.log_keys[0] + 1e-9);
   fs::remove_all(dir);
 }
 
