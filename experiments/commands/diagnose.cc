@@ -27,7 +27,8 @@ class DiagnoseCommand final : public Command {
         "figures/diagnosis of its directory");
     a->footer(
         "gap(n) = loss at n - loss at the longest evaluated length <= N. Interventions: "
-        "distance_clamp (RoPE distances >= L - 1 seen as L - 1, L the longest training sequence), "
+        "distance_clamp (RoPE distances >= L - 1 seen as L - 1, L the longest training sequence; "
+        "other relative encodings: keys beyond the last L seen at distance L - 1), "
         "position_remap (absolute encodings: positions >= L read as L - 1), "
         "window (a sliding window of L keys), lambda (LM-Infinite's mask: the window and the "
         "first 2 tokens), log_n (any encoding's content logits times log_L(i + 1) beyond L), freeze_slow (RoPE's pairs that never "

@@ -79,6 +79,13 @@ const std::vector<Candidate>& Candidates() {
 
 }  // namespace
 
+std::vector<std::string> DistanceClampOverrides(bool rotary, int tokens, int L) {
+  if (rotary) return Clamp(tokens, L, 0);
+  return {"model.pattern=\"lambda\"", fmt::format("model.pattern_window={}", L),
+          fmt::format("model.pattern_global={}", tokens),
+          fmt::format("model.pattern_limit={}", std::max(1, L - 1)), "model.pattern_when=\"eval\""};
+}
+
 const std::vector<std::string>& DiagnosisInterventions() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
@@ -111,13 +118,16 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
   if (name != "log_n" && cfg.positions != "identity")
     return "the run trains with position scheme '" + cfg.positions +
            "', whose distances reach beyond its L tokens";
-  const bool masks = name == "window" || name == "lambda";
+  const std::string family = FindEncoding(encoding).family;
+  // Masks, and the distance clamp of encodings other than RoPE (a pattern too).
+  const bool masks = name == "window" || name == "lambda" ||
+                     (name == "distance_clamp" && encoding != "rope" && family != "absolute" &&
+                      family != "none");
   if (masks) {
     if (cfg.pattern != "full" && cfg.pattern_when != "train")
       return "the run evaluates under its own pattern '" + cfg.pattern + "', which this replaces";
     return "";
   }
-  const std::string family = FindEncoding(encoding).family;
   if (name == "log_n") {
     if (cfg.log_n == 1 || OwnLogN(cfg, encoding)) return "the run already uses log-n";
     return "";
@@ -133,9 +143,7 @@ std::string NotApplicable(const std::string& name, const RecipeConfig& cfg,
     if (name == "distance_clamp" && family == "absolute")
       return "'" + encoding + "' is absolute: position_remap instead";
     if (name == "distance_clamp")
-      return encoding == "nope" ? "NoPE has no positional term, so no distance to clamp"
-                                : "no distance clamp (or position remap) for '" + encoding +
-                                      "' yet: only RoPE's (ReRoPE's rule)";
+      return "'" + encoding + "' has no positional term (family: none), so no distance to clamp";
     return "a RoPE option; '" + encoding + "' has none";
   }
   const auto opts = cfg.encoding_options.find("rope");
@@ -259,7 +267,10 @@ Diagnosis DiagnoseRun(const std::string& run_file, const std::vector<int>& lengt
     if (!only.empty() && std::find(only.begin(), only.end(), c.name) == only.end()) continue;
     // The overrides at a length of `tokens`; the clamp keeps the run's own log-n (one factor).
     auto overrides = [&](int tokens) {
-      std::vector<std::string> o = c.overrides(tokens, d.train_tokens, boundary);
+      std::vector<std::string> o =
+          c.name == "distance_clamp"
+              ? DistanceClampOverrides(run.encoding == "rope", tokens, d.train_tokens)
+              : c.overrides(tokens, d.train_tokens, boundary);
       if (own_log_n)
         for (std::string& s : o)
           if (s.rfind("encoding_options.rope.log_n=", 0) == 0) s = "encoding_options.rope.log_n=\"true\"";

@@ -15,8 +15,10 @@
 // last query's attention entropy against ln n, and its largest logit, with and without it.
 // Interventions, each a set of recipe overrides replayed on the trained weights:
 //   distance_clamp  unseen distances: RoPE distances >= L - 1 seen as L - 1 (ReRoPE's rule without
-//                   its log-n, L the longest training sequence); other relative encodings have
-//                   no clamp yet
+//                   its log-n, L the longest training sequence); any other relative encoding
+//                   (biases, CoPE, ...) the same through the Lambda mask with every key global
+//                   (keys beyond the last L seen at distance L - 1), where it can show a key at
+//                   another distance than its own
 //   position_remap  unseen absolute positions (absolute encodings): positions >= L read as L - 1
 //   window          too many keys: a sliding window of L keys
 //   lambda          too many keys, starting tokens kept: LM-Infinite's Lambda mask (window L and
@@ -73,6 +75,11 @@ struct GapShare {
 };
 GapShare ShareOfGap(const std::vector<double>& x, const std::vector<double>& y,
                     const std::vector<double>& in);
+
+// The distance clamp's overrides at a length of `tokens` tokens, L the longest training sequence:
+// RoPE's (rotary) ReRoPE rule at L - 1, or the Lambda mask with every key global that any other
+// relative encoding reads (the two agree on RoPE).
+std::vector<std::string> DistanceClampOverrides(bool rotary, int tokens, int L);
 
 // Every intervention's name, in the order a diagnosis runs them.
 const std::vector<std::string>& DiagnosisInterventions();

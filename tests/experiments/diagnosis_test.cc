@@ -139,10 +139,40 @@ TEST(Diagnosis, AWindowTrainedModelIsRepairedByItsWindowAndTheReadingIsWritten) 
     EXPECT_NE(generic.EvalLoss(256), plain.EvalLoss(256));
     EXPECT_EQ(generic.EvalLoss(64), plain.EvalLoss(64));
   }
+  // The distance clamp of the other relative encodings, the Lambda mask with every key global,
+  // is ReRoPE's rule on RoPE: the same loss at 4N (1.44015235 both; limit L instead of L - 1
+  // moves it by 1e-5).
+  {
+    const int tokens = ModelReplay(rope).SequenceLength(256);
+    ModelReplay rerope(rope, DistanceClampOverrides(true, tokens, 64)),
+        by_pattern(rope, DistanceClampOverrides(false, tokens, 64)), plain(rope);
+    const double a = rerope.EvalLoss(256), b = by_pattern.EvalLoss(256);
+    EXPECT_NEAR(a, b, 1e-6 * a);
+    EXPECT_GT(std::abs(a - plain.EvalLoss(256)), 1e-2) << "the clamp changes the loss at 4N";
+  }
   const Diagnosis nope = DiagnoseRun((dir / "nope.h5").string(), {});
   EXPECT_EQ(nope.interventions, (std::vector<std::string>{"window", "lambda", "log_n"}));
   ASSERT_EQ(nope.not_applied.size(), 5u);
-  EXPECT_NE(nope.not_applied[0].find("NoPE has no positional term"), std::string::npos);
+  EXPECT_NE(nope.not_applied[0].find("'nope' has no positional term"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A relative bias (ALiBi) gets the distance clamp through the Lambda mask with every key global:
+// it applies, and costs nothing within the training length, where no distance reaches L - 1.
+TEST(Diagnosis, ARelativeBiasIsClampedAtTheLargestTrainedDistance) {
+  const fs::path dir = testing::FreshTempDir("diagnosis_alibi");
+  SweepOptions so;
+  so.out_dir = dir.string();
+  so.figures = false;
+  RunRecipe(testing::TinyCopyRecipe({"model.encodings=alibi", "train.steps=200",
+                                     "train.max_length=8", "eval.lengths=8,32",
+                                     "eval.samples=16", "probe.lengths=8", "probe.replay=0"}),
+            so);
+  const Diagnosis d = DiagnoseRun((dir / "alibi.h5").string(), {});
+  const size_t c = IndexOf(d, "distance_clamp");
+  ASSERT_LT(c, d.interventions.size()) << "applies to ALiBi";
+  EXPECT_NEAR(d.reference_loss_with[c], d.reference_loss, 1e-6 * d.reference_loss);
+  EXPECT_GT(std::abs(d.loss_with[c] - d.loss[0]), 1e-4) << "and changes the loss at 4N";
   fs::remove_all(dir);
 }
 
