@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "nn/precision.h"
+
 namespace lexp {
 
 // Calls f(begin, end) for fixed chunks [c*grain, min(n, (c+1)*grain)).
@@ -22,7 +24,12 @@ void ParallelChunks(long n, long grain, const F& f) {
     f(0L, n);
     return;
   }
-  tbb::parallel_for(0L, chunks, [&](long c) { f(c * grain, std::min(n, (c + 1) * grain)); });
+  // Tasks run on other threads: each takes the caller's precision policy with it.
+  const PrecisionPolicy precision = ActivePrecision();
+  tbb::parallel_for(0L, chunks, [&](long c) {
+    PrecisionScope scope(precision);
+    f(c * grain, std::min(n, (c + 1) * grain));
+  });
 }
 
 // Calls f(i) for every i in [0, n); each i is independent.
@@ -33,7 +40,11 @@ void ParallelFor(long n, const F& f) {
     f(0L);
     return;
   }
-  tbb::parallel_for(0L, n, [&](long i) { f(i); });
+  const PrecisionPolicy precision = ActivePrecision();
+  tbb::parallel_for(0L, n, [&](long i) {
+    PrecisionScope scope(precision);
+    f(i);
+  });
 }
 
 // Holds the thread limit for the lifetime of the object (the `--threads` option).

@@ -22,9 +22,11 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/precision.h"
 #include "nn/position_hooks.h"
 #include "pe/options.h"
 #include "pe/rope_scaling.h"
@@ -43,10 +45,40 @@ std::vector<double> RopeInverseFrequencies(int D, double base);
 // Rotates P pairs of every row t of x ([T, >= 2P], leading dimension ld) by the tables c, s ([T,
 // P]): x0' = x0 c - sign x1 s;  x1' = sign x0 s + x1 c. Pairs are (k, k+P) ("half") or (2k, 2k+1).
 // sign = -1 applies the transpose (the backward of a rotation, scaled or not).
+// With the active policy's `rotary` part in bf16 (nn/precision.h; fp32 models only) the forward
+// rounds x, the tables, each product and each sum to bf16, as a bf16 `x * cos + rotate_half(x) *
+// sin` does; the backward applies the transpose of that rotation by the bf16-rounded tables to a
+// gradient kept in fp32.
 template <typename S>
 void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, const S* s, S sign) {
   const int stride = interleaved ? 2 : 1;
   const int second = interleaved ? 1 : P;
+  if constexpr (std::is_same_v<S, float>) {
+    if (ActivePrecision().rotary == Precision::kBf16) {
+      const bool forward = sign > 0;
+      auto r16 = [](float v) { return RoundToBf16(v); };
+      for (int t = 0; t < T; ++t) {
+        float* r = x + static_cast<long>(t) * ld;
+        const float* ct = c + static_cast<long>(t) * P;
+        const float* st = s + static_cast<long>(t) * P;
+        for (int k = 0; k < P; ++k) {
+          float& a = r[k * stride];
+          float& b = r[k * stride + second];
+          const float cs = r16(ct[k]), sn = sign * r16(st[k]);
+          if (forward) {
+            const float x0 = r16(a), x1 = r16(b);
+            a = r16(r16(x0 * cs) - r16(x1 * sn));
+            b = r16(r16(x0 * sn) + r16(x1 * cs));
+          } else {
+            const float x0 = a, x1 = b;
+            a = x0 * cs - x1 * sn;
+            b = x0 * sn + x1 * cs;
+          }
+        }
+      }
+      return;
+    }
+  }
   for (int t = 0; t < T; ++t) {
     S* r = x + static_cast<long>(t) * ld;
     const S* ct = c + static_cast<long>(t) * P;

@@ -103,6 +103,7 @@ void WriteProvenance(const h5::Group& root, int threads) {
   root.SetAttr("build_flavour", kBuildFlavour);
   root.SetAttr("gemm_backend", kGemmBackend);
   root.SetAttr("gemm_jit_target", std::string(GemmJitTarget()));
+  root.SetAttr("bf16_backend", std::string(Bf16BackendName()));
   // Native code (the release preset) makes results depend on the CPU's instruction sets; the
   // portable preset does not.
   root.SetAttr("simd_compiled", CompiledSimd());

@@ -168,7 +168,18 @@ ModelConfig RecipeConfig::Model(int vocab) const {
   mc.knn.memory_gradient = knn_memory_gradient != 0;
   mc.landmark_remap = landmark_remap != 0;
   mc.causal = layout == "decoder";
+  mc.precision = Precision();
   return mc;
+}
+
+PrecisionPolicy RecipeConfig::Precision() const {
+  PrecisionPolicy p;
+  p.matmul = ParsePrecision(precision, "model.precision");
+  p.rotary = precision_rotary.empty() ? p.matmul
+                                      : ParsePrecision(precision_rotary, "model.precision_rotary");
+  p.logits = precision_logits.empty() ? p.matmul
+                                      : ParsePrecision(precision_logits, "model.precision_logits");
+  return p;
 }
 
 std::vector<RecipeConfig::LengthPhase> RecipeConfig::LengthSchedule() const {
@@ -327,6 +338,27 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.n_heads", "attention heads H (C must be a multiple)", &c.model.n_heads, 1, 1024},
       {"model.n_layers", "transformer blocks L", &c.model.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.model.d_ff, 0, 1 << 20},
+      {"model.precision",
+       "numerical precision of every matrix product, forward and backward: fp32, or bf16 (bf16 "
+       "operands, fp32 accumulation and output, fp32 weights and optimizer state; native on CPUs "
+       "with AVX512_BF16, emulated elsewhere)",
+       &c.precision,
+       0,
+       0,
+       {"fp32", "bf16"}},
+      {"model.precision_rotary",
+       "precision of RoPE's and xPos's rotary transform (inputs, cos/sin tables, products and sums "
+       "rounded to bf16 in bf16), as Wang et al. 2024 study it (\"\" = model.precision)",
+       &c.precision_rotary,
+       0,
+       0,
+       {"", "fp32", "bf16"}},
+      {"model.precision_logits",
+       "precision of the attention logits' product q k^T (\"\" = model.precision)",
+       &c.precision_logits,
+       0,
+       0,
+       {"", "fp32", "bf16"}},
       {"model.landmark_block",
        "landmark attention (Mohtashami & Jaggi 2023): a landmark token after every this many "
        "tokens and a grouped softmax in every layer (0 = none)",

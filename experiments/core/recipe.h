@@ -74,7 +74,14 @@ struct RecipeConfig {
                     .side = {},
                     .landmark_block = 0,
                     .landmark_top_k = 0,
-                    .landmark_remap = true};
+                    .landmark_remap = true,
+                    .precision = {}};
+  // model.precision and its per-part keys (nn/precision.h), into model.precision by Model();
+  // a part's "" means as model.precision.
+  std::string precision = "fp32";
+  std::string precision_rotary;
+  std::string precision_logits;
+  PrecisionPolicy Precision() const;
   std::vector<std::string> encodings = {"nope", "sinusoidal", "alibi", "rope"};
   std::map<std::string, std::map<std::string, std::string>> encoding_options;
   std::string positions = "identity";        // identity | randomized | pose (wraps every encoding)

@@ -165,6 +165,7 @@ void RunFile::Write(const std::string& path) const {
   root.SetAttr("total_parameters", total_parameters);
   root.SetAttr("task", task);
   root.SetAttr("train_max_length", train_max_length);
+  root.SetAttr("precision", PrecisionPolicyText(recipe.Precision()));
   root.SetAttr("start_time", start_time);
 
   RecipeConfig copy = recipe;

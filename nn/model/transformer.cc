@@ -422,6 +422,7 @@ template <typename S>
 void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
                              const std::vector<double>& pos, bool training, bool capture,
                              Mat<S>& logits) {
+  const PrecisionScope precision(cfg_.precision);
   LEXP_CHECK(static_cast<long>(tokens.size()) == static_cast<long>(B) * T,
              "model: tokens size is not B*T");
   LEXP_CHECK(static_cast<int>(pos.size()) == T, "model: position ids size is not T");
@@ -612,6 +613,7 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
 
 template <typename S>
 void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_logits) {
+  const PrecisionScope precision(cfg_.precision);
   const long N = static_cast<long>(B_) * T_, C = cfg_.d_model;
   const bool landmarks = cfg_.landmark_block > 0;
   if (cfg_.side.Active()) {
@@ -656,6 +658,7 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
 
 template <typename S>
 void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>& pos) {
+  const PrecisionScope precision(cfg_.precision);
   LEXP_CHECK(B > 0 && capacity > 0 && static_cast<int>(pos.size()) == capacity,
              "decode: position ids must cover the capacity");
   const long C = cfg_.d_model, rows = static_cast<long>(B) * capacity;
@@ -721,6 +724,7 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
 
 template <typename S>
 void Transformer<S>::DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits) {
+  const PrecisionScope precision(cfg_.precision);
   const int B = dec_B_, t0 = dec_T_;
   LEXP_CHECK(B > 0 && n > 0 && t0 + n <= dec_cap_, "decode: beyond the capacity of DecodeStart");
   LEXP_CHECK(static_cast<long>(tokens.size()) == static_cast<long>(B) * n,

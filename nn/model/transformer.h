@@ -32,6 +32,7 @@
 #include "nn/ops/linear.h"
 #include "nn/ops/mlp.h"
 #include "nn/position_hooks.h"
+#include "nn/precision.h"
 #include "nn/rng.h"
 
 namespace lexp {
@@ -60,6 +61,9 @@ struct ModelConfig {
   int landmark_block = 0;
   int landmark_top_k = 0;
   bool landmark_remap = true;  // retrieved blocks seen just before the query's (top_k > 0)
+  // The precision of the matrix products, the rotary transform and the attention logits
+  // (nn/precision.h); every pass of the model runs under it.
+  PrecisionPolicy precision;
   int FF() const { return d_ff > 0 ? d_ff : 4 * d_model; }
   int HeadDim() const { return d_model / n_heads; }
   // With a side network: backbone blocks per side block, and the backbone block side block i

@@ -11,6 +11,7 @@
 
 #include "nn/check.h"
 #include "nn/ops/gemm.h"
+#include "nn/precision.h"
 #include "nn/ops/landmark.h"
 #include "nn/parallel.h"
 #include "nn/position_hooks.h"
@@ -125,12 +126,18 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
   if (m <= 0) return;
   Rows<S> out(s, n, m, Eigen::OuterStride<>(lds));
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
-  if (kt != nullptr)
-    Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0, kt->cols(),
-            false, s, lds);
-  else
-    Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld,
-            k + static_cast<long>(j0) * ld, ld, false, s, lds);
+  {
+    // The product q k^T in the policy's `logits` precision (nn/precision.h).
+    PrecisionPolicy logit_policy = ActivePrecision();
+    logit_policy.matmul = logit_policy.logits;
+    const PrecisionScope scope(logit_policy);
+    if (kt != nullptr)
+      Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0,
+              kt->cols(), false, s, lds);
+    else
+      Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld,
+              k + static_cast<long>(j0) * ld, ld, false, s, lds);
+  }
   out *= inv_sqrt_d;
   if (enc.Uses(kSiteLogitScale)) {
     for (int r = 0; r < n; ++r) out.row(r) *= enc.LogitScale(ctx, i0 + r);

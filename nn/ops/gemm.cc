@@ -1,12 +1,19 @@
 #include "nn/ops/gemm.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "nn/precision.h"
 #include "nn/tensor.h"
 
 #ifdef LEXP_HAVE_LIBXSMM
+#include <immintrin.h>
 #include <libxsmm.h>
 #endif
 
@@ -72,7 +79,171 @@ bool LibxsmmShape(long n, long k) {
 }
 #endif
 
+// The product in S itself (k > 0): libxsmm for its shape class, Eigen for the rest.
+template <typename S>
+void FullPrecisionGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b,
+                       long ldb, bool accumulate, S* c, long ldc) {
+#ifdef LEXP_HAVE_LIBXSMM
+  if (LibxsmmShape(n, k) && LibxsmmGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc))
+    return;
+#endif
+  EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+}
+
+std::atomic<bool> force_bf16_emulation{false};
+
+// op(X)[r, c] of a row-major X stored [rows, cols] (or [cols, rows] when transposed).
+inline float OpAt(const float* x, long ld, bool t, long r, long c) {
+  return t ? x[c * ld + r] : x[r * ld + c];
+}
+
+// The emulated bf16 product: both operands rounded to bf16 into packed fp32 copies, then the fp32
+// product (exact products, fp32 sums).
+void EmulatedBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda,
+                      const float* b, long ldb, bool accumulate, float* c, long ldc) {
+  thread_local std::vector<float> ar, br;
+  ar.resize(static_cast<size_t>(m * k));
+  br.resize(static_cast<size_t>(k * n));
+  for (long i = 0; i < m; ++i)
+    for (long p = 0; p < k; ++p) ar[i * k + p] = RoundToBf16(OpAt(a, lda, ta, i, p));
+  for (long p = 0; p < k; ++p)
+    for (long j = 0; j < n; ++j) br[p * n + j] = RoundToBf16(OpAt(b, ldb, tb, p, j));
+  FullPrecisionGemm<float>(false, false, m, n, k, ar.data(), k, br.data(), n, accumulate, c, ldc);
+}
+
+#ifdef LEXP_HAVE_LIBXSMM
+// x[0..n) as bf16 (round to nearest even) into out, with the instruction AVX512_BF16 has for it.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackBf16Row(const float* x,
+                                                                                long n,
+                                                                                std::uint16_t* out) {
+  for (long j = 0; j < n; j += 16) {
+    const __mmask16 mask = n - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - j)) - 1);
+    const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + j));
+    _mm256_mask_storeu_epi16(out + j, mask, reinterpret_cast<const __m256i&>(v));
+  }
+}
+
+// Rows x0 and x1 ([n] each; x1 null: zeros) as VNNI pairs out[2j] = x0[j], out[2j + 1] = x1[j].
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackBf16Pairs(
+    const float* x0, const float* x1, long n, std::uint16_t* out) {
+  alignas(64) static constexpr std::uint16_t kInterleave[32] = {
+      0, 16, 1, 17, 2, 18, 3, 19, 4,  20, 5,  21, 6,  22, 7,  23,
+      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+  const __m512i order = _mm512_load_si512(kInterleave);
+  for (long j = 0; j < n; j += 16) {
+    const long left = n - j;
+    const __mmask16 mask = left >= 16 ? __mmask16(0xffff) : __mmask16((1u << left) - 1);
+    const __m512 v0 = _mm512_maskz_loadu_ps(mask, x0 + j);
+    const __m512 v1 = x1 != nullptr ? _mm512_maskz_loadu_ps(mask, x1 + j) : _mm512_setzero_ps();
+    const __m512bh both = _mm512_cvtne2ps_pbh(v1, v0);  // v0 in the low half, v1 in the high
+    const __m512i pairs =
+        _mm512_permutexvar_epi16(order, reinterpret_cast<const __m512i&>(both));
+    const __mmask32 out_mask =
+        left >= 16 ? __mmask32(0xffffffffu) : __mmask32((1ull << (2 * left)) - 1);
+    _mm512_mask_storeu_epi16(out + 2 * j, out_mask, pairs);
+  }
+}
+
+// The transposed operands, in tiles of 16 x 16 so that reads and writes stay within cache lines.
+constexpr long kTile = 16;
+
+// out[i * ld_out + p] = bf16(x[p * ldx + i]) for p < k, i < m.
+void PackTransposedBf16(const float* x, long ldx, long k, long m, long ld_out,
+                        std::uint16_t* out) {
+  std::uint16_t tile[kTile][kTile];
+  for (long p0 = 0; p0 < k; p0 += kTile)
+    for (long i0 = 0; i0 < m; i0 += kTile) {
+      const long pe = std::min(kTile, k - p0), ie = std::min(kTile, m - i0);
+      for (long p = 0; p < pe; ++p) {
+        const float* src = x + (p0 + p) * ldx + i0;
+        for (long i = 0; i < ie; ++i) tile[i][p] = FloatToBf16Bits(src[i]);
+      }
+      for (long i = 0; i < ie; ++i)
+        std::memcpy(out + (i0 + i) * ld_out + p0, tile[i], sizeof(std::uint16_t) * pe);
+    }
+}
+
+// VNNI pairs of op(B) = x^T, x stored [n, k] (row stride ldx): out[(p / 2) 2n + 2j + p % 2] =
+// bf16(x[j * ldx + p]), the last pair's second half 0 when k is odd.
+void PackTransposedBf16Pairs(const float* x, long ldx, long k, long n, std::uint16_t* out) {
+  const long pairs = (k + 1) / 2;
+  std::uint32_t tile[kTile][kTile];  // [pair][j]: the two bf16 of a pair as one word
+  for (long q0 = 0; q0 < pairs; q0 += kTile)
+    for (long j0 = 0; j0 < n; j0 += kTile) {
+      const long qe = std::min(kTile, pairs - q0), je = std::min(kTile, n - j0);
+      for (long j = 0; j < je; ++j) {
+        const float* src = x + (j0 + j) * ldx;
+        for (long q = 0; q < qe; ++q) {
+          const long p = 2 * (q0 + q);
+          const std::uint32_t lo = FloatToBf16Bits(src[p]);
+          const std::uint32_t hi = p + 1 < k ? FloatToBf16Bits(src[p + 1]) : 0u;
+          tile[q][j] = lo | (hi << 16);
+        }
+      }
+      for (long q = 0; q < qe; ++q)
+        std::memcpy(out + (q0 + q) * 2 * n + 2 * j0, tile[q], sizeof(std::uint32_t) * je);
+    }
+}
+
+// The native bf16 product: libxsmm (column-major) computes C' = op(B)' op(A)', its first operand
+// op(B)' [n, k] in VNNI pairs ([k/2][n][2]), its second op(A)' [k, m] plain; k is padded to even
+// with a zero pair. Returns false when libxsmm has no kernel for the shape.
+bool NativeBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda,
+                    const float* b, long ldb, bool accumulate, float* c, long ldc) {
+  const long kp = k + (k & 1);
+  const libxsmm_blasint xlda = n, xldb = kp, xldc = ldc;
+  const int flags = LIBXSMM_GEMM_FLAG_VNNI_A | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
+  const float alpha = 1, beta = accumulate ? 1.0f : 0.0f;
+  const libxsmm_bsmmfunction f =
+      libxsmm_bsmmdispatch(n, m, kp, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
+  if (f == nullptr) return false;
+  thread_local std::vector<std::uint16_t> av, bv;
+  av.resize(static_cast<size_t>(m * kp));
+  bv.resize(static_cast<size_t>(kp * n));
+  for (long i = 0; i < m; ++i) {
+    std::uint16_t* row = av.data() + i * kp;
+    if (!ta) PackBf16Row(a + i * lda, k, row);
+    if (kp != k) row[k] = 0;
+  }
+  if (ta) PackTransposedBf16(a, lda, k, m, kp, av.data());
+  for (long p2 = 0; !tb && p2 < kp / 2; ++p2) {
+    const long p = 2 * p2;
+    PackBf16Pairs(b + p * ldb, p + 1 < k ? b + (p + 1) * ldb : nullptr, n, bv.data() + p2 * n * 2);
+  }
+  if (tb) PackTransposedBf16Pairs(b, ldb, k, n, bv.data());
+  f(reinterpret_cast<const libxsmm_bfloat16*>(bv.data()),
+    reinterpret_cast<const libxsmm_bfloat16*>(av.data()), c);
+  return true;
+}
+#endif
+
+void Bf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda, const float* b,
+              long ldb, bool accumulate, float* c, long ldc) {
+#ifdef LEXP_HAVE_LIBXSMM
+  if (Bf16IsNative() && NativeBf16Gemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc)) return;
+#endif
+  EmulatedBf16Gemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+}
+
 }  // namespace
+
+bool Bf16IsNative() {
+  if (force_bf16_emulation.load(std::memory_order_relaxed)) return false;
+#ifdef LEXP_HAVE_LIBXSMM
+  InitGemmBackends();
+  static const bool native = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX;
+  return native;
+#else
+  return false;
+#endif
+}
+
+const char* Bf16BackendName() {
+  return Bf16IsNative() ? "native (AVX512_BF16)"
+                        : "emulated (fp32 products of bf16-rounded operands)";
+}
+
+void ForceBf16Emulation(bool on) { force_bf16_emulation.store(on, std::memory_order_relaxed); }
 
 void InitGemmBackends() {
 #ifdef LEXP_HAVE_LIBXSMM
@@ -126,11 +297,13 @@ void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const 
         for (long j = 0; j < n; ++j) c[i * ldc + j] = S(0);
     return;
   }
-#ifdef LEXP_HAVE_LIBXSMM
-  if (LibxsmmShape(n, k) && LibxsmmGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc))
-    return;
-#endif
-  EigenGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+  if constexpr (std::is_same_v<S, float>) {
+    if (ActivePrecision().matmul == Precision::kBf16) {
+      Bf16Gemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
+      return;
+    }
+  }
+  FullPrecisionGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }
 
 template void EigenGemm<float>(bool, bool, long, long, long, const float*, long, const float*, long,

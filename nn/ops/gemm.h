@@ -28,6 +28,18 @@ const char* GemmJitTarget();
 // Sets the backends up (idempotent, thread-safe; Gemm calls it itself).
 void InitGemmBackends();
 
+// bf16 products (the `matmul` or `logits` part of the active PrecisionPolicy, nn/precision.h, set to
+// bf16): native on a CPU with AVX512_BF16 (libxsmm's kernels for its `cpx` target and later:
+// bf16 operands, the second one packed in VNNI pairs, fp32 accumulation; 393 against 197 GFLOP/s
+// for fp32 on one Zen 5 core, a 64x64x128 product), emulated elsewhere (both operands rounded to
+// bf16, then the fp32 product: every product of two bf16 is exact in fp32, so the two differ only
+// in the order of the fp32 additions). The same shape always takes the same path.
+bool Bf16IsNative();
+// "native (AVX512_BF16)" or "emulated (fp32 products of bf16-rounded operands)".
+const char* Bf16BackendName();
+// Tests: bf16 products emulated even where the CPU has AVX512_BF16 (process-wide).
+void ForceBf16Emulation(bool on);
+
 // C[m,n] = op(A) op(B), or += when accumulate. op(A) is [m,k]: A is stored [m,k] (row stride
 // lda >= k), or [k,m] when ta (lda >= m); likewise op(B) is [k,n], stored [n,k] when tb.
 template <typename S>
