@@ -19,6 +19,7 @@
 #include "nn/ops/gemm.h"
 #include "nn/optim/adamw.h"
 #include "nn/parallel.h"
+#include "nn/precision.h"
 #include "pe/registry.h"
 
 #ifndef LEXP_SOURCE_DIR_FOR_BENCH
@@ -83,9 +84,11 @@ BenchResult Summarise(const BenchConfig& c, const std::string& pos, std::vector<
   return r;
 }
 
-BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, int warmup) {
+BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, int warmup,
+                     Precision precision) {
   ResetPeakRss();
   ModelConfig mc;
+  mc.precision = {precision, precision, precision};
   mc.vocab = kVocab;
   mc.d_model = c.C;
   mc.n_heads = c.H;
@@ -130,6 +133,7 @@ BenchResult TimeLexp(const BenchConfig& c, const std::string& pos, int steps, in
     if (s >= warmup) times.push_back(dt);
   }
   BenchResult r = Summarise(c, pos, times);
+  r.precision = PrecisionName(precision);
   r.peak_rss_mib = PeakRssMib();
   return r;
 }
@@ -154,7 +158,7 @@ double JsonNumber(const std::string& line, const std::string& key) {
 }
 
 BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::string& pos,
-                      int steps, int threads) {
+                      int steps, int threads, const std::string& precision) {
   const std::string script =
       opt.reference_script.empty()
           ? std::string(LEXP_SOURCE_DIR_FOR_BENCH) + "/experiments/bench/reference_torch.py"
@@ -165,9 +169,9 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
       std::filesystem::exists(tcmalloc) ? "LD_PRELOAD=" + tcmalloc + " " : std::string();
   const std::string cmd = fmt::format(
       "OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
-      "--json - 2>&1",
+      "--precision {} --json - 2>&1",
       TorchInstructionSetLimit(), preload, opt.python, script, c.name, pos, threads, steps,
-      opt.warmup);
+      opt.warmup, precision);
   const ShellResult run = RunShell(cmd);
   LEXP_CHECK(run.ran, "cannot run " + cmd);
   const std::string& out = run.output;
@@ -184,6 +188,7 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   r.config = c.name;
   r.pos = pos;
   r.impl = "torch";
+  r.precision = precision;
   r.B = c.B;
   r.T = c.T;
   r.steps = steps;
@@ -198,9 +203,9 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
 
 std::string Row(const BenchResult& r) {
   return fmt::format(
-      "{:<6} {:<6} {:<6} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
+      "{:<6} {:<6} {:<6} {:<5} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
       "{:>6.1f} GFLOP/s  {:>7.0f} MiB",
-      r.config, r.pos, r.impl, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
+      r.config, r.pos, r.impl, r.precision, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
       r.tokens_per_s, r.gflops, r.peak_rss_mib);
 }
 
@@ -211,6 +216,9 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
                                        ": allowed: 0 (each config's default) or more");
   LEXP_INPUT_CHECK(opt.warmup >= 0,
                    "lexp bench: --warmup " + std::to_string(opt.warmup) + ": allowed: 0 or more");
+  LEXP_INPUT_CHECK(opt.precision == "fp32" || opt.precision == "bf16",
+                   "lexp bench: --precision " + opt.precision + ": allowed: fp32, bf16");
+  const bool bf16 = opt.precision == "bf16";
   LEXP_INPUT_CHECK(opt.rounds >= 1,
                    "lexp bench: --rounds " + std::to_string(opt.rounds) + ": allowed: 1 or more");
   const int threads = ThreadLimit::Active();
@@ -226,8 +234,13 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
                   "kernels: {})",
                   CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags, CompiledSimd(),
                   GemmBackendName(), GemmJitTarget()));
-  print(fmt::format("{:<6} {:<6} {:<6} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}", "config",
-                    "pos", "impl", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
+  if (bf16)
+    print(fmt::format("bf16 products: {}; each round times lexp in fp32, then in bf16 "
+                      "(model.precision = \"bf16\": every part){}",
+                      Bf16BackendName(),
+                      opt.compare ? ", then PyTorch under bf16 autocast" : ""));
+  print(fmt::format("{:<6} {:<6} {:<6} {:<5} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}",
+                    "config", "pos", "impl", "prec", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
                     "peak RSS"));
   if (opt.compare && !TorchInstructionSetLimit().empty())
     print(
@@ -256,13 +269,18 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
       LEXP_INPUT_CHECK(pos == "rope" || pos == "alibi",
                        "lexp bench: --pos takes rope or alibi, got " + pos);
       const int steps = opt.steps > 0 ? opt.steps : it->default_steps;
-      std::vector<BenchResult> mine, theirs;
-      const int rounds = opt.compare ? std::max(1, opt.rounds) : 1;
+      std::vector<BenchResult> mine, mine_fp32, theirs;
+      const int rounds = opt.compare || bf16 ? std::max(1, opt.rounds) : 1;
       for (int round = 0; round < rounds; ++round) {
-        mine.push_back(TimeLexp(*it, pos, steps, opt.warmup));
+        if (bf16) {
+          mine_fp32.push_back(TimeLexp(*it, pos, steps, opt.warmup, Precision::kFp32));
+          print(Row(mine_fp32.back()));
+        }
+        mine.push_back(TimeLexp(*it, pos, steps, opt.warmup,
+                                bf16 ? Precision::kBf16 : Precision::kFp32));
         print(Row(mine.back()));
         if (opt.compare) {
-          theirs.push_back(TimeTorch(opt, *it, pos, steps, threads));
+          theirs.push_back(TimeTorch(opt, *it, pos, steps, threads, opt.precision));
           print(Row(theirs.back()));
         }
       }
@@ -271,19 +289,32 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
           return a.median_s < b.median_s;
         });
       };
+      all.insert(all.end(), mine_fp32.begin(), mine_fp32.end());
       all.insert(all.end(), mine.begin(), mine.end());
       all.insert(all.end(), theirs.begin(), theirs.end());
-      if (opt.compare) {
-        const BenchResult a = best_median(mine), b = best_median(theirs);
-        ratios.push_back(fmt::format(
-            "{:<6} {:<6} lexp {:>9.0f} tok/s  torch {:>9.0f} tok/s  ratio {:.2f}x", it->name, pos,
-            a.tokens_per_s, b.tokens_per_s, a.tokens_per_s / b.tokens_per_s));
+      if (opt.compare || bf16) {
+        const BenchResult a = best_median(mine);
+        std::string line = fmt::format("{:<6} {:<6} lexp {:>9.0f} tok/s", it->name, pos,
+                                       a.tokens_per_s);
+        if (bf16) {
+          const BenchResult f = best_median(mine_fp32);
+          line += fmt::format("  lexp fp32 {:>9.0f} tok/s  bf16 / fp32 {:.2f}x", f.tokens_per_s,
+                              a.tokens_per_s / f.tokens_per_s);
+        }
+        if (opt.compare) {
+          const BenchResult b = best_median(theirs);
+          line += fmt::format("  torch {:>9.0f} tok/s  ratio {:.2f}x", b.tokens_per_s,
+                              a.tokens_per_s / b.tokens_per_s);
+        }
+        ratios.push_back(line);
       }
     }
   }
   if (!ratios.empty()) {
-    print(
-        "speed ratio lexp / PyTorch (tokens/s, best median of each over the alternating rounds):");
+    print(fmt::format("speed ratios{} (tokens/s, best median of each over the alternating rounds):",
+                      bf16 ? fmt::format(" in {} (lexp bf16 / lexp fp32{})", opt.precision,
+                                         opt.compare ? ", lexp / PyTorch autocast" : "")
+                           : " lexp / PyTorch"));
     for (const auto& r : ratios) print("  " + r);
   }
   const std::string out =
@@ -300,7 +331,7 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
     tps.push_back(r.tokens_per_s);
     gf.push_back(r.gflops);
     rss.push_back(r.peak_rss_mib);
-    labels += r.config + "/" + r.pos + "/" + r.impl + "\n";
+    labels += r.config + "/" + r.pos + "/" + r.impl + "/" + r.precision + "\n";
   }
   w.root().WriteString("measurement", labels);
   w.root().WriteDoubles("median_s", med, {n}, "measurement", "s per step");

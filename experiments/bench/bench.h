@@ -22,6 +22,9 @@ struct BenchOptions {
   int warmup = 2;
   int rounds = 2;  // alternations of lexp and the reference with --compare
   bool compare = false;
+  // fp32, or bf16: lexp's model.precision = "bf16" timed beside its fp32 (each round), and with
+  // --compare the reference under PyTorch's bf16 autocast.
+  std::string precision = "fp32";
   std::string python = "/usr/bin/python3";
   std::string reference_script;  // default: <source dir>/experiments/bench/reference_torch.py
   std::string out_file;          // HDF5 results (default data/bench/bench-<time>.h5)
@@ -31,6 +34,7 @@ struct BenchOptions {
 
 struct BenchResult {
   std::string config, pos, impl;  // impl: lexp | torch
+  std::string precision = "fp32";  // fp32 | bf16
   int B = 0, T = 0, steps = 0;
   double median_s = 0, min_s = 0, max_s = 0, tokens_per_s = 0, gflops = 0, peak_rss_mib = 0;
 };

@@ -5,6 +5,8 @@ The same decoder-only model as lexp's benchmark: token embedding (vocab 32, no a
 pre-LayerNorm blocks (fused qkv Linear, explicit causal softmax attention with RoPE (half-split pairs,
 base 10000) or ALiBi, output Linear, GELU MLP), final LayerNorm, untied head, next-token cross-entropy
 on uniform random tokens, AdamW(lr=1e-3, weight_decay=0.01). Prints one JSON line per measurement.
+--precision bf16 runs the model under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed
+precision (bf16 matrix products, fp32 weights and optimizer state), lexp's model.precision = "bf16".
 
 Thread settings must be in the environment before torch loads, so they are applied first.
 """
@@ -34,6 +36,7 @@ def parse():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--json", default="-")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     return p.parse_args()
 
 
@@ -118,13 +121,16 @@ def main():
         tokens = torch.randint(0, VOCAB, (batch, seq + 1), generator=gen)
         start = time.perf_counter()
         if mode == "train":
-            logits = model(tokens[:, :-1])
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ARGS.precision == "bf16"):
+                logits = model(tokens[:, :-1])
+            loss = torch.nn.functional.cross_entropy(
+                logits.float().reshape(-1, VOCAB), tokens[:, 1:].reshape(-1))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
         else:
-            with torch.no_grad():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16,
+                                                 enabled=ARGS.precision == "bf16"):
                 model(tokens[:, :-1])
         return time.perf_counter() - start
 
@@ -138,7 +144,7 @@ def main():
     out = {"impl": "torch", "config": ARGS.config, "pos": ARGS.pos, "threads": ARGS.threads,
            "steps": ARGS.steps, "median_s": med, "min_s": min(times), "max_s": max(times),
            "tokens_per_s": batch * seq / med, "gflops": flops / med / 1e9, "peak_rss_mib": peak_rss_mib(),
-           "torch": torch.__version__}
+           "precision": ARGS.precision, "torch": torch.__version__}
     line = json.dumps(out)
     if ARGS.json == "-":
         print(line)

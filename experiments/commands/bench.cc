@@ -25,6 +25,11 @@ class BenchCommand final : public Command {
     bench->add_option("--rounds", o_.rounds, "alternations of lexp and the reference (--compare)");
     bench->add_flag("--compare", o_.compare,
                     "also run the PyTorch reference (needs Debian's python3-torch), alternating");
+    bench->add_option("--precision", o_.precision,
+                      "fp32, or bf16: lexp's model.precision = \"bf16\" timed beside its fp32 "
+                      "in every round (the ratio printed), and with --compare PyTorch under bf16 "
+                      "autocast")
+        ->check(CLI::IsMember({"fp32", "bf16"}));
     bench->add_option("--python", o_.python, "python interpreter for --compare");
     bench->add_option("--out", o_.out_file,
                       "HDF5 results file (default data/bench/bench-<time>.h5)");
