@@ -144,44 +144,85 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackBf16Pai
   }
 }
 
-// The transposed operands, in tiles of 16 x 16 so that reads and writes stay within cache lines.
+// The transposed operands, in tiles of 16 x 16: a full tile is loaded as 16 rows of 16 words,
+// transposed in registers and stored as 16 rows; the edges go element by element.
 constexpr long kTile = 16;
 
+// r[i][j] = r[j][i] for 16 x 16 32-bit words (unpack, then 128-bit lane shuffles).
+__attribute__((target("avx512f"))) inline void Transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int h = 0; h < 16; h += 8)
+    for (int i = 0; i < 4; ++i) {
+      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
+      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
+  }
+}
+
 // out[i * ld_out + p] = bf16(x[p * ldx + i]) for p < k, i < m.
-void PackTransposedBf16(const float* x, long ldx, long k, long m, long ld_out,
-                        std::uint16_t* out) {
-  std::uint16_t tile[kTile][kTile];
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTransposedBf16(
+    const float* x, long ldx, long k, long m, long ld_out, std::uint16_t* out) {
   for (long p0 = 0; p0 < k; p0 += kTile)
     for (long i0 = 0; i0 < m; i0 += kTile) {
       const long pe = std::min(kTile, k - p0), ie = std::min(kTile, m - i0);
-      for (long p = 0; p < pe; ++p) {
-        const float* src = x + (p0 + p) * ldx + i0;
-        for (long i = 0; i < ie; ++i) tile[i][p] = FloatToBf16Bits(src[i]);
+      if (pe == kTile && ie == kTile) {
+        __m512 r[kTile];
+        for (long p = 0; p < kTile; ++p) r[p] = _mm512_loadu_ps(x + (p0 + p) * ldx + i0);
+        Transpose16x16(r);
+        for (long i = 0; i < kTile; ++i) {
+          const __m256bh v = _mm512_cvtneps_pbh(r[i]);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + (i0 + i) * ld_out + p0),
+                              reinterpret_cast<const __m256i&>(v));
+        }
+        continue;
       }
-      for (long i = 0; i < ie; ++i)
-        std::memcpy(out + (i0 + i) * ld_out + p0, tile[i], sizeof(std::uint16_t) * pe);
+      for (long p = 0; p < pe; ++p)
+        for (long i = 0; i < ie; ++i)
+          out[(i0 + i) * ld_out + p0 + p] = FloatToBf16Bits(x[(p0 + p) * ldx + i0 + i]);
     }
 }
 
 // VNNI pairs of op(B) = x^T, x stored [n, k] (row stride ldx): out[(p / 2) 2n + 2j + p % 2] =
 // bf16(x[j * ldx + p]), the last pair's second half 0 when k is odd.
-void PackTransposedBf16Pairs(const float* x, long ldx, long k, long n, std::uint16_t* out) {
-  const long pairs = (k + 1) / 2;
-  std::uint32_t tile[kTile][kTile];  // [pair][j]: the two bf16 of a pair as one word
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTransposedBf16Pairs(
+    const float* x, long ldx, long k, long n, std::uint16_t* out) {
+  const long pairs = (k + 1) / 2, full_pairs = k / 2;
   for (long q0 = 0; q0 < pairs; q0 += kTile)
     for (long j0 = 0; j0 < n; j0 += kTile) {
       const long qe = std::min(kTile, pairs - q0), je = std::min(kTile, n - j0);
-      for (long j = 0; j < je; ++j) {
-        const float* src = x + (j0 + j) * ldx;
-        for (long q = 0; q < qe; ++q) {
-          const long p = 2 * (q0 + q);
-          const std::uint32_t lo = FloatToBf16Bits(src[p]);
-          const std::uint32_t hi = p + 1 < k ? FloatToBf16Bits(src[p + 1]) : 0u;
-          tile[q][j] = lo | (hi << 16);
+      if (q0 + kTile <= full_pairs && je == kTile) {
+        // Row j's 32 values from p = 2 q0 are 16 pairs: 16 words, one per pair.
+        __m512 r[kTile];
+        for (long j = 0; j < kTile; ++j) {
+          const float* src = x + (j0 + j) * ldx + 2 * q0;
+          const __m512bh both = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+          r[j] = reinterpret_cast<const __m512&>(both);
         }
+        Transpose16x16(r);
+        for (long q = 0; q < kTile; ++q)
+          _mm512_storeu_ps(reinterpret_cast<float*>(out + (q0 + q) * 2 * n + 2 * j0), r[q]);
+        continue;
       }
       for (long q = 0; q < qe; ++q)
-        std::memcpy(out + (q0 + q) * 2 * n + 2 * j0, tile[q], sizeof(std::uint32_t) * je);
+        for (long j = 0; j < je; ++j) {
+          const long p = 2 * (q0 + q);
+          const float* src = x + (j0 + j) * ldx;
+          out[(q0 + q) * 2 * n + 2 * (j0 + j)] = FloatToBf16Bits(src[p]);
+          out[(q0 + q) * 2 * n + 2 * (j0 + j) + 1] = p + 1 < k ? FloatToBf16Bits(src[p + 1]) : 0;
+        }
     }
 }
 
