@@ -1,6 +1,7 @@
 #include "experiments/core/evaluation.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "nn/check.h"
 #include "nn/ops/cross_entropy.h"
@@ -104,6 +105,8 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     const int bs = std::min(batch_size, samples - done);
     const Batch b = m.EvalLayout().MakeBatch(n, bs, data, depth);
     r.seq_len = b.T;
+    using Clock = std::chrono::steady_clock;
+    const auto t0 = Clock::now();
     m.encoding->PositionIds(b.T, false, positions, buf.pos);
     m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, buf.logits);
     const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
@@ -119,8 +122,11 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
       }
       exact += all ? 1 : 0;
     }
+    const auto t1 = Clock::now();
+    r.teacher_forced_seconds += std::chrono::duration<double>(t1 - t0).count();
     if (greedy) {
       GreedyWrite(m, b, positions, buf, buf.written);
+      r.greedy_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
       ScoreWritten(b, buf.written, &g_correct, &g_scored, &g_exact, &g_ended, &g_written);
     }
     r.samples += bs;

@@ -31,6 +31,9 @@ struct EvalRow {
   // fraction of sequences that wrote the end token, and the mean written length (tokens, end
   // token included).
   double teacher_forced_accuracy = 0, teacher_forced_exact = 0, ended = 0, written_length = 0;
+  // Wall-clock seconds of the teacher-forced pass and of greedy decoding (the run prints their
+  // ratio; no file holds them, as they depend on the machine).
+  double teacher_forced_seconds = 0, greedy_seconds = 0;
 };
 
 // The data and position-id streams of task length n: evaluation (seed -> "eval" -> n) and probe

@@ -420,6 +420,16 @@ class Runner {
         "evaluated {} lengths in {:.1f}s ({}): token accuracy {:.3f} at 1..{}, {:.3f} beyond",
         eval_.size(), el, DecodingName(cfg_.DecodingFor(*task_)), or_zero(p.in_distribution),
         cfg_.train_max_length, or_zero(p.ruoss)));
+    if (cfg_.DecodingFor(*task_) == Decoding::kGreedy) {
+      double tf = 0, greedy = 0;
+      for (const EvalRow& row : eval_) {
+        tf += row.teacher_forced_seconds;
+        greedy += row.greedy_seconds;
+      }
+      Say(fmt::format("greedy decoding took {:.1f}s, {:.1f}x the teacher-forced pass over the same "
+                      "sequences ({:.1f}s)",
+                      greedy, greedy / std::max(tf, 1e-9), tf));
+    }
     // A loss that is not finite at some length (the model overflows there: xPos with a small
     // scale base at n = 256, say) is a finding, said here and kept in the file.
     nonfinite_lengths_.clear();

@@ -199,6 +199,11 @@ TEST(Greedy, AModelThatNeverEndsIsInvisibleToTeacherForcingAndScoresNoExactMatch
     EXPECT_NEAR(gr.token_accuracy * (n + 1), n, 1e-9) << n;
     EXPECT_EQ(gr.teacher_forced_accuracy, tf.token_accuracy);
     EXPECT_EQ(gr.loss, tf.loss) << "the loss stays teacher forced";
+    // The clocks the run prints the cost of decoding from: only greedy decoding has its own.
+    EXPECT_GT(tf.teacher_forced_seconds, 0.0);
+    EXPECT_EQ(tf.greedy_seconds, 0.0);
+    EXPECT_GT(gr.teacher_forced_seconds, 0.0);
+    EXPECT_GT(gr.greedy_seconds, 0.0);
   }
 }
 
