@@ -1,10 +1,14 @@
 // Numerical precision as a research variable (Wang et al. 2024, "When Precision Meets Position:
 // BFloat16 Breaks Down RoPE in Long-Context Training", arXiv:2411.13476). A model runs each of
 // three parts in fp32 or bf16:
-//  * matmul: every matrix product of the layers, forward and backward (nn/ops/gemm.h): bf16
+//  * matmul: every product that goes through Gemm (nn/ops/gemm.h), forward and backward: the
+//    linear layers (projections, MLP, head) and attention's q k^T, P V and their gradients; bf16
 //    inputs, fp32 accumulation and fp32 output, fp32 master weights and optimizer state, as mixed
 //    precision training does (PyTorch's autocast also rounds the output to bf16; lexp keeps it in
-//    fp32, so the norms, softmax and residual stream stay fp32);
+//    fp32, so the norms, softmax and residual stream stay fp32). Products an encoding or a memory
+//    forms itself stay fp32: the far logits of ReRoPE and of remapped keys (rerope, leaky_rerope;
+//    the lambda and sinks patterns and lexp diagnose's distance clamp on RoPE), the own terms of
+//    DA, TUPE, DAPE, Shaw and Transformer-XL, the retrieved memory's scores, LoRA's adapters;
 //  * rotary: the rotary transform of RoPE and xPos (RotatePairs, pe/rope.h): its inputs, its cos/sin
 //    tables, each product and the sum rounded to bf16, as a bf16 `q * cos + rotate_half(q) * sin`;
 //  * logits: the attention logits' product q k^T in the forward pass (its gradient products follow

@@ -6,7 +6,9 @@ pre-LayerNorm blocks (fused qkv Linear, explicit causal softmax attention with R
 base 10000) or ALiBi, output Linear, GELU MLP), final LayerNorm, untied head, next-token cross-entropy
 on uniform random tokens, AdamW(lr=1e-3, weight_decay=0.01). Prints one JSON line per measurement.
 --precision bf16 runs the model under torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed
-precision (bf16 matrix products, fp32 weights and optimizer state), lexp's model.precision = "bf16".
+precision (bf16 matrix products, fp32 weights and optimizer state): the speed counterpart of lexp's
+model.precision = "bf16", not its numerics (here the rotation of bf16 q, k by fp32 tables runs in
+fp32, and products return bf16).
 
 Thread settings must be in the environment before torch loads, so they are applied first.
 """

@@ -339,9 +339,10 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"model.n_layers", "transformer blocks L", &c.model.n_layers, 1, 1024},
       {"model.d_ff", "MLP width (0 = 4 * d_model)", &c.model.d_ff, 0, 1 << 20},
       {"model.precision",
-       "numerical precision of every matrix product, forward and backward: fp32, or bf16 (bf16 "
-       "operands, fp32 accumulation and output, fp32 weights and optimizer state; native on CPUs "
-       "with AVX512_BF16, emulated elsewhere)",
+       "numerical precision of the products of the linear layers and of attention, forward and "
+       "backward: fp32, or bf16 (bf16 operands, fp32 accumulation and output, fp32 weights and "
+       "optimizer state; native on CPUs with AVX512_BF16, emulated elsewhere); products an "
+       "encoding or a memory forms itself stay fp32 (nn/precision.h)",
        &c.precision,
        0,
        0,

@@ -112,6 +112,14 @@ void ValidateOneTask(const RecipeConfig& c) {
                        " must be a multiple of model.n_heads = " + std::to_string(c.model.n_heads));
   LEXP_INPUT_CHECK(!c.encodings.empty(),
                    KeyLocation(src, "model.encodings") + " must name at least one encoding");
+  // DA's backward recomputes its content logits itself, in fp32 (pe/da.cc): with bf16 logits its
+  // gradient would not be the forward's.
+  if (c.Precision().logits == Precision::kBf16)
+    for (const auto& e : c.encodings)
+      LEXP_INPUT_CHECK(e != "da", KeyLocation(src, "model.precision_logits") +
+                                      ": encoding 'da' recomputes its logits in fp32 in its "
+                                      "backward, so bf16 logits would give it another gradient "
+                                      "than its forward's; set model.precision_logits = \"fp32\"");
   std::unique_ptr<Task> task;
   try {
     task = CreateTask(c.task, c.TaskOpts());

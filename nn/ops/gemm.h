@@ -32,8 +32,10 @@ void InitGemmBackends();
 // bf16): native on a CPU with AVX512_BF16 (libxsmm's kernels for its `cpx` target and later:
 // bf16 operands, the second one packed in VNNI pairs, fp32 accumulation; 393 against 197 GFLOP/s
 // for fp32 on one Zen 5 core, a 64x64x128 product), emulated elsewhere (both operands rounded to
-// bf16, then the fp32 product: every product of two bf16 is exact in fp32, so the two differ only
-// in the order of the fp32 additions). The same shape always takes the same path.
+// bf16, then the fp32 product: every product of two bf16 is exact in fp32, so the two differ in
+// the order of the fp32 additions, and in denormals, which the native instructions flush to zero).
+// The same shape always takes the same path (a shape libxsmm has no bf16 kernel for is emulated
+// on every CPU).
 bool Bf16IsNative();
 // "native (AVX512_BF16)" or "emulated (fp32 products of bf16-rounded operands)".
 const char* Bf16BackendName();

@@ -258,7 +258,10 @@ std::vector<Damage> Damages(const fs::path& good) {
 std::string Normal(std::string s, const fs::path& dir) {
   const std::string d = dir.string();
   for (size_t at; (at = s.find(d)) != std::string::npos;) s.replace(at, d.size(), "DIR");
-  s = std::regex_replace(s, std::regex(R"([0-9.]+k? tok/s|ETA [0-9:]+|in [0-9.]+ ?s\b)"), "T");
+  s = std::regex_replace(
+      s,
+      std::regex(R"([0-9.]+k? tok/s|ETA [0-9:]+|in [0-9.]+ ?s\b|greedy decoding took [^\n]*)"),
+      "T");
   return s;
 }
 

@@ -60,16 +60,17 @@ std::vector<Shape> Shapes() {
 // C = op(A) op(B) (+ C) in the given precision; operands ~ N(0, 1), C0 ~ N(0, 1).
 struct Product {
   std::vector<float> a, b, c0, c;
-  long lda, ldb;
+  long lda, ldb, ldc;
 };
 
 Product Operands(const Shape& s, Rng& rng) {
   Product p;
   p.lda = s.ta ? s.m + 3 : s.k + 3;  // strides wider than the rows
   p.ldb = s.tb ? s.k + 2 : s.n + 2;
+  p.ldc = s.n + 5;  // as the model's products write into wider rows
   p.a.resize(static_cast<size_t>((s.ta ? s.k : s.m) * p.lda));
   p.b.resize(static_cast<size_t>((s.tb ? s.n : s.k) * p.ldb));
-  p.c0.resize(static_cast<size_t>(s.m * s.n));
+  p.c0.resize(static_cast<size_t>(s.m * p.ldc));
   for (auto* v : {&p.a, &p.b, &p.c0})
     for (float& x : *v) x = static_cast<float>(rng.Normal());
   return p;
@@ -81,7 +82,7 @@ void RunProduct(const Shape& s, Product& p, Precision precision) {
   const PrecisionScope scope(policy);
   p.c = p.c0;
   Gemm<float>(s.ta, s.tb, s.m, s.n, s.k, p.a.data(), p.lda, p.b.data(), p.ldb, s.accumulate,
-              p.c.data(), s.n);
+              p.c.data(), p.ldc);
 }
 
 float At(const std::vector<float>& x, long ld, bool t, long r, long c) {
@@ -100,15 +101,15 @@ double CheckBf16Products() {
     RunProduct(s, p, Precision::kBf16);
     for (long i = 0; i < s.m; ++i)
       for (long j = 0; j < s.n; ++j) {
-        double rounded = s.accumulate ? p.c0[i * s.n + j] : 0.0, exact = rounded, mass = 0;
+        double rounded = s.accumulate ? p.c0[i * p.ldc + j] : 0.0, exact = rounded, mass = 0;
         for (long q = 0; q < s.k; ++q) {
           const float x = At(p.a, p.lda, s.ta, i, q), y = At(p.b, p.ldb, s.tb, q, j);
           rounded += double(RoundToBf16(x)) * RoundToBf16(y);
           exact += double(x) * y;
           mass += std::abs(double(x) * y);
         }
-        const double got = p.c[i * s.n + j];
-        const double scale = mass + (s.accumulate ? std::abs(p.c0[i * s.n + j]) : 0.0);
+        const double got = p.c[i * p.ldc + j];
+        const double scale = mass + (s.accumulate ? std::abs(p.c0[i * p.ldc + j]) : 0.0);
         EXPECT_LE(std::abs(got - rounded), 2.0 * (s.k + 1) * std::ldexp(scale, -24))
             << "m n k " << s.m << " " << s.n << " " << s.k << " ta " << s.ta << " tb " << s.tb
             << " acc " << s.accumulate;
@@ -116,6 +117,9 @@ double CheckBf16Products() {
                                              2.0 * (s.k + 1) * std::ldexp(scale, -24));
         largest = std::max(largest, std::abs(got - exact) / mass);
       }
+    for (long i = 0; i < s.m; ++i)
+      for (long j = s.n; j < p.ldc; ++j)
+        EXPECT_EQ(p.c[i * p.ldc + j], p.c0[i * p.ldc + j]) << "wrote beyond the row's n columns";
   }
   return largest;
 }
@@ -145,9 +149,9 @@ TEST(Bf16, Fp32ProductsAreUnchangedOutsideAScope) {
   Product p = Operands(s, rng);
   RunProduct(s, p, Precision::kFp32);
   const std::vector<float> fp32 = p.c;
-  std::vector<float> plain(fp32.size());
+  std::vector<float> plain = p.c0;
   Gemm<float>(false, false, s.m, s.n, s.k, p.a.data(), p.lda, p.b.data(), p.ldb, false,
-              plain.data(), s.n);
+              plain.data(), p.ldc);
   EXPECT_EQ(plain, fp32);
   RunProduct(s, p, Precision::kBf16);
   EXPECT_NE(p.c, fp32);
