@@ -2,11 +2,13 @@
 // overrides or capture sites (experiments/training/eval_command.h).
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "experiments/commands/command.h"
 #include "nn/check.h"
+#include "experiments/core/analysis_selection.h"
 #include "experiments/core/output_lock.h"
 #include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
@@ -36,6 +38,16 @@ class EvalCommand final : public Command {
                      "'layer*.attn.q' layer1.resid_post; lexp list sites); the same as "
                      "--set probe.capture=[...]")
         ->take_all();
+    eval->add_option(
+            "--analyses", analyses_,
+            "the analyses written into the evaluation's file: 'all', 'none', or names from "
+            "geometry, expectation, entropy_variants, position_scores, position_probes, "
+            "receptive_field, rotary (comma- or space-separated; lexp analyze --help says what "
+            "each measures). Default: geometry (entropy, logit explosion, attended distance and "
+            "the JS divergence at every probe length; forward passes of the probe only), not "
+            "the replays. With --capture, 'none' is a capture-only evaluation: no scores, only "
+            "the probe's capture sites")
+        ->take_all();
     eval->add_option("--out", o_.out_dir, "output directory (default: the run file's directory)");
     eval->add_option("--name", o_.name,
                      "name the evaluation: the file is <label>+NAME.h5 instead of a name made "
@@ -57,6 +69,7 @@ class EvalCommand final : public Command {
       for (const auto& g : capture_) globs += fmt::format("{}\"{}\"", globs.empty() ? "" : ",", g);
       o_.sets.push_back("probe.capture=[" + globs + "]");
     }
+    ChooseAnalyses();
     if (scales_.empty()) scales_.push_back("");
     LEXP_INPUT_CHECK(o_.name.empty() || scales_.size() == 1,
                      "lexp eval --name names one evaluation: give one --scale with it");
@@ -82,8 +95,34 @@ class EvalCommand final : public Command {
   }
 
  private:
+  // --analyses as recipe overrides (probe.* keys do not name the output); without it and without a
+  // --set probe.analyses, the geometry alone: what the evaluation's table and figures read.
+  void ChooseAnalyses() {
+    std::vector<std::string> names;
+    for (const auto& a : analyses_)
+      for (size_t at = 0; at <= a.size();) {
+        const size_t comma = std::min(a.find(',', at), a.size());
+        if (comma > at) names.push_back(a.substr(at, comma - at));
+        at = comma + 1;
+      }
+    bool set_by_key = false;
+    for (const auto& set : o_.sets) set_by_key = set_by_key || set.rfind("probe.analyses=", 0) == 0;
+    LEXP_INPUT_CHECK(!(set_by_key && !names.empty()),
+                     "lexp eval: give the analyses once, with --analyses or with --set "
+                     "probe.analyses, not both");
+    if (set_by_key) return;
+    if (names.empty()) names = {"geometry"};
+    std::string list;
+    for (const auto& n : names) list += fmt::format("{}\"{}\"", list.empty() ? "" : ",", n);
+    SelectAnalyses(names, true, "lexp eval --analyses");  // names checked before anything runs
+    // A replay asked for by name runs even when the run's recipe turned the replays off.
+    if (names != std::vector<std::string>{"none"}) o_.sets.push_back("probe.replay=1");
+    o_.sets.push_back("probe.analyses=[" + list + "]");
+    o_.capture_only = names == std::vector<std::string>{"none"} && !capture_.empty();
+  }
+
   EvalCommandOptions o_;
-  std::vector<std::string> scales_, capture_;
+  std::vector<std::string> scales_, capture_, analyses_;
   bool no_figures_ = false;
 };
 

@@ -145,14 +145,14 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
                      n, c.probe_samples, static_cast<long>(T), c.model.n_layers, c.model.n_heads,
                      static_cast<long>(T), static_cast<long>(T))});
   }
-  if (c.probe_replay == 1) {
+  if (c.Analyses().AnyReplay()) {
     const double T = tokens(longest);
     // The four entropy variants replay at once (experiments/replay/entropy_variants.h).
     phases.push_back({(kept + 4 * (T * per_row + 2 * L * H * T * T)) * kFloat,
                       fmt::format("the end-of-training analyses, which replay one sequence at a "
                                   "time with its attention kept (four variants at once), up to "
                                   "length {} ({} tokens; "
-                                  "probe.replay = 0 leaves them to lexp analyze)",
+                                  "probe.replay = 0 or probe.analyses = [\"geometry\"] leaves them to lexp analyze)",
                                   longest, static_cast<long>(T))});
   }
   MemoryNeed peak = *std::max_element(

@@ -53,6 +53,10 @@ std::vector<int> RecipeConfig::EvalLengths() const {
   return out;
 }
 
+AnalysisSelection RecipeConfig::Analyses() const {
+  return SelectAnalyses(probe_analyses, probe_replay == 1, "probe.analyses");
+}
+
 std::vector<int> RecipeConfig::ProbeLengths() const {
   if (!probe_lengths.empty()) return probe_lengths;
   const std::vector<int> ev = EvalLengths();
@@ -567,6 +571,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "rotary pairs and ablation); 0: only the stored-attention metrics (lexp analyze always "
        "replays)",
        &c.probe_replay, 0, 1},
+      {"probe.analyses",
+       "the analyses the end-of-training analysis writes: \"all\" (every one that applies; with "
+       "probe.replay = 0 the geometry alone), \"none\", or a list of geometry, expectation, "
+       "entropy_variants, position_scores, position_probes, receptive_field, rotary (lexp "
+       "analyze --help says what each is; lexp analyze FILE writes all of them later)",
+       &c.probe_analyses},
       {"probe.capture",
        "capture sites stored for the probe.stored_samples sequences at every probe length, under "
        "/probe/length_<n>/<site>: names or globs such as \"layer*.attn.q\" (lexp list sites)",

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "experiments/core/analysis_selection.h"
 #include "experiments/tasks/task.h"
 #include "nn/model/transformer.h"
 #include "nn/optim/adamw.h"
@@ -153,6 +154,8 @@ struct RecipeConfig {
   int probe_samples = 8;
   int probe_stored_samples = 1;
   int probe_replay = 1;                    // 1: end-of-training analysis replays the model
+  // Which analyses the end-of-training analysis writes (experiments/core/analysis_selection.h).
+  std::vector<std::string> probe_analyses = {"all"};
   std::vector<std::string> probe_capture;  // globs of capture sites (nn/model/capture_sites.h)
 
   // Not fields: where the recipe came from.
@@ -162,6 +165,7 @@ struct RecipeConfig {
   std::vector<int> EvalLengths() const;
   std::vector<int> EvalEveryLengths() const;  // train.eval_every_lengths, or {longest eval length}
   std::vector<int> ProbeLengths() const;
+  AnalysisSelection Analyses() const;  // probe.analyses read with probe.replay
   int MaxSequenceTokens() const;  // upper bound of the model sequence length over all evaluations
   std::vector<int> Seeds() const { return seeds.empty() ? std::vector<int>{seed} : seeds; }
   std::vector<std::string> Tasks() const {

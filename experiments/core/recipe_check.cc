@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "experiments/core/analysis_selection.h"
 #include "experiments/core/recipe.h"
 #include "experiments/core/sequence_layout.h"
 #include "experiments/tasks/task.h"
@@ -271,6 +272,7 @@ void ValidateOneTask(const RecipeConfig& c) {
             ", or beyond = \"clamp\"");
   }
   MatchCaptureSites(c.Model(1), c.probe_capture, KeyLocation(src, "probe.capture"));
+  SelectAnalyses(c.probe_analyses, c.probe_replay == 1, KeyLocation(src, "probe.analyses"));
   if (!c.length_schedule.empty()) {
     const std::string at = KeyLocation(src, "train.length_schedule");
     long last_step = -1;

@@ -76,6 +76,7 @@ RunFileHead ReadRunFileHead(const std::string& path) {
 std::vector<EvalRow> ReadEvalRows(const std::string& path) {
   h5::Reader r(path);
   const h5::Group ev = r.root().OpenGroup("eval");
+  if (ev.HasAttr("skipped") && !ev.Has("length")) return {};  // a capture-only evaluation
   const auto len = ev.ReadIntsShaped("length", {h5::Group::kAnySize});
   const uint64_t E = len.size();
   const auto seq = ev.ReadIntsShaped("sequence_length", {E}),
@@ -151,6 +152,70 @@ void WriteFailedRunFile(const RecipeConfig& cfg, const std::string& encoding,
   w.Commit();
 }
 
+void RunFile::WriteEvalRows(h5::Group& ev) const {
+  const uint64_t E = eval.size();
+  std::vector<int64_t> len, seq, samples, scored;
+  std::vector<double> loss, acc, em;
+  for (const auto& r : eval) {
+    len.push_back(r.length);
+    seq.push_back(r.seq_len);
+    samples.push_back(r.samples);
+    scored.push_back(r.scored_tokens);
+    loss.push_back(r.loss);
+    acc.push_back(r.token_accuracy);
+    em.push_back(r.exact_match);
+  }
+  ev.WriteInts("length", len, {E}, "length", "tokens (requested task length n)");
+  ev.WriteInts("sequence_length", seq, {E}, "length", "tokens (model sequence T)");
+  ev.WriteDoubles("loss", loss, {E}, "length", "nats per scored token");
+  ev.WriteDoubles("token_accuracy", acc, {E}, "length", "fraction of scored tokens");
+  ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
+  ev.WriteInts("samples", samples, {E}, "length", "sequences");
+  ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
+  ev.SetAttr("decoding", DecodingName(decoding));
+  ev.SetAttr("end_token", static_cast<int64_t>(end_token));
+  if (decoding == Decoding::kGreedy) {
+    std::vector<double> tf_acc, tf_em, ended, written;
+    for (const auto& r : eval) {
+      tf_acc.push_back(r.teacher_forced_accuracy);
+      tf_em.push_back(r.teacher_forced_exact);
+      ended.push_back(r.ended);
+      written.push_back(r.written_length);
+    }
+    ev.WriteDoubles("teacher_forced_token_accuracy", tf_acc, {E}, "length",
+                    "fraction of scored tokens, each predicted from the true ones before it");
+    ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length", "fraction of sequences");
+    ev.WriteDoubles("ended", ended, {E}, "length",
+                    "fraction of sequences whose written answer ends with the end token");
+    ev.WriteDoubles("written_length", written, {E}, "length",
+                    "tokens written (end token included), mean over sequences");
+  }
+  std::vector<double> acc_ci, em_ci;
+  for (const auto& r : eval) {
+    const Interval a =
+        ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
+    const Interval m = ClopperPearson(std::lround(r.exact_match * r.samples), r.samples);
+    acc_ci.insert(acc_ci.end(), {a.lo, a.hi});
+    em_ci.insert(em_ci.end(), {m.lo, m.hi});
+  }
+  ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
+                  "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
+  ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
+  ev.SetAttr("chance_token_accuracy", chance_token_accuracy);
+  if (!nonfinite_lengths.empty()) ev.SetAttr("nonfinite_lengths", nonfinite_lengths);
+  if (std::isfinite(source_entropy_rate))
+    ev.SetAttr("source_entropy_rate", source_entropy_rate);  // nats per token
+  if (!depth_exact.empty()) {
+    const uint64_t Dn = recipe.eval_depths.size();
+    std::vector<int64_t> dp(recipe.eval_depths.begin(), recipe.eval_depths.end());
+    ev.WriteInts("depth", dp, {Dn}, "depth", "percent of the input before the hidden item");
+    ev.WriteDoubles("depth_exact_match", depth_exact, {E, Dn}, "length,depth",
+                    "fraction of sequences (passkey accuracy)");
+    ev.WriteDoubles("depth_token_accuracy", depth_accuracy, {E, Dn}, "length,depth",
+                    "fraction of scored tokens");
+  }
+}
+
 void RunFile::Write(const std::string& path) const {
   h5::Writer w(path);
   const h5::Group& root = w.root();
@@ -215,66 +280,11 @@ void RunFile::Write(const std::string& path) const {
   }
 
   h5::Group ev = root.CreateGroup("eval");
-  const uint64_t E = eval.size();
-  std::vector<int64_t> len, seq, samples, scored;
-  std::vector<double> loss, acc, em;
-  for (const auto& r : eval) {
-    len.push_back(r.length);
-    seq.push_back(r.seq_len);
-    samples.push_back(r.samples);
-    scored.push_back(r.scored_tokens);
-    loss.push_back(r.loss);
-    acc.push_back(r.token_accuracy);
-    em.push_back(r.exact_match);
-  }
-  ev.WriteInts("length", len, {E}, "length", "tokens (requested task length n)");
-  ev.WriteInts("sequence_length", seq, {E}, "length", "tokens (model sequence T)");
-  ev.WriteDoubles("loss", loss, {E}, "length", "nats per scored token");
-  ev.WriteDoubles("token_accuracy", acc, {E}, "length", "fraction of scored tokens");
-  ev.WriteDoubles("exact_match", em, {E}, "length", "fraction of sequences");
-  ev.WriteInts("samples", samples, {E}, "length", "sequences");
-  ev.WriteInts("scored_tokens", scored, {E}, "length", "tokens");
-  ev.SetAttr("decoding", DecodingName(decoding));
-  ev.SetAttr("end_token", static_cast<int64_t>(end_token));
-  if (decoding == Decoding::kGreedy) {
-    std::vector<double> tf_acc, tf_em, ended, written;
-    for (const auto& r : eval) {
-      tf_acc.push_back(r.teacher_forced_accuracy);
-      tf_em.push_back(r.teacher_forced_exact);
-      ended.push_back(r.ended);
-      written.push_back(r.written_length);
-    }
-    ev.WriteDoubles("teacher_forced_token_accuracy", tf_acc, {E}, "length",
-                    "fraction of scored tokens, each predicted from the true ones before it");
-    ev.WriteDoubles("teacher_forced_exact_match", tf_em, {E}, "length", "fraction of sequences");
-    ev.WriteDoubles("ended", ended, {E}, "length",
-                    "fraction of sequences whose written answer ends with the end token");
-    ev.WriteDoubles("written_length", written, {E}, "length",
-                    "tokens written (end token included), mean over sequences");
-  }
-  std::vector<double> acc_ci, em_ci;
-  for (const auto& r : eval) {
-    const Interval a =
-        ClopperPearson(std::lround(r.token_accuracy * r.scored_tokens), r.scored_tokens);
-    const Interval m = ClopperPearson(std::lround(r.exact_match * r.samples), r.samples);
-    acc_ci.insert(acc_ci.end(), {a.lo, a.hi});
-    em_ci.insert(em_ci.end(), {m.lo, m.hi});
-  }
-  ev.WriteDoubles("token_accuracy_ci", acc_ci, {E, 2}, "length,bound",
-                  "fraction; Clopper-Pearson 95% (tokens taken as independent: optimistic)");
-  ev.WriteDoubles("exact_match_ci", em_ci, {E, 2}, "length,bound", "fraction; Clopper-Pearson 95%");
-  ev.SetAttr("chance_token_accuracy", chance_token_accuracy);
-  if (!nonfinite_lengths.empty()) ev.SetAttr("nonfinite_lengths", nonfinite_lengths);
-  if (std::isfinite(source_entropy_rate))
-    ev.SetAttr("source_entropy_rate", source_entropy_rate);  // nats per token
-  if (!depth_exact.empty()) {
-    const uint64_t Dn = recipe.eval_depths.size();
-    std::vector<int64_t> dp(recipe.eval_depths.begin(), recipe.eval_depths.end());
-    ev.WriteInts("depth", dp, {Dn}, "depth", "percent of the input before the hidden item");
-    ev.WriteDoubles("depth_exact_match", depth_exact, {E, Dn}, "length,depth",
-                    "fraction of sequences (passkey accuracy)");
-    ev.WriteDoubles("depth_token_accuracy", depth_accuracy, {E, Dn}, "length,depth",
-                    "fraction of scored tokens");
+  if (!eval_skipped.empty()) {
+    LEXP_CHECK(eval.empty(), "a run file's /eval is skipped or holds rows, not both");
+    ev.SetAttr("skipped", eval_skipped);
+  } else {
+    WriteEvalRows(ev);
   }
 
   h5::Group probe = root.CreateGroup("probe");
@@ -394,6 +404,8 @@ RunFile RunFile::Read(const std::string& path, bool with_probes) {
       if (eh.HasAttr("decoding")) f.eval_history.decoding = eh.AttrString("decoding");
     }
   }
+  if (root.Has("eval") && root.OpenGroup("eval").HasAttr("skipped"))
+    f.eval_skipped = root.OpenGroup("eval").AttrString("skipped");
   if (root.Has("eval") && root.OpenGroup("eval").Has("length")) {
     f.eval = ReadEvalRows(path);
     const h5::Group ev = root.OpenGroup("eval");

@@ -15,6 +15,10 @@
 
 namespace lexp {
 
+namespace h5 {
+class Group;
+}
+
 std::string RunFilePath(const std::string& out_dir, const std::string& name);
 std::string CheckpointPath(const std::string& out_dir, const std::string& name);
 
@@ -86,6 +90,8 @@ struct RunFile {
   double source_entropy_rate = std::numeric_limits<double>::quiet_NaN();  // nats per token
   double chance_token_accuracy = 0;  // a uniform guess over the task's output alphabet
   std::string nonfinite_lengths;     // lengths whose loss is not finite, comma-separated ("": none)
+  // Why /eval holds no rows (a capture-only evaluation); "": it holds them. Written as /eval@skipped.
+  std::string eval_skipped;
   std::vector<double> depth_exact, depth_accuracy;  // [length, recipe.eval_depths] (passkey)
   std::vector<ProbeRecord> probes;
   std::vector<StoredTensor> weights;      // written when completed
@@ -93,6 +99,7 @@ struct RunFile {
   std::string message;
 
   void Write(const std::string& path) const;
+  void WriteEvalRows(h5::Group& ev) const;  // the rows of /eval (Write's part)
   // Reads back what Write wrote (the recipe, history, evaluation, status; the probes' maps only
   // with_probes; the weights not: LoadModelWeights reads them into a model). Shapes are checked;
   // input errors name the file.

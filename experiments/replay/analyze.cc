@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "analysis/rope_theory.h"
+#include "experiments/core/analysis_selection.h"
 #include "experiments/core/assembled_model.h"
 #include "experiments/core/run_file.h"
 #include "experiments/replay/empirical_expectation.h"
@@ -40,15 +41,16 @@ std::vector<std::string> ReferenceCandidates(const std::string& run_file,
   return out;
 }
 
-std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given, bool replay,
-                           bool finish) {
+std::string AnalyzeRunFile(const std::string& path, const std::string& reference_given,
+                           const AnalysisSelection& chosen, bool finish) {
   std::string report, reference = reference_given;
   const RunFileHead head = ReadRunFileHead(path);
   LEXP_INPUT_CHECK(HasFinalWeights(head.state), "'" + path + "' did not complete (" +
                                                     RunStateName(head.state) +
                                                     "); there is nothing to analyze");
   const std::string encoding = head.encoding, label = head.label;
-  // No reference given: the NoPE run beside this one, when it is there and completed.
+  // No reference given: the NoPE run beside this one, when it is there and completed (the
+  // geometry's JS divergence is its only reader).
   auto state_of = [](const std::string& file) -> std::optional<RunState> {
     try {
       return ReadRunFileHead(file).state;
@@ -56,12 +58,13 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
       return std::nullopt;
     }
   };
-  for (const std::string& candidate : ReferenceCandidates(path, encoding, label, head.sweep_key))
-    if (reference.empty() && std::filesystem::exists(candidate) &&
-        state_of(candidate) == RunState::kCompleted) {
-      reference = candidate;
-      report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
-    }
+  if (chosen.geometry)
+    for (const std::string& candidate : ReferenceCandidates(path, encoding, label, head.sweep_key))
+      if (reference.empty() && std::filesystem::exists(candidate) &&
+          state_of(candidate) == RunState::kCompleted) {
+        reference = candidate;
+        report += "reference for the JS divergence: " + reference + " (found beside the run)\n";
+      }
   if (!reference.empty()) {
     const auto state = state_of(reference);
     LEXP_INPUT_CHECK(state && HasFinalWeights(*state),
@@ -69,7 +72,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   }
   // Replays of the trained model (before the file is opened for update). The geometry is forward
   // passes of the probe only, so it runs even when probe.replay = 0 skips the costly replays.
-  const GeometryAnalysis geometry = MeasureGeometry(path, reference);
+  std::optional<GeometryAnalysis> geometry;
   std::optional<EntropyVariants> entropy;
   std::optional<EmpiricalExpectation> expectation;
   std::optional<RotaryPairAnalysis> rotary;
@@ -77,33 +80,36 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<PositionProbes> probes;
   std::optional<ReceptiveField> field;
   const bool rotates = IsRopeEncoding(encoding);
-  if (replay) entropy = EntropyUnderVariants(path);
-  if (replay) expectation = MeasureExpectation(path);
-  if (replay) positions = MeasurePositionScores(path);
-  if (replay) probes = MeasurePositionProbes(path);
-  if (replay) field = MeasureReceptiveField(path);
-  if (replay && rotates) rotary = AnalyzeRotaryPairs(path);
+  if (chosen.geometry) geometry = MeasureGeometry(path, reference);
+  if (chosen.entropy_variants) entropy = EntropyUnderVariants(path);
+  if (chosen.expectation) expectation = MeasureExpectation(path);
+  if (chosen.position_scores) positions = MeasurePositionScores(path);
+  if (chosen.position_probes) probes = MeasurePositionProbes(path);
+  if (chosen.receptive_field) field = MeasureReceptiveField(path);
+  if (chosen.rotary && rotates) rotary = AnalyzeRotaryPairs(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
-  report += WriteGeometry(geometry, analysis);
-  if (encoding == "nope" && reference.empty())
+  if (geometry) report += WriteGeometry(*geometry, analysis);
+  if (encoding == "nope" && reference.empty() && geometry)
     report += "(this NoPE run is the usual reference of the others)\n";
   if (entropy) report += WriteEntropyVariants(*entropy, analysis);
   if (expectation) report += WriteEmpiricalExpectation(*expectation, analysis);
   if (positions) report += WritePositionScores(*positions, analysis);
   if (probes) report += WritePositionProbes(*probes, analysis);
   if (field) report += WriteReceptiveField(*field, analysis);
-  if (rotary) {
-    report += WriteRotaryPairs(*rotary, analysis);
-  } else if (!replay) {
-    report +=
-        "replay analyses (expectation, position scores, position probes, receptive field, entropy "
-        "variants, rotary pairs) skipped: probe.replay = 0; run lexp analyze on the file for "
-        "them\n";
-  } else {
-    analysis.Remove("rotary");
+  if (rotary) report += WriteRotaryPairs(*rotary, analysis);
+  if (chosen.rotary && !rotates)
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
+  // What was left out, by name (each analysis writes the group of its name), and how to have it.
+  std::string skipped;
+  for (const std::string& name : AnalysisNames()) {
+    if (!chosen.Has(name) || (name == "rotary" && !rotates)) analysis.Remove(name);
+    if (!chosen.Has(name) && (name != "rotary" || rotates))
+      skipped += (skipped.empty() ? "" : ", ") + name;
   }
+  if (!skipped.empty())
+    report += "analyses not run: " + skipped + " (probe.analyses = " + chosen.Names() +
+              "); lexp analyze " + path + " writes every one\n";
   if (finish) w.root().OpenGroup("status").SetAttr("state", "completed");
   w.Commit();
   return report;

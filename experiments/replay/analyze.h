@@ -28,14 +28,16 @@
 #include <string>
 #include <vector>
 
+#include "experiments/core/analysis_selection.h"
+
 namespace lexp {
 
 // reference: optional run file (typically NoPE) trained on the same probe data; its attention rows
 // give the Jensen-Shannon divergence per layer, head and reference head. Without one, the NoPE run
 // beside the file (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists
-// and completed. Returns the report lines. replay = false skips the costly replays (expectation at
-// every evaluation length, entropy variants, rotary pairs): the end-of-training call of recipes
-// with probe.replay = 0; the geometry (forward passes of the probe) always runs. finish = true (the
+// and completed. Returns the report lines, which name the analyses not chosen. chosen: the
+// analyses to write (the recipe's probe.analyses at the end of training; an analysis not chosen is
+// absent from /analysis, even if an earlier analysis wrote it). finish = true (the
 // trainer's call) also turns the file's state from "analyzing" into "completed" in the same write,
 // so a file is marked completed only once its analysis is in it.
 // Where a run's analysis looks for its JS reference when none is given, first found first: the
@@ -50,6 +52,7 @@ std::vector<std::string> ReferenceCandidates(const std::string& run_file,
                                              const std::string& sweep_key);
 
 std::string AnalyzeRunFile(const std::string& run_file, const std::string& reference = "",
-                           bool replay = true, bool finish = false);
+                           const AnalysisSelection& chosen = AnalysisSelection::Everything(),
+                           bool finish = false);
 
 }  // namespace lexp

@@ -166,6 +166,7 @@ std::string WriteBaseLaw(const std::string& run_dir, double tolerance,
       encoding = head.encoding;
       if (!IsRopeEncoding(encoding) || head.state != RunState::kCompleted) continue;
       h5::Reader r(path);
+      if (r.root().OpenGroup("eval").HasAttr("skipped")) continue;  // capture-only: no scores
       label = RunLabel(r.root());
       N = static_cast<int>(r.root().AttrInt("train_max_length"));
       base = RopeBaseOf(r.root());

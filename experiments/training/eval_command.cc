@@ -215,6 +215,9 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
   ro.out_dir = p.out_dir;
   const std::string out = RunFilePath(ro.out_dir, p.name);
   ro.weights_from = std::filesystem::absolute(opt.run_file).lexically_normal().string();
+  ro.capture_only = opt.capture_only;
+  LEXP_INPUT_CHECK(!opt.capture_only || !p.cfg.probe_capture.empty(),
+                   "a capture-only evaluation stores capture sites: name them with --capture");
   if (!opt.force && std::filesystem::exists(out)) {
     // An evaluation of the same weights killed before its analysis ended is finished, as lexp run
     // --resume finishes a run; anything else of that name is an earlier evaluation, kept.
@@ -227,7 +230,7 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     if (h.state == RunState::kAnalyzing && from == ro.weights_from) {
       if (opt.progress)
         opt.progress("finishing the analysis of the interrupted evaluation '" + out + "'");
-      std::stringstream lines(AnalyzeRunFile(out, "", p.cfg.probe_replay == 1, true));
+      std::stringstream lines(AnalyzeRunFile(out, "", p.cfg.Analyses(), true));
       for (std::string line; std::getline(lines, line);)
         if (opt.progress) opt.progress("analysis: " + line);
       RunSummary s;

@@ -31,6 +31,7 @@ struct EvalCommandOptions {
   // overrides, EvaluationNameSuffix).
   std::string name;
   bool force = false;             // replace an earlier evaluation's file of the same name
+  bool capture_only = false;      // no /eval rows: only the probe and its capture sites
   std::function<void(const std::string&)> progress;
 };
 

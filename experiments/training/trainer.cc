@@ -46,7 +46,7 @@ bool FinishAnalysis(const RecipeConfig& cfg, const RunOptions& opt, RunSummary& 
                     const std::function<void(const std::string&)>& say) {
   if (opt.before_analysis) opt.before_analysis();
   try {
-    std::stringstream lines(AnalyzeRunFile(sum.path, "", cfg.probe_replay == 1, true));
+    std::stringstream lines(AnalyzeRunFile(sum.path, "", cfg.Analyses(), true));
     if (say)
       for (std::string line; std::getline(lines, line);) say(line);
     return true;
@@ -390,7 +390,11 @@ class Runner {
   // training-only pattern is removed).
   void EvaluateAndProbe() {
     UseEvaluationPattern();
-    Evaluate();
+    if (opt_.capture_only) {
+      Say("capture only: no evaluation; the probe stores its capture sites");
+    } else {
+      Evaluate();
+    }
     Probe();
   }
 
@@ -535,6 +539,10 @@ class Runner {
     f.source_entropy_rate = task_->EntropyRate();
     f.chance_token_accuracy = 1.0 / task_->OutputAlphabet();
     f.nonfinite_lengths = nonfinite_lengths_;
+    if (opt_.capture_only)
+      f.eval_skipped =
+          "a capture-only evaluation (lexp eval --capture ... --analyses none): the probe's "
+          "capture sites, no scores";
     f.depth_exact = depth_exact_;
     f.depth_accuracy = depth_accuracy_;
     f.probes = std::move(probes_);

@@ -35,6 +35,9 @@ struct RunOptions {
   bool stop_before_analysis = false;
   // Evaluate only: take the trained weights from this run file's /model instead of training.
   std::string weights_from;
+  // With weights_from: evaluate nothing, only probe (the capture sites of probe.capture); /eval
+  // says why it has no rows (lexp eval --capture ... --analyses none).
+  bool capture_only = false;
   // Run-file name (without .h5) and figure label; empty = the encoding name.
   std::string name;
   // The key sweep this model belongs to (recorded as the run file's `sweep`; "" for none).

@@ -240,7 +240,7 @@ TEST(Analyze, NonFiniteLogitsAreCountedAndReported) {
                    if (name == "layer0.attn.qkv.w")
                      for (double& x : v) x *= 1e30;  // still a float (|w| < 3e38); q.k is not
                  });
-  const std::string report = AnalyzeRunFile(blown, "", false);
+  const std::string report = AnalyzeRunFile(blown, "", AnalysisSelection::GeometryOnly());
   EXPECT_NE(report.find("NaN/+inf logits skipped"), std::string::npos) << report;
   h5::Reader r(blown);
   int64_t bad = 0;

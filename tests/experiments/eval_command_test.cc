@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "experiments/core/recipe.h"
+#include "experiments/core/run_file.h"
 #include "experiments/replay/model_replay.h"
 #include "experiments/training/trainer.h"
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "pe/forwarding_encoding.h"
 #include "pe/rope.h"
+#include "tests/testing/lexp_process.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -322,6 +324,106 @@ TEST(EvalCommand, ReadsAnotherTaskOfItsFamilyOnly) {
   o.sets = {"task.vocab=3"};
   EXPECT_THROW(EvaluateRunFile(o), InputError);
   fs::remove_all(dir);
+}
+
+// probe.analyses chooses what an evaluation's file holds: the chosen groups and no other (the
+// source run's replays are not copied or redone), the rest named in the report.
+TEST_F(EvalCommandRun, ChosenAnalysesAreTheOnlyOnesWritten) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.sets = {"probe.analyses=[\"geometry\", \"position_probes\"]"};
+  std::string lines;
+  o.progress = [&](const std::string& l) { lines += l + "\n"; };
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed") << s.message;
+  {
+    h5::Reader r(s.path);
+    const h5::Group an = r.root().OpenGroup("analysis");
+    EXPECT_TRUE(an.Has("geometry"));
+    EXPECT_TRUE(an.Has("position_probes"));
+    for (const char* absent :
+         {"expectation", "entropy_variants", "position_scores", "receptive_field", "rotary"})
+      EXPECT_FALSE(an.Has(absent)) << absent;
+  }
+  EXPECT_NE(lines.find("analyses not run: expectation, entropy_variants, position_scores, "
+                       "receptive_field, rotary (probe.analyses = geometry,position_probes)"),
+            std::string::npos)
+      << lines;
+  // The source run, trained with every analysis, still holds them all.
+  h5::Reader src(o.run_file);
+  EXPECT_TRUE(src.root().OpenGroup("analysis").Has("rotary"));
+}
+
+// lexp eval --capture SITE --analyses none: no scores (the greedy or teacher-forced evaluation
+// is skipped and /eval says why), no analysis, the probe with its capture site; the file reads
+// back as a completed run with no evaluation rows.
+TEST_F(EvalCommandRun, CaptureOnlyEvaluationWritesTheSitesAndNoScores) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.sets = {"probe.capture=[\"layer0.attn.q\"]", "probe.analyses=[\"none\"]"};
+  o.capture_only = true;
+  o.name = "sites";
+  const RunSummary s = EvaluateRunFile(o);
+  ASSERT_EQ(s.state, "completed") << s.message;
+  {
+    h5::Reader r(s.path);
+    const h5::Group ev = r.root().OpenGroup("eval");
+    EXPECT_FALSE(ev.Has("length"));
+    EXPECT_NE(ev.AttrString("skipped").find("capture-only"), std::string::npos);
+    EXPECT_FALSE(r.root().OpenGroup("analysis").Has("geometry"));
+    EXPECT_TRUE(r.root().OpenGroup("probe").OpenGroup("length_20").Has("layer0.attn.q"));
+  }
+  const RunFile f = RunFile::Read(s.path);
+  EXPECT_TRUE(f.eval.empty());
+  EXPECT_FALSE(f.eval_skipped.empty());
+  EXPECT_TRUE(ReadEvalRows(s.path).empty());
+  // Capture-only without a site to capture is refused.
+  o.sets = {"probe.analyses=[\"none\"]"};
+  o.name = "nothing";
+  EXPECT_THROW(EvaluateRunFile(o), InputError);
+  EXPECT_FALSE(fs::exists(RunFilePath(dir_.string(), "rope+nothing")));
+}
+
+// The command: without --analyses an evaluation writes the geometry alone (what its table and
+// figures read), not every replay; --analyses names them; --capture with --analyses none is the
+// capture-only evaluation.
+TEST_F(EvalCommandRun, TheCommandDefaultsToTheGeometryAndTakesAnalysesByName) {
+  auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"eval", RunFilePath(dir_.string(), "rope"), "--no-figures"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return testing::RunLexp(dir_, args);
+  };
+  auto groups = [](const std::string& file) {
+    h5::Reader r(file);
+    const h5::Group an = r.root().OpenGroup("analysis");
+    std::string g;
+    for (const char* n : {"geometry", "expectation", "entropy_variants", "position_scores",
+                          "position_probes", "receptive_field", "rotary"})
+      if (an.Has(n)) g += std::string(g.empty() ? "" : ",") + n;
+    return g;
+  };
+  testing::LexpResult r = run({"--name", "plain"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(groups(RunFilePath(dir_.string(), "rope+plain")), "geometry");
+  r = run({"--name", "two", "--analyses", "rotary,expectation"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(groups(RunFilePath(dir_.string(), "rope+two")), "expectation,rotary");
+  r = run({"--name", "all", "--analyses", "all"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(groups(RunFilePath(dir_.string(), "rope+all")),
+            "geometry,expectation,entropy_variants,position_scores,position_probes,"
+            "receptive_field,rotary");
+  r = run({"--name", "cap", "--capture", "layer0.attn.k", "--analyses", "none"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("capture only: no evaluation"), std::string::npos) << r.out;
+  h5::Reader cap(RunFilePath(dir_.string(), "rope+cap"));
+  EXPECT_TRUE(cap.root().OpenGroup("eval").HasAttr("skipped"));
+  EXPECT_EQ(groups(RunFilePath(dir_.string(), "rope+cap")), "");
+  // Readers of a directory's scores pass over the capture-only file (it has none).
+  r = testing::RunLexp(dir_, {"base-law", dir_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = testing::RunLexp(dir_, {"figures", dir_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 TEST_F(EvalCommandRun, ScalingANonRopeRunIsAnInputError) {
