@@ -75,7 +75,11 @@ class AnalyzeCommand final : public Command {
         "                observed maximum, and the post-critical ablation with each cut's loss\n"
         "                beyond N and its cost within N, paired over the evaluation sequences\n"
         "                (measured boundary: the lowest of the cuts below the unablated loss and\n"
-        "                below a uniform guess ln V by their 95% intervals; -1: none).");
+        "                below a uniform guess ln V by their 95% intervals; -1: none).\n"
+        "  position_shift  every position id moved by 16, 1024 and 65536: how far each head's\n"
+        "                attention rows move (L1, mean over queries; 0 for an exactly relative\n"
+        "                encoding) and the first key's part of it (Wang et al. 2024, Eq. 4).\n"
+        "The names are those of probe.analyses and lexp eval --analyses.");
     a->add_option("RUN_FILE", files_, "completed run files")->required()->check(CLI::ExistingFile);
     a->add_option("--reference", reference_,
                   "run file (typically NoPE) of the same recipe: JS divergence of attention rows "

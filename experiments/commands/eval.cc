@@ -42,7 +42,7 @@ class EvalCommand final : public Command {
             "--analyses", analyses_,
             "the analyses written into the evaluation's file: 'all', 'none', or names from "
             "geometry, expectation, entropy_variants, position_scores, position_probes, "
-            "receptive_field, rotary (comma- or space-separated; lexp analyze --help says what "
+            "receptive_field, rotary, position_shift (comma- or space-separated; lexp analyze --help says what "
             "each measures). Default: geometry (entropy, logit explosion, attended distance and "
             "the JS divergence at every probe length; forward passes of the probe only), not "
             "the replays. With --capture, 'none' is a capture-only evaluation: no scores, only "

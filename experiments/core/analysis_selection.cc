@@ -23,6 +23,7 @@ const std::vector<Entry>& Entries() {
       {"position_probes", &AnalysisSelection::position_probes, true},
       {"receptive_field", &AnalysisSelection::receptive_field, true},
       {"rotary", &AnalysisSelection::rotary, true},
+      {"position_shift", &AnalysisSelection::position_shift, true},
   };
   return e;
 }

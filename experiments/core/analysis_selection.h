@@ -1,7 +1,8 @@
 // Which analyses a run's end-of-training (or evaluation's) analysis writes: the recipe key
 // probe.analyses, read with probe.replay. Names (experiments/replay/analyze.h says what each is):
 // geometry (forward passes of the probe only), and the replays of the trained model expectation,
-// entropy_variants, position_scores, position_probes, receptive_field and rotary (rope runs).
+// entropy_variants, position_scores, position_probes, receptive_field, rotary (rope runs) and
+// position_shift.
 // "all" is every analysis that applies (the replays only when probe.replay = 1); "none" writes no
 // analysis beyond the probe's own attention statistics (lexp analyze FILE adds them later).
 #pragma once
@@ -13,11 +14,11 @@ namespace lexp {
 
 struct AnalysisSelection {
   bool geometry = false, expectation = false, entropy_variants = false, position_scores = false,
-       position_probes = false, receptive_field = false, rotary = false;
+       position_probes = false, receptive_field = false, rotary = false, position_shift = false;
 
   bool AnyReplay() const {
     return expectation || entropy_variants || position_scores || position_probes ||
-           receptive_field || rotary;
+           receptive_field || rotary || position_shift;
   }
   bool Any() const { return geometry || AnyReplay(); }
   bool Has(const std::string& name) const;  // name: one of AnalysisNames()

@@ -574,7 +574,8 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"probe.analyses",
        "the analyses the end-of-training analysis writes: \"all\" (every one that applies; with "
        "probe.replay = 0 the geometry alone), \"none\", or a list of geometry, expectation, "
-       "entropy_variants, position_scores, position_probes, receptive_field, rotary (lexp "
+       "entropy_variants, position_scores, position_probes, receptive_field, rotary, "
+       "position_shift (lexp "
        "analyze --help says what each is; lexp analyze FILE writes all of them later)",
        &c.probe_analyses},
       {"probe.capture",

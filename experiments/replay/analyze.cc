@@ -16,6 +16,7 @@
 #include "experiments/replay/entropy_variants.h"
 #include "experiments/replay/position_probes.h"
 #include "experiments/replay/position_scores.h"
+#include "experiments/replay/position_shift.h"
 #include "experiments/replay/probe_geometry.h"
 #include "experiments/replay/receptive_field.h"
 #include "experiments/replay/rotary_pairs.h"
@@ -79,6 +80,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   std::optional<PositionScores> positions;
   std::optional<PositionProbes> probes;
   std::optional<ReceptiveField> field;
+  std::optional<PositionShift> shift;
   const bool rotates = IsRopeEncoding(encoding);
   if (chosen.geometry) geometry = MeasureGeometry(path, reference);
   if (chosen.entropy_variants) entropy = EntropyUnderVariants(path);
@@ -87,6 +89,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (chosen.position_probes) probes = MeasurePositionProbes(path);
   if (chosen.receptive_field) field = MeasureReceptiveField(path);
   if (chosen.rotary && rotates) rotary = AnalyzeRotaryPairs(path);
+  if (chosen.position_shift) shift = MeasurePositionShift(path);
   h5::Writer w(path, h5::Writer::Mode::kUpdate);
   h5::Group analysis = w.root().CreateGroup("analysis");
   if (geometry) report += WriteGeometry(*geometry, analysis);
@@ -98,6 +101,7 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (probes) report += WritePositionProbes(*probes, analysis);
   if (field) report += WriteReceptiveField(*field, analysis);
   if (rotary) report += WriteRotaryPairs(*rotary, analysis);
+  if (shift) report += WritePositionShift(*shift, analysis);
   if (chosen.rotary && !rotates)
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
   // What was left out, by name (each analysis writes the group of its name), and how to have it.

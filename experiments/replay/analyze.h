@@ -23,6 +23,8 @@
 //    (experiments/replay/receptive_field.h);
 //  * /analysis/rotary (rope, rope_partial): pair angle ranges, contributions, logit supremum and
 //    the post-critical ablation (experiments/replay/rotary_pairs.h).
+//  * /analysis/position_shift: how far attention rows move when every position id is shifted,
+//    and the first key's part of it (experiments/replay/position_shift.h).
 #pragma once
 
 #include <string>

@@ -98,4 +98,14 @@ const std::vector<int>& ModelReplay::ForwardProbeSequence(int s) {
   return probe_tokens_;
 }
 
+const std::vector<int>& ModelReplay::ForwardProbeSequence(int s, double shift) {
+  LEXP_CHECK(s >= 0 && s < probe_.B, "replay: probe sequence out of range");
+  probe_tokens_.assign(probe_.tokens.begin() + static_cast<long>(s) * probe_.T,
+                       probe_.tokens.begin() + static_cast<long>(s + 1) * probe_.T);
+  shifted_ = buf_.pos;
+  for (double& p : shifted_) p += shift;
+  parts_.model->Forward(probe_tokens_, 1, probe_.T, shifted_, false, true, buf_.logits);
+  return probe_tokens_;
+}
+
 }  // namespace lexp

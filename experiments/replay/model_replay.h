@@ -53,6 +53,8 @@ class ModelReplay {
   // (attention kept) and returns its tokens.
   int ProbeSequences(int n);
   const std::vector<int>& ForwardProbeSequence(int s);
+  // The same with every position id moved by `shift` (the probe's ids plus shift).
+  const std::vector<int>& ForwardProbeSequence(int s, double shift);
 
  private:
   std::string encoding_;
@@ -61,6 +63,7 @@ class ModelReplay {
   EvalBuffers buf_;
   Batch probe_;                    // the batch ProbeSequences built
   std::vector<int> probe_tokens_;  // the sequence ForwardProbeSequence forwarded
+  std::vector<double> shifted_;    // the probe's position ids moved
 };
 
 }  // namespace lexp

@@ -342,11 +342,13 @@ TEST_F(EvalCommandRun, ChosenAnalysesAreTheOnlyOnesWritten) {
     EXPECT_TRUE(an.Has("geometry"));
     EXPECT_TRUE(an.Has("position_probes"));
     for (const char* absent :
-         {"expectation", "entropy_variants", "position_scores", "receptive_field", "rotary"})
+         {"expectation", "entropy_variants", "position_scores", "receptive_field", "rotary",
+          "position_shift"})
       EXPECT_FALSE(an.Has(absent)) << absent;
   }
   EXPECT_NE(lines.find("analyses not run: expectation, entropy_variants, position_scores, "
-                       "receptive_field, rotary (probe.analyses = geometry,position_probes)"),
+                       "receptive_field, rotary, position_shift (probe.analyses = "
+                       "geometry,position_probes)"),
             std::string::npos)
       << lines;
   // The source run, trained with every analysis, still holds them all.
@@ -398,7 +400,7 @@ TEST_F(EvalCommandRun, TheCommandDefaultsToTheGeometryAndTakesAnalysesByName) {
     const h5::Group an = r.root().OpenGroup("analysis");
     std::string g;
     for (const char* n : {"geometry", "expectation", "entropy_variants", "position_scores",
-                          "position_probes", "receptive_field", "rotary"})
+                          "position_probes", "receptive_field", "rotary", "position_shift"})
       if (an.Has(n)) g += std::string(g.empty() ? "" : ",") + n;
     return g;
   };
@@ -412,7 +414,7 @@ TEST_F(EvalCommandRun, TheCommandDefaultsToTheGeometryAndTakesAnalysesByName) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(groups(RunFilePath(dir_.string(), "rope+all")),
             "geometry,expectation,entropy_variants,position_scores,position_probes,"
-            "receptive_field,rotary");
+            "receptive_field,rotary,position_shift");
   r = run({"--name", "cap", "--capture", "layer0.attn.k", "--analyses", "none"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("capture only: no evaluation"), std::string::npos) << r.out;
