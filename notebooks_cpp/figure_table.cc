@@ -61,6 +61,8 @@ const std::vector<RunFigure>& RunFigures() {
        DrawReceptiveField},
       {"entropy_variants", [](const std::string& d) { return HasAnalysis(d, "entropy_variants"); },
        DrawEntropyVariants},
+      {"position_shift", [](const std::string& d) { return HasAnalysis(d, "position_shift"); },
+       DrawPositionShift},
       {"rotary_pairs",
        [](const std::string& d) {
          return AnyAnalysis(d, "rotary", [](const h5::Group& g) { return g.Has("ablation_loss"); });

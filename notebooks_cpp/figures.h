@@ -71,6 +71,11 @@ std::string DrawScoreTable(const std::string& summary_file);
 // encoder layout; the keys the Lambda mask leaves under it), one panel per run, training length
 // marked.
 std::string DrawEntropyVariants(const std::string& run_dir);
+// /analysis/position_shift of the runs (lexp analyze): how far attention rows move under each
+// shift of every position id against the sequence length (log scale; exact zeros named in the
+// title), and at the longest probe the first key's share of the move against its share of the
+// attention (Wang et al. 2024, Eq. 4).
+std::string DrawPositionShift(const std::string& run_dir);
 // /analysis/rotary of rope runs: periods covered per pair in training and at the longest
 // evaluation, each pair's mean |contribution| below and beyond the training length, and the
 // post-critical ablation's loss beyond training per cut, with the predicted boundary.

@@ -344,12 +344,13 @@ TEST(Figures, AreDrawnFromRunFilesWithScriptAndData) {
   so.figures = false;
   ASSERT_EQ(RunRecipe(c, so).size(), 2u);
   const auto pngs = DrawAllFigures(dir.string());  // reads only the files
-  ASSERT_EQ(pngs.size(), 8u)
+  ASSERT_EQ(pngs.size(), 9u)
       << "accuracy, attention, geometry, position scores, heads, position probes, receptive "
-         "field and entropy variants (the runs carry every analysis but the rotary one)";
+         "field, entropy variants and position shift (the runs carry every analysis but the "
+         "rotary one)";
   for (const std::string name :
        {"accuracy_vs_length", "attention_vs_length", "attention_geometry", "position_scores",
-        "heads", "position_probes", "receptive_field", "entropy_variants"}) {
+        "heads", "position_probes", "receptive_field", "entropy_variants", "position_shift"}) {
     for (const std::string ext : {".png", ".gp", ".dat"}) {
       const fs::path f = dir / "figures" / (name + ext);
       ASSERT_TRUE(fs::exists(f)) << f;
