@@ -8,7 +8,7 @@ const std::vector<std::string>& PatternNames() {
   static const std::vector<std::string> k = {"full",          "sliding_window", "bca",
                                              "lambda",        "dilated",        "shifted_sparse",
                                              "sinks",         "recurrence",     "self_extend",
-                                             "string"};
+                                             "string",        "anchor"};
   return k;
 }
 
@@ -89,6 +89,7 @@ std::unique_ptr<AttentionPattern> CreatePattern(const PatternConfig& c) {
                      "got S = " + std::to_string(c.shift) + ", W = " + std::to_string(c.window));
     return std::make_unique<StringPattern>(c.shift, c.window);
   }
+  if (c.name == "anchor") return std::make_unique<AnchorPattern>(c.window);
   if (c.name == "lambda") {
     LEXP_INPUT_CHECK(c.global >= 0, "pattern 'lambda' needs n_global >= 0");
     return std::make_unique<LambdaPattern>(c.global, c.window, c.limit > 0 ? c.limit : c.window);

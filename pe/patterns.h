@@ -29,6 +29,10 @@
 //    the keys its own query saw, which is what the cache held. The memory keys are read without a
 //    gradient into their states (AttentionPattern::MemoryEnd), Transformer-XL's stop-gradient.
 //    bca(l) is recurrence(l/2, l/2) without the stop-gradient.
+//  * anchor(W): AnchorAttention (Wang et al. 2024, arXiv:2411.13476; AnchorContext's
+//    add_anchor_token_to_inputs and generate_doc_mask_mod): the sequence is the anchor (token 0)
+//    followed by packed documents of W tokens; a query sees the anchor and its own document up to
+//    itself, and position ids run on across documents (no reset), so the anchor keeps position 0.
 // Patterns are causal. lambda and sinks change distances per key: logit-term encodings read them
 // through AttentionContext::Distance, and rope recomputes the logit of each remapped key at its
 // distance (pe/rope.h); other q/k transforms (xpos) are refused, not approximated.
@@ -134,6 +138,25 @@ class LambdaPattern final : public AttentionPattern {
 
  private:
   int global_, local_, limit_;
+};
+
+class AnchorPattern final : public AttentionPattern {
+ public:
+  explicit AnchorPattern(int document) : AttentionPattern(true), document_(document) {}
+  std::string Name() const override { return "anchor"; }
+  void KeyBounds(int i, int, int* b, int* e) const override {
+    *b = 0;
+    *e = i + 1;
+  }
+  bool Contiguous() const override { return false; }
+  // Token 0 is the anchor; document k holds tokens [1 + kW, 1 + (k+1)W).
+  int DocumentStart(int i) const { return i == 0 ? 0 : 1 + (i - 1) / document_ * document_; }
+  bool Visible(int i, int j, int) const override {
+    return j == 0 || (j >= DocumentStart(i) && j <= i);
+  }
+
+ private:
+  int document_;
 };
 
 // One head's LongNet key sets.

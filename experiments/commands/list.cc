@@ -124,6 +124,14 @@ class ListCommand final : public Command {
       PrintLine(
           "                  pattern_window (An et al. 2024, arXiv:2410.18745); same encodings as "
           "lambda");
+      PrintLine(
+          "  anchor          AnchorAttention: token 0 is an anchor every query sees; the rest is "
+          "packed");
+      PrintLine(
+          "                  documents of pattern_window tokens, each seeing itself only, with "
+          "position");
+      PrintLine(
+          "                  ids running on (Wang et al. 2024, arXiv:2411.13476)");
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);
     } else if (what == "sites") {

@@ -447,11 +447,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
        "attention pattern: full, sliding_window, bca (Sun et al.), lambda (LM-Infinite), "
        "dilated (LongNet), shifted_sparse (LongLoRA S2-Attn), sinks (StreamingLLM), recurrence "
        "(Transformer-XL's segments with a cached memory), self_extend (Self-Extend's grouped "
-       "distances beyond a neighbour window), string (STRING's far distances shifted down)",
+       "distances beyond a neighbour window), string (STRING's far distances shifted down), anchor "
+       "(AnchorAttention: token 0 shared by packed documents of pattern_window tokens)",
        &c.pattern, 0, 0, PatternNames()},
       {"model.pattern_window",
        "sliding window w / bca block l / lambda n_local / sinks recent window / recurrence "
-       "segment length (0 = the longest training sequence)",
+       "segment length / anchor document length (0 = the longest training sequence)",
        &c.pattern_window, 0, 1 << 24},
       {"model.pattern_memory",
        "recurrence: memory length M, the keys before its segment a query sees (0 = the segment "

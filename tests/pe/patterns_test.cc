@@ -61,6 +61,53 @@ TEST(Patterns, LambdaMatchesReferenceIndexSetAndCapsDistance) {
     for (int j : VisibleKeys(lam, i, 30)) EXPECT_LE(lam.EffectiveDistance(i, j, pos.data()), 4);
 }
 
+// AnchorAttention (Wang et al. 2024): token 0 shared, documents of W tokens after it, each seeing
+// itself up to the query; distances are the plain ones (position ids run on).
+TEST(Patterns, AnchorSeesTheAnchorAndItsOwnDocumentOnly) {
+  const AnchorPattern anchor(4);
+  EXPECT_EQ(VisibleKeys(anchor, 0, 14), Range(0, 0));
+  EXPECT_EQ(VisibleKeys(anchor, 1, 14), Range(0, 1));
+  EXPECT_EQ(VisibleKeys(anchor, 4, 14), Range(0, 4)) << "the first document is tokens 1..4";
+  EXPECT_EQ(VisibleKeys(anchor, 5, 14), (std::set<int>{0, 5}));
+  EXPECT_EQ(VisibleKeys(anchor, 7, 14), (std::set<int>{0, 5, 6, 7}));
+  EXPECT_EQ(VisibleKeys(anchor, 9, 14), (std::set<int>{0, 9}));
+  std::vector<double> pos(14);
+  std::iota(pos.begin(), pos.end(), 0.0);
+  EXPECT_TRUE(anchor.PlainDistance());
+  EXPECT_EQ(anchor.EffectiveDistance(13, 0, pos.data()), 13) << "the anchor keeps position 0";
+  PatternConfig c;
+  c.name = "anchor";
+  c.window = 4;
+  EXPECT_EQ(CreatePattern(c)->Name(), "anchor");
+}
+
+TEST(Patterns, RopeThroughAnchorHasCorrectGradientsAndStreamingMatches) {
+  auto enc = CreateEncoding<double>("rope", {}, EncodingShape{8, 2, 1, true, 128});
+  Rng rng(3);
+  enc->Init(rng);
+  const AnchorPattern pat(7);
+  testing::AttentionGradCase gc;
+  gc.shape = AttentionShape{1, 40, 2, 4};
+  gc.pattern = &pat;
+  gc.encoding = enc.get();
+  gc.pos.resize(40);
+  std::iota(gc.pos.begin(), gc.pos.end(), 0.0);
+  gc.transform_qk = true;
+  gc.seed = 3;
+  AttentionCache<double> cache;
+  testing::CheckAttentionGradients(gc, &cache);
+  // Query 10 (second document: tokens 8..14) gives weight to the anchor and to its own document
+  // only.
+  const int T = 40;
+  for (int h = 0; h < 2; ++h) {
+    const auto row = cache.probs.row(static_cast<long>(h) * T + 10);
+    EXPECT_GT(row(0), 0.0);
+    for (int j = 1; j < 8; ++j) EXPECT_EQ(row(j), 0.0) << j;
+    EXPECT_GT(row(8), 0.0);
+    EXPECT_NEAR(row.sum(), 1.0, 1e-12);
+  }
+}
+
 TEST(Patterns, SlidingWindowSeesTheLastWKeys) {
   const SlidingWindowPattern w(3);
   EXPECT_EQ(VisibleKeys(w, 0, 10), Range(0, 0));
@@ -375,6 +422,8 @@ TEST(Patterns, RecipesRefuseWhatCannotWorkAndTrainWhatCan) {
   EXPECT_NE(error_of({"model.encodings=xpos", "model.pattern=sinks"}).find("per key"),
             std::string::npos);
   EXPECT_EQ(error_of({"model.encodings=rope", "model.pattern=sinks"}), "");
+  EXPECT_EQ(error_of({"model.encodings=rope", "model.pattern=anchor", "model.pattern_window=4"}),
+            "");
   EXPECT_NE(error_of({"model.pattern=shifted_sparse"}).find("training-time"), std::string::npos);
   EXPECT_NE(error_of({"model.pattern=dilated", "model.pattern_segments=8,16",
                       "model.pattern_dilations=2,4"})
