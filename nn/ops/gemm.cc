@@ -91,6 +91,7 @@ void FullPrecisionGemm(bool ta, bool tb, long m, long n, long k, const S* a, lon
 }
 
 std::atomic<bool> force_bf16_emulation{false};
+std::atomic<long> native_bf16_products{0};
 
 // op(X)[r, c] of a row-major X stored [rows, cols] (or [cols, rows] when transposed).
 inline float OpAt(const float* x, long ld, bool t, long r, long c) {
@@ -254,6 +255,7 @@ bool NativeBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, lo
   if (tb) PackTransposedBf16Pairs(b, ldb, k, n, bv.data());
   f(reinterpret_cast<const libxsmm_bfloat16*>(bv.data()),
     reinterpret_cast<const libxsmm_bfloat16*>(av.data()), c);
+  native_bf16_products.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 #endif
@@ -285,6 +287,8 @@ const char* Bf16BackendName() {
 }
 
 void ForceBf16Emulation(bool on) { force_bf16_emulation.store(on, std::memory_order_relaxed); }
+
+long NativeBf16Products() { return native_bf16_products.load(std::memory_order_relaxed); }
 
 void InitGemmBackends() {
 #ifdef LEXP_HAVE_LIBXSMM

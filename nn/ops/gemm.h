@@ -41,6 +41,9 @@ bool Bf16IsNative();
 const char* Bf16BackendName();
 // Tests: bf16 products emulated even where the CPU has AVX512_BF16 (process-wide).
 void ForceBf16Emulation(bool on);
+// Products the native bf16 kernel computed in this process (tests: the native path ran and did
+// not fall back to the emulation).
+long NativeBf16Products();
 
 // C[m,n] = op(A) op(B), or += when accumulate. op(A) is [m,k]: A is stored [m,k] (row stride
 // lda >= k), or [k,m] when ta (lda >= m); likewise op(B) is [k,n], stored [n,k] when tb.

@@ -135,7 +135,14 @@ class Bf16Backend : public ::testing::TestWithParam<bool> {
 };
 
 TEST_P(Bf16Backend, ProductsHaveBf16OperandsAndFp32Accumulation) {
+  const long native_before = NativeBf16Products();
   const double largest = CheckBf16Products();
+  // The path under test is the one that ran: the native kernel computed products (none fell back
+  // to the emulation unnoticed), or none did when emulation is forced.
+  if (GetParam())
+    EXPECT_EQ(NativeBf16Products(), native_before);
+  else
+    EXPECT_GT(NativeBf16Products(), native_before);
   // Not the fp32 product: bf16 operands move it by about 2^-9 of its mass, fp32 by 2^-24 k.
   EXPECT_GT(largest, 1e-4) << "the products were not computed from bf16 operands";
 }
