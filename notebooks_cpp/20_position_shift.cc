@@ -47,8 +47,11 @@ std::string DrawPositionShift(const std::string& run_dir) {
     for (auto t : g.ReadIntsShaped("sequence_length", {d[1]}))
       run.tokens.push_back(static_cast<double>(t));
     const uint64_t P = d[1], LH = d[2] * d[3];
+    // The longest probe (probe.lengths may be given in any order).
+    const uint64_t L = static_cast<uint64_t>(
+        std::max_element(run.tokens.begin(), run.tokens.end()) - run.tokens.begin());
     double longest_mass = 0;
-    for (uint64_t lh = 0; lh < LH; ++lh) longest_mass += mass[(P - 1) * LH + lh] / LH;
+    for (uint64_t lh = 0; lh < LH; ++lh) longest_mass += mass[L * LH + lh] / LH;
     for (uint64_t k = 0; k < d[0]; ++k) {
       std::vector<double> per_probe(P);
       double row = 0, on_first = 0;
@@ -58,8 +61,8 @@ std::string DrawPositionShift(const std::string& run_dir) {
         per_probe[p] = sum;
       }
       for (uint64_t lh = 0; lh < LH; ++lh) {
-        row += l1[(k * P + P - 1) * LH + lh];
-        on_first += first[(k * P + P - 1) * LH + lh];
+        row += l1[(k * P + L) * LH + lh];
+        on_first += first[(k * P + L) * LH + lh];
       }
       run.move.push_back(per_probe);
       run.first_share.push_back(row > 0 ? on_first / row : std::nan(""));
@@ -79,10 +82,13 @@ std::string DrawPositionShift(const std::string& run_dir) {
   std::vector<std::string> exact;  // runs whose attention did not move at all: not on a log axis
   for (const auto& run : runs) {
     ++style;
-    bool any = false;
+    bool any = false, all_zero = true;  // NaN (a shift not replayed) is neither
     for (const auto& m : run.move)
-      for (double x : m) any = any || x > 0;
-    if (!any) exact.push_back(run.label);
+      for (double x : m) {
+        any = any || x > 0;
+        all_zero = all_zero && x == 0;
+      }
+    if (all_zero) exact.push_back(run.label);
     for (size_t k = 0; k < run.shifts.size(); ++k) {
       dat << "# " << run.label << " shift " << run.shifts[k] << "\n";
       for (size_t p = 0; p < run.tokens.size(); ++p) {
@@ -158,7 +164,7 @@ std::string DrawPositionShift(const std::string& run_dir) {
   top = std::min(1.0, top > 0 ? 1.2 * top : 1.0);
   s += fmt::format("unset logscale y\nset xrange [0:{0}]\nset yrange [0:{0}]\n", top);
   s += "set xlabel 'first key: its share of the attention (longest probe)'\n";
-  s += "set ylabel 'first key: its share of the move'\n";
+  s += "set ylabel 'first key: its share of the move (at most 0.5)'\n";
   s += "set title 'above the diagonal: the move concentrates on the first token'\n";
   s += "set key top left inside\n";
   s += (right.empty() ? std::string("plot x with lines dt 3 lc rgb 'black' title 'equal shares'")

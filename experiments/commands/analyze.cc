@@ -18,10 +18,10 @@ class AnalyzeCommand final : public Command {
     auto* a = app.add_subcommand(
         "analyze",
         "every analysis that applies to trained runs, into each run file's /analysis (training "
-        "runs do it at the end; probe.replay = 0 leaves all but the geometry to this command): "
-        "attention geometry, expectation, scores by position, position probes, receptive field, "
-        "entropy variants and, for rope, the rotary pairs. Inapplicable metrics are named with "
-        "the reason.");
+        "runs do it at the end, writing those probe.analyses chooses; probe.replay = 0 leaves "
+        "all but the geometry to this command): attention geometry, expectation, scores by "
+        "position, position probes, receptive field, entropy variants, position shift and, for "
+        "rope, the rotary pairs. Inapplicable metrics are named with the reason.");
     a->footer(
         "Statistics, as computed (layouts in data/README.md):\n"
         "  geometry      replay of every probe sequence (probe.samples) at the training length N\n"
@@ -94,6 +94,7 @@ class AnalyzeCommand final : public Command {
       std::string name;
       RecipeConfig cfg = CompletedRunRecipe(f, &name);
       cfg.probe_replay = 1;
+      cfg.probe_analyses = {"all"};  // what lexp analyze writes, whatever the run chose
       CheckMemoryFits(cfg);
     }
     for (const auto& f : files_) {

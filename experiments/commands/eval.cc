@@ -95,6 +95,11 @@ class EvalCommand final : public Command {
   }
 
  private:
+  static std::string JoinedAnalysisNames() {
+    std::string s;
+    for (const auto& n : AnalysisNames()) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  }
   // --analyses as recipe overrides (probe.* keys do not name the output); without it and without a
   // --set probe.analyses, the geometry alone: what the evaluation's table and figures read.
   void ChooseAnalyses() {
@@ -105,18 +110,37 @@ class EvalCommand final : public Command {
         if (comma > at) names.push_back(a.substr(at, comma - at));
         at = comma + 1;
       }
-    bool set_by_key = false;
-    for (const auto& set : o_.sets) set_by_key = set_by_key || set.rfind("probe.analyses=", 0) == 0;
+    LEXP_INPUT_CHECK(analyses_.empty() || !names.empty(),
+                     "lexp eval --analyses names nothing; allowed: all, none, or names from " +
+                         JoinedAnalysisNames());
+    bool set_by_key = false, replay_by_key = false;
+    std::string set_value;
+    for (const auto& set : o_.sets) {
+      if (set.rfind("probe.analyses=", 0) == 0) {
+        set_by_key = true;
+        set_value = set.substr(set.find('=') + 1);
+      }
+      replay_by_key = replay_by_key || set.rfind("probe.replay=", 0) == 0;
+    }
     LEXP_INPUT_CHECK(!(set_by_key && !names.empty()),
                      "lexp eval: give the analyses once, with --analyses or with --set "
                      "probe.analyses, not both");
-    if (set_by_key) return;
+    if (set_by_key) {
+      // The key's "none" with --capture is the capture-only evaluation too.
+      std::string bare;
+      for (char ch : set_value)
+        if (ch != '"' && ch != '[' && ch != ']' && ch != ' ' && ch != '\'') bare += ch;
+      o_.capture_only = bare == "none" && !capture_.empty();
+      return;
+    }
     if (names.empty()) names = {"geometry"};
     std::string list;
     for (const auto& n : names) list += fmt::format("{}\"{}\"", list.empty() ? "" : ",", n);
     SelectAnalyses(names, true, "lexp eval --analyses");  // names checked before anything runs
-    // A replay asked for by name runs even when the run's recipe turned the replays off.
-    if (names != std::vector<std::string>{"none"}) o_.sets.push_back("probe.replay=1");
+    // A replay asked for by name runs even when the run's recipe turned the replays off (unless
+    // this command's own --set probe.replay says otherwise: then a named replay is refused).
+    if (names != std::vector<std::string>{"none"} && !replay_by_key)
+      o_.sets.push_back("probe.replay=1");
     o_.sets.push_back("probe.analyses=[" + list + "]");
     o_.capture_only = names == std::vector<std::string>{"none"} && !capture_.empty();
   }

@@ -91,7 +91,8 @@ AnalysisSelection SelectAnalyses(const std::vector<std::string>& names, bool rep
                                 [&](const Entry& x) { return n == x.name; });
     LEXP_INPUT_CHECK(e != Entries().end(),
                      where + ": unknown analysis '" + n + "'; allowed: " + Allowed());
-    LEXP_INPUT_CHECK(!(s.*e->flag), where + ": '" + n + "' is named twice");
+    LEXP_INPUT_CHECK(!(s.*e->flag),
+                     where + ": '" + n + "' is named twice; allowed: " + Allowed() + ", each once");
     LEXP_INPUT_CHECK(replay || !e->replay,
                      where + ": '" + n +
                          "' replays the trained model, and probe.replay = 0 turns the replays "

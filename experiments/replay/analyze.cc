@@ -104,16 +104,18 @@ std::string AnalyzeRunFile(const std::string& path, const std::string& reference
   if (shift) report += WritePositionShift(*shift, analysis);
   if (chosen.rotary && !rotates)
     report += "rotary pair analysis: not applicable: '" + encoding + "' does not rotate\n";
-  // What was left out, by name (each analysis writes the group of its name), and how to have it.
+  // What was left out, by name, and how to have it. A group not chosen is left as an earlier
+  // analysis wrote it (lexp collect refreshes the geometry alone); rotary is removed where it
+  // does not apply.
+  if (chosen.rotary && !rotates) analysis.Remove("rotary");
   std::string skipped;
-  for (const std::string& name : AnalysisNames()) {
-    if (!chosen.Has(name) || (name == "rotary" && !rotates)) analysis.Remove(name);
+  for (const std::string& name : AnalysisNames())
     if (!chosen.Has(name) && (name != "rotary" || rotates))
       skipped += (skipped.empty() ? "" : ", ") + name;
-  }
   if (!skipped.empty())
-    report += "analyses not run: " + skipped + " (probe.analyses = " + chosen.Names() +
-              "); lexp analyze " + path + " writes every one\n";
+    report += "analyses not run: " + skipped + " (chosen: " + chosen.Names() +
+              "; probe.analyses and probe.replay choose them); lexp analyze " + path +
+              " writes every one\n";
   if (finish) w.root().OpenGroup("status").SetAttr("state", "completed");
   w.Commit();
   return report;

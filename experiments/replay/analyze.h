@@ -38,8 +38,8 @@ namespace lexp {
 // give the Jensen-Shannon divergence per layer, head and reference head. Without one, the NoPE run
 // beside the file (nope<suffix>.h5 for a run labelled <encoding><suffix>) is used when it exists
 // and completed. Returns the report lines, which name the analyses not chosen. chosen: the
-// analyses to write (the recipe's probe.analyses at the end of training; an analysis not chosen is
-// absent from /analysis, even if an earlier analysis wrote it). finish = true (the
+// analyses to write (the recipe's probe.analyses at the end of training; a group not chosen is
+// left as an earlier analysis wrote it). finish = true (the
 // trainer's call) also turns the file's state from "analyzing" into "completed" in the same write,
 // so a file is marked completed only once its analysis is in it.
 // Where a run's analysis looks for its JS reference when none is given, first found first: the

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -18,6 +19,7 @@ PositionShift MeasurePositionShift(const std::string& run_file) {
   ModelReplay replay(run_file);
   const RecipeConfig& cfg = replay.config();
   out.family = FindEncoding(replay.encoding_name()).family;
+  const bool absolute = out.family.rfind("absolute", 0) == 0;
   out.precision = PrecisionPolicyText(cfg.Precision());
   out.layers = cfg.model.n_layers;
   out.heads = cfg.model.n_heads;
@@ -26,6 +28,12 @@ PositionShift MeasurePositionShift(const std::string& run_file) {
   const int L = out.layers, H = out.heads;
   const size_t P = out.lengths.size(), S = out.shifts.size(), LH = static_cast<size_t>(L) * H;
   out.not_applicable.assign(S, "");
+  // An absolute encoding moves by design at any shift: the first shift shows it, and the far ones
+  // would cost encodings that integrate up to the position (Floater) as much as that position.
+  if (absolute)
+    for (size_t k = 1; k < S; ++k)
+      out.not_applicable[k] =
+          "an absolute encoding moves by design at any shift; the first shift shows it";
   out.row_l1.assign(S * P * LH, std::numeric_limits<double>::quiet_NaN());
   out.first_key_l1 = out.row_l1_sd = out.row_l1;
   out.first_key_mass.assign(P * LH, 0.0);
@@ -45,9 +53,10 @@ PositionShift MeasurePositionShift(const std::string& run_file) {
         const int T = static_cast<int>(base[l].cols());
         for (int h = 0; h < H; ++h) {
           double mass = 0;
-          for (int i = 0; i < T; ++i) mass += base[l](static_cast<long>(h) * T + i, 0);
+          // Query 0 sees key 0 alone (a_00 = 1 under any shift): left out, as it cannot move.
+          for (int i = 1; i < T; ++i) mass += base[l](static_cast<long>(h) * T + i, 0);
           out.first_key_mass[p * LH + static_cast<size_t>(l) * H + h] +=
-              mass / T / sequences;
+              mass / std::max(1, T - 1) / sequences;
         }
       }
       for (size_t k = 0; k < S; ++k) {
@@ -95,6 +104,12 @@ PositionShift MeasurePositionShift(const std::string& run_file) {
       }
     }
   }
+  // A shift that failed at some length is not applicable at any (its entries all NaN).
+  for (size_t k = 0; k < S; ++k)
+    if (!out.not_applicable[k].empty())
+      for (size_t at = k * P * LH; at < (k + 1) * P * LH; ++at)
+        out.row_l1[at] = out.first_key_l1[at] = out.row_l1_sd[at] =
+            std::numeric_limits<double>::quiet_NaN();
   return out;
 }
 
@@ -125,7 +140,7 @@ std::string WritePositionShift(const PositionShift& ps, const h5::Group& analysi
   g.WriteDoubles("row_l1_sd", ps.row_l1_sd, {S, P, L, H}, "shift,probe,layer,head",
                  "sample sd over probe sequences of each sequence's mean row_l1");
   std::string report;
-  const bool absolute = ps.family == "absolute";
+  const bool absolute = ps.family.rfind("absolute", 0) == 0;
   for (uint64_t k = 0; k < S; ++k) {
     if (!ps.not_applicable[k].empty()) {
       g.SetAttr(fmt::format("not_applicable_shift_{:g}", ps.shifts[k]), ps.not_applicable[k]);
@@ -133,19 +148,21 @@ std::string WritePositionShift(const PositionShift& ps, const h5::Group& analysi
                             ps.not_applicable[k]);
       continue;
     }
-    const uint64_t p = P - 1;  // the longest probe
+    const uint64_t p = static_cast<uint64_t>(  // the longest probe (probe.lengths may be unsorted)
+        std::max_element(ps.lengths.begin(), ps.lengths.end()) - ps.lengths.begin());
     double row = 0, first = 0, worst = 0, mass = 0;
     for (uint64_t lh = 0; lh < L * H; ++lh) {
       mass += ps.first_key_mass[p * L * H + lh] / (L * H);
       const double x = ps.row_l1[(k * P + p) * L * H + lh];
       row += x / (L * H);
       first += ps.first_key_l1[(k * P + p) * L * H + lh] / (L * H);
-      worst = std::max(worst, x);
+      worst = std::isnan(x) ? x : std::max(worst, x);
     }
     report += fmt::format(
         "position shift +{:g} at n={} ({} tokens, {} sequences, {}): attention rows move by "
         "{:.3g} (L1, mean over layers, heads and queries; largest head {:.3g}), {} on the first "
-        "key, which holds {:.1f}% of the attention{}\n",
+        "key, which holds {:.1f}% of the attention (a row's move on one key is at most half its "
+        "L1){}\n",
         ps.shifts[k], ps.lengths[p], ps.sequence_lengths[p], ps.sequences, ps.precision, row,
         worst, row > 0 ? fmt::format("{:.1f}%", 100 * first / row) : std::string("none"),
         100 * mass,

@@ -223,10 +223,21 @@ RunSummary EvaluateRunFile(const EvalCommandOptions& opt) {
     // --resume finishes a run; anything else of that name is an earlier evaluation, kept.
     const RunFileHead h = ReadRunFileHead(out);
     std::string from;
+    bool was_capture_only = false;
     if (h.state == RunState::kAnalyzing) {
       h5::Reader r(out);
       if (r.root().HasAttr("weights_from")) from = r.root().AttrString("weights_from");
+      was_capture_only = r.root().Has("eval") && r.root().OpenGroup("eval").HasAttr("skipped");
     }
+    // Finished only when it is the same kind of evaluation (probe.* keys do not name the file).
+    LEXP_INPUT_CHECK(
+        !(h.state == RunState::kAnalyzing && from == ro.weights_from &&
+          was_capture_only != opt.capture_only),
+        "'" + out + "' holds an interrupted " +
+            (was_capture_only ? std::string("capture-only evaluation") : "scored evaluation") +
+            " of the same name, and this one is " +
+            (opt.capture_only ? "capture-only" : "scored") +
+            "; pass --force to replace it, or --name for another file");
     if (h.state == RunState::kAnalyzing && from == ro.weights_from) {
       if (opt.progress)
         opt.progress("finishing the analysis of the interrupted evaluation '" + out + "'");

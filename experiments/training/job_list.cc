@@ -282,7 +282,7 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
     if (s.state == RowState::kDone && MissesItsReference(s.row, cfg.SweepKey())) {
       say(fmt::format("row {}: analysing {} again, now that its NoPE reference is done",
                       s.row.index, s.row.file));
-      AnalyzeRunFile(s.row.file, "", cfg.Analyses(), false);
+      AnalyzeRunFile(s.row.file, "", AnalysisSelection::GeometryOnly(), false);
     }
   std::vector<std::string> dirs;
   for (const auto& s : res.states) {

@@ -270,10 +270,13 @@ TEST(Analyze, ProbeReplayZeroLeavesTheReplaysToLexpAnalyze) {
     EXPECT_FALSE(an.Has("entropy_variants"));
   }
   AnalyzeRunFile(rope);
+  // The geometry refreshed alone (lexp collect, once a NoPE reference is done) keeps the rest.
+  AnalyzeRunFile(rope, "", AnalysisSelection::GeometryOnly());
   h5::Reader r(rope);
   const h5::Group an = r.root().OpenGroup("analysis");
   EXPECT_TRUE(an.Has("rotary"));
   EXPECT_TRUE(an.Has("entropy_variants"));
+  EXPECT_TRUE(an.Has("position_shift"));
   std::filesystem::remove_all(dir);
 }
 

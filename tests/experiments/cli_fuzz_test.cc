@@ -961,6 +961,10 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        2,
        "lexp eval --analyses: unknown analysis 'entropy'; allowed: \"all\", \"none\" or a list "
        "of geometry expectation"},
+      {"eval --analyses naming nothing",
+       {"eval", good_.string(), "--analyses", ",", "--no-figures"},
+       2,
+       "lexp eval --analyses names nothing; allowed: all, none, or names from geometry"},
       {"eval --analyses with none beside a name",
        {"eval", good_.string(), "--analyses", "none", "geometry", "--no-figures"},
        2,

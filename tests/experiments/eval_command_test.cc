@@ -264,6 +264,21 @@ TEST_F(EvalCommandRun, AnEvaluationKilledBeforeItsAnalysisIsFinishedByTheNextOne
     EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "completed");
     EXPECT_TRUE(r.root().OpenGroup("analysis").Has("geometry"));
   }
+  {  // An interrupted scored evaluation is not finished by a capture-only one of the same name.
+    h5::Writer w(s.path, h5::Writer::Mode::kUpdate);
+    w.root().OpenGroup("status").SetAttr("state", "analyzing");
+    w.Commit();
+    EvalCommandOptions cap = o;
+    cap.sets = {"probe.capture=[\"layer0.attn.q\"]", "probe.analyses=[\"none\"]"};
+    cap.capture_only = true;
+    try {
+      EvaluateRunFile(cap);
+      ADD_FAILURE() << "a capture-only request finished a scored evaluation";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("interrupted scored evaluation"), std::string::npos)
+          << e.what();
+    }
+  }
   {  // Another evaluation's interrupted file under this name is not this one's to finish.
     h5::Writer w(s.path, h5::Writer::Mode::kUpdate);
     w.root().OpenGroup("status").SetAttr("state", "analyzing");
@@ -347,8 +362,8 @@ TEST_F(EvalCommandRun, ChosenAnalysesAreTheOnlyOnesWritten) {
       EXPECT_FALSE(an.Has(absent)) << absent;
   }
   EXPECT_NE(lines.find("analyses not run: expectation, entropy_variants, position_scores, "
-                       "receptive_field, rotary, position_shift (probe.analyses = "
-                       "geometry,position_probes)"),
+                       "receptive_field, rotary, position_shift (chosen: "
+                       "geometry,position_probes"),
             std::string::npos)
       << lines;
   // The source run, trained with every analysis, still holds them all.
