@@ -19,32 +19,94 @@ LengthStreams StreamsOf(int seed, const char* purpose, int n) {
 LengthStreams EvalStreams(int seed, int n) { return StreamsOf(seed, "eval", n); }
 LengthStreams ProbeStreams(int seed, int n) { return StreamsOf(seed, "probe", n); }
 
+namespace {
+
+// The greedy tokens a teacher-forced pass over b already holds: while the argmax of answer row k
+// is the target (and the token the pass saw next), the model's own prefix is the true one, so its
+// greedy token at k is that argmax; the first argmax off target is read too. Writes them into out
+// and returns, per sequence, how many were read (0 for all when the shortcut does not hold).
+std::vector<int> ReadTeacherForcedPrefix(const Batch& b, const MatF& teacher, int end,
+                                         WrittenAnswers& out) {
+  const int T = b.T, P = b.prompt, A = T - (P - 1);
+  std::vector<int> known(b.B, 0);
+  for (int s = 0; s < b.B; ++s) {
+    const long row0 = static_cast<long>(s) * T + P - 1;
+    for (int k = 0; k < A; ++k) {
+      Eigen::Index arg = 0;
+      teacher.row(row0 + k).maxCoeff(&arg);
+      const int token = static_cast<int>(arg);
+      out.tokens[static_cast<size_t>(s) * out.cap + k] = token;
+      known[s] = out.length[s] = k + 1;
+      if (token == end) {
+        out.ended[s] = 1;
+        break;
+      }
+      // Off target, or the pass saw another token next (it cannot: the decoder layout's next
+      // input is the target): the rest is decoded.
+      if (token != b.targets[row0 + k] || k + 1 == A || b.tokens[row0 + k + 1] != token) break;
+    }
+  }
+  return known;
+}
+
+}  // namespace
+
 void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers& buf,
-                 WrittenAnswers& out) {
+                 WrittenAnswers& out, const MatF* teacher_logits) {
   const int B = b.B, T = b.T, P = b.prompt, A = T - (P - 1);  // answer + end token
   const int cap = 2 * A, end = m.layout->End();
   const int capacity = SequenceLayout::GreedyCapacity(P, A);
+  const std::vector<double> teacher_pos = buf.pos;
   Rng greedy_positions = positions.Split("greedy");
   m.encoding->PositionIds(capacity, false, greedy_positions, buf.pos);
-  m.model->DecodeStart(B, capacity, buf.pos);
-  buf.step_tokens.resize(static_cast<size_t>(B) * P);
-  for (int s = 0; s < B; ++s)
-    std::copy(b.tokens.begin() + static_cast<long>(s) * T,
-              b.tokens.begin() + static_cast<long>(s) * T + P,
-              buf.step_tokens.begin() + static_cast<long>(s) * P);
-  m.model->DecodeAppend(buf.step_tokens, P, buf.logits);
-  long rows_per_seq = P;  // rows of buf.logits per sequence at this step
   out.cap = cap;
   out.tokens.assign(static_cast<size_t>(B) * cap, -1);
   out.length.assign(B, 0);
   out.ended.assign(B, 0);
-  int live = B;
-  for (int k = 0; k < cap && live > 0; ++k) {
-    buf.step_tokens.resize(B);
-    for (int s = 0; s < B; ++s) {
-      Eigen::Index arg = 0;
-      buf.logits.row(static_cast<long>(s) * rows_per_seq + rows_per_seq - 1).maxCoeff(&arg);
-      const int token = static_cast<int>(arg);
+  out.from_teacher_forced = 0;
+  out.decoded_sequences = 0;
+  // The shortcut holds where a row's logits are those of decoding the same prefix: positions that
+  // agree on the first T, and a model that decodes without recomputing the prefix.
+  const bool shortcut = teacher_logits != nullptr && teacher_logits->rows() == static_cast<long>(B) * T &&
+                        static_cast<int>(teacher_pos.size()) == T &&
+                        std::equal(teacher_pos.begin(), teacher_pos.end(), buf.pos.begin()) &&
+                        !m.model->DecodingRecomputesPrefix();
+  std::vector<int> known(B, 0);
+  if (shortcut) known = ReadTeacherForcedPrefix(b, *teacher_logits, end, out);
+  std::vector<int> decode;  // the sequences not finished by the teacher-forced pass
+  for (int s = 0; s < B; ++s) {
+    out.from_teacher_forced += known[s];
+    if (!out.ended[s]) decode.push_back(s);
+  }
+  if (decode.empty()) return;
+  const int D = static_cast<int>(decode.size());
+  out.decoded_sequences = D;
+  // Every decoded sequence starts from its prompt and the tokens all of them already have.
+  int first = cap;
+  for (int s : decode) first = std::min(first, known[s]);
+  m.model->DecodeStart(D, capacity, buf.pos);
+  buf.step_tokens.resize(static_cast<size_t>(D) * (P + first));
+  for (int i = 0; i < D; ++i) {
+    const int s = decode[i];
+    auto dst = buf.step_tokens.begin() + static_cast<long>(i) * (P + first);
+    std::copy(b.tokens.begin() + static_cast<long>(s) * T,
+              b.tokens.begin() + static_cast<long>(s) * T + P, dst);
+    std::copy(out.tokens.begin() + static_cast<long>(s) * cap,
+              out.tokens.begin() + static_cast<long>(s) * cap + first, dst + P);
+  }
+  m.model->DecodeAppend(buf.step_tokens, P + first, buf.logits);
+  long rows_per_seq = P + first;  // rows of buf.logits per sequence at this step
+  int live = D;
+  for (int k = first; k < cap && live > 0; ++k) {
+    buf.step_tokens.resize(D);
+    for (int i = 0; i < D; ++i) {
+      const int s = decode[i];
+      int token = out.tokens[static_cast<size_t>(s) * cap + k];
+      if (k >= known[s]) {
+        Eigen::Index arg = 0;
+        buf.logits.row(static_cast<long>(i) * rows_per_seq + rows_per_seq - 1).maxCoeff(&arg);
+        token = static_cast<int>(arg);
+      }
       if (!out.ended[s]) {
         out.tokens[static_cast<size_t>(s) * cap + k] = token;
         out.length[s] = k + 1;
@@ -53,7 +115,7 @@ void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers&
           --live;
         }
       }
-      buf.step_tokens[s] = token;  // sequences that ended keep going; what they write is ignored
+      buf.step_tokens[i] = token;  // sequences that ended keep going; what they write is ignored
     }
     if (live == 0 || k + 1 == cap) break;
     m.model->DecodeAppend(buf.step_tokens, 1, buf.logits);
@@ -125,9 +187,11 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     const auto t1 = Clock::now();
     r.teacher_forced_seconds += std::chrono::duration<double>(t1 - t0).count();
     if (greedy) {
-      GreedyWrite(m, b, positions, buf, buf.written);
+      GreedyWrite(m, b, positions, buf, buf.written, &buf.logits);
       r.greedy_seconds += std::chrono::duration<double>(Clock::now() - t1).count();
       ScoreWritten(b, buf.written, &g_correct, &g_scored, &g_exact, &g_ended, &g_written);
+      r.greedy_from_teacher_forced += buf.written.from_teacher_forced;
+      r.greedy_decoded_sequences += buf.written.decoded_sequences;
     }
     r.samples += bs;
   }
@@ -142,6 +206,7 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     r.exact_match = static_cast<double>(g_exact) / std::max(1, r.samples);
     r.ended = static_cast<double>(g_ended) / std::max(1, r.samples);
     r.written_length = static_cast<double>(g_written) / std::max(1, r.samples);
+    r.greedy_written_tokens = g_written;
   }
   return r;
 }

@@ -34,6 +34,10 @@ struct EvalRow {
   // Wall-clock seconds of the teacher-forced pass and of greedy decoding (the run prints their
   // ratio; no file holds them, as they depend on the machine).
   double teacher_forced_seconds = 0, greedy_seconds = 0;
+  // Greedy decoding only: written tokens read from the teacher-forced pass (GreedyWrite's
+  // shortcut), all written tokens, and the sequences decoded past it.
+  long greedy_from_teacher_forced = 0, greedy_written_tokens = 0;
+  int greedy_decoded_sequences = 0;
 };
 
 // The data and position-id streams of task length n: evaluation (seed -> "eval" -> n) and probe
@@ -50,6 +54,8 @@ struct WrittenAnswers {
   int cap = 0;
   std::vector<int> tokens, length;
   std::vector<uint8_t> ended;  // wrote the end token
+  long from_teacher_forced = 0;  // tokens read from the teacher-forced pass
+  int decoded_sequences = 0;     // sequences that were decoded (the others: read whole)
 };
 
 // Buffers reused across evaluation batches (no allocation once warm).
@@ -63,8 +69,16 @@ struct EvalBuffers {
 
 // Greedy decoding of batch b (decoder layout, a task with an answer) from its prompts (input and
 // separator), with position ids drawn from positions.Split("greedy").
+// With teacher_logits, the logits [B*T, V] of a teacher-forced pass over b at the position ids
+// buf.pos holds on entry (as EvaluateLength leaves them; the matrix may be buf.logits itself):
+// where the model's own prefix is the true one, its greedy token is the argmax of that pass, so
+// the tokens up to and including the first one off target are read from it, and only the
+// sequences that have not written the end token by then are decoded, from there. Exact in real
+// arithmetic; used only where decoding gives a row the logits a whole forward pass does (same
+// position ids on the first T, Transformer::DecodingRecomputesPrefix false). The two passes
+// round differently, so an exact tie between two tokens may be broken differently.
 void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers& buf,
-                 WrittenAnswers& out);
+                 WrittenAnswers& out, const MatF* teacher_logits = nullptr);
 
 // `samples` sequences of task length n (depth >= 0: at that depth) in batches of `batch_size`,
 // drawn from `data` with position ids from `positions` (greedy decoding draws the positions of the

@@ -426,13 +426,21 @@ class Runner {
         cfg_.train_max_length, or_zero(p.ruoss)));
     if (cfg_.DecodingFor(*task_) == Decoding::kGreedy) {
       double tf = 0, greedy = 0;
+      long read = 0, written = 0, decoded = 0, samples = 0;
       for (const EvalRow& row : eval_) {
         tf += row.teacher_forced_seconds;
         greedy += row.greedy_seconds;
+        read += row.greedy_from_teacher_forced;
+        written += row.greedy_written_tokens;
+        decoded += row.greedy_decoded_sequences;
+        samples += row.samples;
       }
       Say(fmt::format("greedy decoding took {:.1f}s, {:.1f}x the teacher-forced pass over the same "
-                      "sequences ({:.1f}s)",
-                      greedy, greedy / std::max(tf, 1e-9), tf));
+                      "sequences ({:.1f}s); {:.0f}% of the written tokens read from that pass (the "
+                      "model's prefix was the true one), {} of {} sequences decoded past it",
+                      greedy, greedy / std::max(tf, 1e-9), tf,
+                      100.0 * static_cast<double>(read) / static_cast<double>(std::max(1L, written)),
+                      decoded, samples));
     }
     // A loss that is not finite at some length (the model overflows there: xPos with a small
     // scale base at n = 256, say) is a finding, said here and kept in the file.

@@ -657,6 +657,13 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
 }
 
 template <typename S>
+bool Transformer<S>::DecodingRecomputesPrefix() const {
+  return enc_->TablesDependOnLength() || enc_->EmbeddingReadsEarlierTokens() ||
+         ActivePattern().DependsOnLength() || cfg_.knn.Active() || cfg_.landmark_block > 0 ||
+         cfg_.side.Active();
+}
+
+template <typename S>
 void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>& pos) {
   const PrecisionScope precision(cfg_.precision);
   LEXP_CHECK(B > 0 && capacity > 0 && static_cast<int>(pos.size()) == capacity,
@@ -667,9 +674,7 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   dec_T_ = 0;
   dec_pos_all_ = pos;
   // A retrieved memory is searched again at every step: the whole prefix is recomputed.
-  dec_recompute_ = enc_->TablesDependOnLength() || enc_->EmbeddingReadsEarlierTokens() ||
-                   ActivePattern().DependsOnLength() ||
-                   cfg_.knn.Active() || cfg_.landmark_block > 0 || cfg_.side.Active();
+  dec_recompute_ = DecodingRecomputesPrefix();
   if (dec_recompute_) {
     dec_tokens_.assign(static_cast<size_t>(B) * capacity, 0);
     return;

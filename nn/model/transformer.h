@@ -166,6 +166,10 @@ class Transformer {
   // recomputes the whole prefix instead. The logits of a row equal those of a forward pass over
   // the same prefix, up to float rounding.
   void DecodeStart(int B, int capacity, const std::vector<double>& pos);
+  // Whether decoding recomputes the whole prefix at every step (the length-dependent cases above,
+  // embeddings that read earlier tokens, memories searched again, side networks). If not, a
+  // forward pass over a whole sequence gives each row the logits decoding gives it (to rounding).
+  bool DecodingRecomputesPrefix() const;
   void DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits);
   int DecodedLength() const { return dec_T_; }
 

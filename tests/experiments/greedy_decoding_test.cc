@@ -225,8 +225,20 @@ TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
     m.encoding->PositionIds(b.T, false, st.positions, buf.pos);
     MatF logits;
     m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, logits);
-    WrittenAnswers w;
+    EvalBuffers buf_shortcut = buf;  // its pos: the teacher-forced pass's
+    WrittenAnswers w, w_shortcut;
     GreedyWrite(m, b, st.positions, buf, w);
+    GreedyWrite(m, b, st.positions, buf_shortcut, w_shortcut, &logits);
+    // Reading the prefix from the teacher-forced pass writes what decoding writes.
+    EXPECT_EQ(w_shortcut.tokens, w.tokens) << n;
+    EXPECT_EQ(w_shortcut.length, w.length) << n;
+    EXPECT_EQ(w_shortcut.ended, w.ended) << n;
+    EXPECT_EQ(w.from_teacher_forced, 0) << n;
+    EXPECT_EQ(w.decoded_sequences, b.B) << n;
+    EXPECT_GT(w_shortcut.from_teacher_forced, b.B) << n;
+    if (n == 4) {
+      EXPECT_LT(w_shortcut.decoded_sequences, b.B / 2) << "in distribution";
+    }
     const int P = b.prompt, A = b.T - P + 1;
     for (int s = 0; s < b.B; ++s) {
       // Up to and including the first token written off target, both saw the same prefix.
@@ -246,6 +258,38 @@ TEST(Greedy, TrainedCopyModelWritesWhatTeacherForcingPredictsWhereTheyAgree) {
   EXPECT_GT(compared, 80);
   EXPECT_GT(wrong_written, 0) << "the comparison should reach written mistakes too";
   std::filesystem::remove_all(dir);
+}
+
+// Where a row's logits depend on the length (RoPE's dynamic NTK rule), a teacher-forced pass over the
+// whole sequence does not give the logits of decoding: nothing is read from it, every sequence is
+// decoded, and what is written is what decoding alone writes.
+TEST(Greedy, NothingIsReadFromTheTeacherForcedPassWhereTheLogitsDependOnTheLength) {
+  for (const bool dynamic : {false, true}) {
+    std::vector<std::string> sets = {"model.encodings=rope", "eval.lengths=4", "probe.replay=0"};
+    if (dynamic) sets.push_back("encoding_options.rope.scaling=dynamic_ntk");
+    const RecipeConfig c = testing::TinyCopyRecipe(sets);
+    AssembledModel m = AssembleModel(c, "rope");
+    Rng init(5);
+    m.model->Init(init);
+    EXPECT_EQ(m.model->DecodingRecomputesPrefix(), dynamic);
+    LengthStreams st = EvalStreams(c.seed, 4);
+    const Batch b = m.layout->MakeBatch(4, 16, st.data);
+    EvalBuffers buf;
+    m.encoding->PositionIds(b.T, false, st.positions, buf.pos);
+    MatF logits;
+    m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, logits);
+    EvalBuffers buf_shortcut = buf;
+    WrittenAnswers w, w_shortcut;
+    GreedyWrite(m, b, st.positions, buf, w);
+    GreedyWrite(m, b, st.positions, buf_shortcut, w_shortcut, &logits);
+    EXPECT_EQ(w_shortcut.tokens, w.tokens) << dynamic;
+    if (dynamic) {
+      EXPECT_EQ(w_shortcut.from_teacher_forced, 0);
+      EXPECT_EQ(w_shortcut.decoded_sequences, b.B);
+    } else {
+      EXPECT_GE(w_shortcut.from_teacher_forced, b.B) << "the first token of each is read";
+    }
+  }
 }
 
 // Greedy decoding writes up to twice the answer after the prompt: tables sized by the recipe's
