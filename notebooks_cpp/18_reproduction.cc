@@ -215,6 +215,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
              : metric == "attention_entropy"
                  ? "attention entropy (nats, mean over queries and heads)"
              : metric == "sink_mass" ? "attention on the first token (mean over heads)"
+             : metric == "shift_move"
+                 ? "attention move under a position shift of 16 (row L1, mean over heads)"
              : metric == "position_probe_error"
                  ? "position probe RMSE / chance (best block)"
              : metric == "gap_share" ? "share of the loss gap beyond N closed"

@@ -61,7 +61,7 @@ struct ClaimCriterion {
   std::string stage;    // the stage whose runs are judged (default: the last)
   std::string task;     // in a task sweep, the task whose runs are judged ("" = the only one)
   std::string metric;   // CriterionMetrics(): exact_match | token_accuracy | loss | js_to_reference |
-                        // attention_entropy | sink_mass | position_probe_error
+                        // attention_entropy | sink_mass | shift_move | position_probe_error
   int length_lo = 0, length_hi = 0;     // mean over the evaluated lengths in [lo, hi]
   // Judged at equal training compute rather than at the end of training: "tokens", "flops" or
   // "seconds" ("" = off). The metric is then read from /train/eval_history at the lengths in

@@ -11,7 +11,7 @@
 //     over layers;
 //   attention_entropy: the same mean over the probe lengths of /analysis/entropy_mean (attention
 //     entropy over the visible keys, mean over queries, probe sequences, layers and heads);
-//   sink_mass, position_probe_error, *_limit: the same mean over the lengths run_scores.h reads
+//   sink_mass, shift_move, position_probe_error, *_limit: the same mean over the lengths run_scores.h reads
 //     them at (the probe lengths; the training length);
 //   with compute = tokens | flops | seconds: the metric of /train/eval_history at the lengths in
 //     [lo, hi] (their mean at each evaluation) against the training compute spent before the

@@ -48,6 +48,10 @@ const std::vector<CriterionMetric>& CriterionMetrics() {
        "share of the loss gap beyond N closed by the intervention (lexp diagnose; 1: closed, 0: "
        "no effect, below 0: widened)",
        true, false, false},
+      {"shift_move",
+       "attention's move under a shift of every position id by 16 (sum over keys of |a(pos + 16) "
+       "- a(pos)|, mean over queries, probe sequences, layers and heads; 0..2)",
+       false, false, false},
       {"position_probe_error",
        "position probe error (the index probe's RMSE on held-out sequences of the training "
        "lengths over their mean's; smallest over blocks 1..L)",
@@ -126,6 +130,42 @@ void ReadSinkPoints(const h5::Group& root, const std::string& path, RunScores& s
   std::sort(s.points.begin(), s.points.end(),
             [](const RunPoint& a, const RunPoint& b) { return a.x < b.x; });
   LEXP_INPUT_CHECK(!s.points.empty(), missing);
+}
+
+// shift_move from /analysis/position_shift (Wang et al. 2024, arXiv:2411.13476, Eq. 4): at each
+// probe length, row_l1 at the first shift (16, the paper's Fig. 1), mean over layers and heads. A
+// shift the run could not replay (NaN) is refused rather than averaged.
+void ReadShiftPoints(const h5::Group& root, const std::string& path, RunScores& s) {
+  const std::string missing =
+      "run file '" + path +
+      "' has no /analysis/position_shift: shift_move needs the replay analysis position_shift "
+      "(probe.replay = 1 with probe.analyses naming it, or `lexp analyze " + path + "`)";
+  LEXP_INPUT_CHECK(root.Has("analysis") && root.OpenGroup("analysis").Has("position_shift"),
+                   missing);
+  const h5::Group g = root.OpenGroup("analysis").OpenGroup("position_shift");
+  LEXP_INPUT_CHECK(g.Has("shift") && g.Has("length") && g.Has("row_l1"), missing);
+  const std::vector<double> shifts = g.ReadDoubles("shift");
+  const std::vector<int64_t> lengths = g.ReadInts("length");
+  LEXP_INPUT_CHECK(!shifts.empty() && shifts[0] == 16.0 && !lengths.empty(),
+                   "run file '" + path + "': /analysis/position_shift/shift does not start at 16 "
+                   "(shift_move reads the move at 16)");
+  std::vector<uint64_t> dims;
+  const std::vector<double> l1 = g.ReadDoublesShaped(
+      "row_l1", {shifts.size(), lengths.size(), h5::Group::kAnySize, h5::Group::kAnySize}, &dims);
+  const uint64_t per_length = dims[2] * dims[3];
+  LEXP_INPUT_CHECK(per_length > 0, missing);
+  for (size_t p = 0; p < lengths.size(); ++p) {
+    double sum = 0;
+    for (uint64_t i = 0; i < per_length; ++i) sum += l1[p * per_length + i];  // shift index 0
+    LEXP_INPUT_CHECK(std::isfinite(sum),
+                     "run file '" + path + "': /analysis/position_shift has no move at shift 16 "
+                     "and length " + std::to_string(lengths[p]) + " (not replayed: see its "
+                     "not_applicable_shift_16 attribute)");
+    const double n = static_cast<double>(lengths[p]);
+    s.points.push_back({n, n, sum / static_cast<double>(per_length), 0, 0});
+  }
+  std::sort(s.points.begin(), s.points.end(),
+            [](const RunPoint& a, const RunPoint& b) { return a.x < b.x; });
 }
 
 // position_probe_error from /analysis/position_probes (Haviv et al. 2022: a causal model without
@@ -372,6 +412,8 @@ std::vector<RunScores> ReadRun(const std::string& path, const ClaimCriterion& k,
     ReadEntropyPoints(root, path, s);
   } else if (k.metric == "sink_mass") {
     ReadSinkPoints(root, path, s);
+  } else if (k.metric == "shift_move") {
+    ReadShiftPoints(root, path, s);
   } else if (k.metric == "position_probe_error") {
     ReadProbePoints(root, path, s);
   } else if (k.metric.size() > 6 && k.metric.substr(k.metric.size() - 6) == "_limit") {

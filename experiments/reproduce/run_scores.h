@@ -13,6 +13,9 @@
 //     at each diagnosed length beyond N: the share of the loss gap to the in-distribution
 //     reference the intervention closes; the labels are <label>+<intervention>; a length whose
 //     gap is not significant has none (within the criterion's lengths the run is unscored);
+//   shift_move: /analysis/position_shift/row_l1 at the first shift (16) at each probe length,
+//     mean over layers and heads: how far attention moves when every position id is shifted
+//     (Wang et al. 2024's Eq. 4 per query row; 0 for an exactly relative encoding);
 //   position_probe_error: /analysis/position_probes, one value per run at its training length:
 //     the smallest over the residual streams after the first block (1..L) of the index probe's
 //     RMSE on held-out sequences of the training lengths over the RMSE of the fitted sequences'

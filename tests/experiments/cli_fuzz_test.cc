@@ -1083,7 +1083,7 @@ TEST_F(CliFuzz, CorruptedAndForeignFilesExitTwoNamingTheFile) {
        2,
        "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, "
        "sink_mass, loss_limit, exact_match_limit, token_accuracy_limit, gap_share, "
-       "position_probe_error"},
+       "shift_move, position_probe_error"},
       {"base-law on a run whose losses miss lengths",
        {"base-law", (dir / "ragged_loss_dir").string()},
        2,

@@ -101,6 +101,13 @@ void WriteFakeRun(const fs::path& dir, const FakeRun& r) {
     // The attention on the first token: the value again (one layer, one head).
     g.WriteDoubles("head_sink_mass", {r.value[i]}, {1, 1}, "layer,head");
   }
+  // The move under a shift of 16: the value again (one layer, one head); at 1024, a distractor.
+  const h5::Group shift = an.CreateGroup("position_shift");
+  shift.WriteDoubles("shift", {16, 1024}, {2}, "shift");
+  shift.WriteInts("length", r.length, {L}, "probe");
+  std::vector<double> move = r.value;
+  move.resize(2 * L, 99.0);
+  shift.WriteDoubles("row_l1", move, {2, L, 1, 1}, "shift,probe,layer,head");
   // The position probe's error relative to chance after block 1: the value at the training length
   // (the embedding's, residual 0, is never read).
   double at_train = r.value.empty() ? 1.0 : r.value[0];
@@ -840,7 +847,8 @@ holds = ["nope > rope"]
        "cannot read the recipe file '/no/such/r.toml'"},
       {with("metric = \"exact_match\"", "metric = \"bleu\""),
        "allowed: exact_match, token_accuracy, loss, js_to_reference, attention_entropy, sink_mass, "
-       "loss_limit, exact_match_limit, token_accuracy_limit, gap_share, position_probe_error"},
+       "loss_limit, exact_match_limit, token_accuracy_limit, gap_share, shift_move, "
+       "position_probe_error"},
       {with("[criterion]", "[criterion]\ncompute = \"hours\""),
        "compute = 'hours'; allowed: tokens, flops, seconds, steps"},
       {with("[criterion]", "[criterion]\nreach = 0.5"),

@@ -155,6 +155,56 @@ const std::vector<int64_t> kGrid = {16, 32, 64, 96, 128, 192, 256};
 // then doubled reads 192 or 128; one that rises by half right after the training length reads
 // the training length 64 (the control: no extrapolation); a flat one reads the longest length,
 // censored, a lower bound that may still support a claim that it is the larger.
+// /analysis/position_shift with the shifts 16 and 1024 at the probe lengths 64 and 256, 2 layers x
+// 2 heads: row_l1 at 16 is `at16[length]` on every head, plus `head` x the head's index; at 1024
+// a distractor (9) the metric must not read.
+void WriteShifts(const h5::Group& an, const std::vector<double>& at16, double head) {
+  const h5::Group g = an.CreateGroup("position_shift");
+  g.WriteDoubles("shift", {16, 1024}, {2}, "shift");
+  g.WriteInts("length", {64, 256}, {2}, "probe");
+  std::vector<double> l1;
+  for (int s = 0; s < 2; ++s)
+    for (int p = 0; p < 2; ++p)
+      for (int i = 0; i < 4; ++i) l1.push_back(s == 0 ? at16[p] + head * (i % 2) : 9.0);
+  g.WriteDoubles("row_l1", l1, {2, 2, 2, 2}, "shift,probe,layer,head");
+}
+
+// A planted move that grows with the length (bf16 rounding of the rotation: 4x from 64 to 256)
+// reads its mean over heads at shift 16 and is judged to grow; the control (fp32: a flat 1e-7 at
+// both lengths) is not. A shift that was not replayed (NaN) is refused, not averaged.
+TEST(RunScores, ShiftMoveIsTheRowL1AtTheFirstShiftMeanOverHeads) {
+  const fs::path dir = testing::FreshTempDir("run_scores_shift");
+  for (int s = 1; s <= 3; ++s) {
+    const double e = 0.001 * s;
+    WriteRun(dir, "bf16", s, [&](const h5::Group& an) { WriteShifts(an, {0.01, 0.04 + e}, e); });
+    WriteRun(dir, "fp32", s, [&](const h5::Group& an) {
+      WriteShifts(an, {1e-7, 1e-7}, 1e-9 * (s - 2));
+    });
+  }
+  Verdict v = JudgeCriterion(Criterion("shift_move", 64, 64, {"bf16 > fp32"}), dir.string());
+  ASSERT_EQ(v.groups.size(), 2u);
+  EXPECT_NEAR(v.groups[0].per_seed[0], 0.01 + 0.0005, 1e-12);  // heads 0.01, 0.011, twice
+  EXPECT_EQ(v.verdict, "reproduced") << v.reason;
+  ClaimCriterion growth = Criterion("shift_move", 256, 256, {"bf16 > 1", "fp32 > 1"});
+  growth.relative_lo = growth.relative_hi = 64;
+  v = JudgeCriterion(growth, dir.string());
+  ASSERT_EQ(v.comparisons.size(), 2u);
+  EXPECT_NEAR(v.groups[0].per_seed[0], (0.041 + 0.0005) / (0.01 + 0.0005), 1e-9);
+  EXPECT_TRUE(v.comparisons[0].significant_for) << v.reason;
+  EXPECT_FALSE(v.comparisons[1].significant_for) << "a flat move does not grow: " << v.reason;
+  WriteRun(dir / "nan", "nan", 1, [](const h5::Group& an) {
+    WriteShifts(an, {0.01, std::nan("")}, 0);
+  });
+  WriteRun(dir / "nan", "nan", 2, [](const h5::Group& an) { WriteShifts(an, {0.01, 0.02}, 0); });
+  try {
+    JudgeCriterion(Criterion("shift_move", 64, 64, {"nan > 0.001"}), (dir / "nan").string());
+    ADD_FAILURE() << "a move that was not replayed was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("length 256"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(RunScores, ExtrapolationLimitIsBaseLawsLimitPerRun) {
   const fs::path dir = testing::FreshTempDir("run_scores_limit");
   for (int s = 1; s <= 3; ++s) {
@@ -272,6 +322,12 @@ TEST(RunScores, ARunWithoutTheAnalysisIsRefusedNamingHowToMakeIt) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("no index_rmse_held_out"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("lexp analyze"), std::string::npos) << e.what();
+  }
+  try {
+    JudgeCriterion(Criterion("shift_move", 64, 64, {"bare > 0.1"}), dir.string());
+    ADD_FAILURE() << "a run without /analysis/position_shift was judged";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("position_shift"), std::string::npos) << e.what();
   }
   try {
     JudgeCriterion(Criterion("sink_mass", 64, 64, {"bare > 0.1"}), dir.string());
