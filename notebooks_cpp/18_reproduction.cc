@@ -216,7 +216,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
                  ? "attention entropy (nats, mean over queries and heads)"
              : metric == "sink_mass" ? "attention on the first token (mean over heads)"
              : metric == "shift_move"
-                 ? "attention move under a position shift of 16 (row L1, mean over heads)"
+                 ? "attention move, positions + 16 (row L1)"
              : metric == "position_probe_error"
                  ? "position probe RMSE / chance (best block)"
              : metric == "gap_share" ? "share of the loss gap beyond N closed"
