@@ -681,9 +681,11 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   }
   dec_k_.resize(cfg_.n_layers);
   dec_v_.resize(cfg_.n_layers);
+  dec_keys_t_.resize(cfg_.n_layers);
   for (int l = 0; l < cfg_.n_layers; ++l) {
     ResizeZero(dec_k_[l], rows, C);
     ResizeZero(dec_v_[l], rows, C);
+    ResizeZero(dec_keys_t_[l], static_cast<long>(B) * C, capacity);
   }
   ResizeZero(dec_q_, rows, C);
   if (enc_->Uses(kSiteQKTransform) && enc_->QKTransformDependsOnOtherPositions())
@@ -707,6 +709,7 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
       dec_v_[l].row(dst) = c.qkv.row(src).tail(C);
     }
   const Mat<S>* keys = &dec_k_[l];
+  const Mat<S>* keys_t = &dec_keys_t_[l];
   if (enc_->Uses(kSiteQKTransform) && !enc_->QKTransformDependsOnOtherPositions()) {
     // The cached keys stay transformed: only the new rows are (RoPE: O(n) a step, not O(T)).
     ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false, t0);
@@ -717,10 +720,20 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
     ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false);
     ApplyQKTransform(l, dec_kt_, B, T, cap, dec_pos_, false, false);
     keys = &dec_kt_;
+    keys_t = nullptr;  // every key moved: transposed per step by the attention instead
+  }
+  if (keys_t != nullptr) {
+    // The new keys into the transposed cache (column t of row b*C + c: key t's component c).
+    Mat<S>& kt = dec_keys_t_[l];
+    for (int b = 0; b < B; ++b)
+      for (int r = 0; r < n; ++r) {
+        const S* key = keys->data() + (b * cap + t0 + r) * C;
+        for (long ch = 0; ch < C; ++ch) kt(b * C + ch, t0 + r) = key[ch];
+      }
   }
   AttentionShape sh{B, T, H, D, t0, dec_cap_};
   AttentionForward(dec_q_, *keys, dec_v_[l], sh, dec_pos_, ActivePattern(), *enc_, l, false, c.attn,
-                   dec_att_);
+                   dec_att_, keys_t);
   Resize(c.att, static_cast<long>(B) * n, C);
   for (int b = 0; b < B; ++b)
     c.att.middleRows(static_cast<long>(b) * n, n) = dec_att_.middleRows(b * cap + t0, n);

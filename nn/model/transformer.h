@@ -255,6 +255,7 @@ class Transformer {
   std::vector<double> dec_pos_all_, dec_pos_, dec_pos_new_;
   // Per layer [B*capacity, C]; the keys after site 3 when its rows are transformed independently.
   std::vector<Mat<S>> dec_k_, dec_v_;
+  std::vector<Mat<S>> dec_keys_t_;  // per layer the cached keys transposed, [B*C, capacity]
   Mat<S> dec_q_, dec_kt_, dec_att_, dec_x_, dec_y_;  // dec_kt_: keys transformed again (xPos)
   BlockCache<S> dec_c_;
   LayerNormCache<S> dec_lnf_;

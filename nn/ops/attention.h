@@ -21,11 +21,14 @@
 namespace lexp {
 
 // q, k, v: [B*T, C] (head h in columns [h*D, (h+1)*D)); pos: [T]. out: [B*T, C].
+// keys_t (optional, incremental decoding): the same keys transposed, [B*H*D, >= T], row
+// (b*H + h)*D + d holding dimension d of head h's keys of sequence b, kept by the decoder as keys
+// arrive, so that a step does not transpose them again.
 template <typename S>
 void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
                       const std::vector<double>& pos, const AttentionPattern& pattern_all,
                       const PositionEncoding<S>& enc, int layer, bool materialize,
-                      AttentionCache<S>& cache, Mat<S>& out) {
+                      AttentionCache<S>& cache, Mat<S>& out, const Mat<S>* keys_t = nullptr) {
   using namespace attention_detail;
   if (enc.Uses(kSiteHeadMix)) {
     HeadMixAttentionForward(q, k, v, sh, pos, pattern_all, enc, layer, materialize, cache, out);
@@ -64,11 +67,16 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
     AttentionScratch<S>& sc = cache.scratch.local();
     // Transposing the keys costs T*D copies: worth it for a block of queries, not for the one
-    // query of a decoding step.
-    const Mat<S>* kt = nullptr;
-    if (T - sh.first_query >= kQueryBlock / 4) {
+    // query of a decoding step (whose decoder may keep them transposed: keys_t).
+    const S* kt = nullptr;
+    long ldkt = 0;
+    if (keys_t != nullptr && !landmark) {
+      ldkt = keys_t->cols();
+      kt = keys_t->data() + task * D * ldkt;
+    } else if (T - sh.first_query >= kQueryBlock / 4) {
       TransposeHead(kh, C, T, D, sc.kt);
-      kt = &sc.kt;
+      kt = sc.kt.data();
+      ldkt = sc.kt.cols();
     }
     for (int i0 = sh.first_query; i0 < T; i0 += kQueryBlock) {
       const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
@@ -78,7 +86,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
         auto P = cache.probs.block(task * T + i0, 0, n, T);
         P.setZero();
         S* s = cache.probs.data() + (task * T + i0) * T + jb;
-        ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, jb, je, s, T);
+        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T);
         if (cache.capture_logits) {
           auto Lg = cache.logits.block(task * T + i0, 0, n, T);
           Lg.setConstant(neg_inf);
@@ -102,7 +110,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       } else if (landmark > 0) {
         // The grouped softmax needs a query's whole row: logits over [0, je), weights in place.
         Resize(sc.a, kQueryBlock, T);
-        ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, jb, je, sc.a.data(), T);
+        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, sc.a.data(), T);
         sc.group.resize(T);
         for (int r = 0; r < n; ++r) {
           S* row = sc.a.data() + static_cast<long>(r) * T;
@@ -116,12 +124,16 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       } else {
         Resize(sc.a, kQueryBlock, kKeyBlock);
         Resize(sc.acc, kQueryBlock, D);
-        sc.m.setConstant(kQueryBlock, neg_inf);
-        sc.l.setZero(kQueryBlock);
-        sc.acc.setZero();
+        if (sc.m.size() != kQueryBlock) sc.m.resize(kQueryBlock);
+        if (sc.l.size() != kQueryBlock) sc.l.resize(kQueryBlock);
+        sc.m.head(n).setConstant(neg_inf);  // the block's rows only (a decoding step has one)
+        sc.l.head(n).setZero();
+        sc.acc.topRows(n).setZero();
+        // One query in fp32 (a decoding step): p v as a sum of value rows, not a matrix product.
+        const bool one_row = n == 1 && ActivePrecision().matmul == Precision::kFp32;
         for (int j0 = jb; j0 < je; j0 += kKeyBlock) {
           const int j1 = std::min(je, j0 + kKeyBlock), m = j1 - j0;
-          ComputeLogits(enc, ctx, qh, kh, kt, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
+          ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
           for (int r = 0; r < n; ++r) {
             auto row = sc.a.row(r).head(m);
             const S bmax = row.maxCoeff();
@@ -137,8 +149,13 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             sc.acc.row(r) *= corr;
             sc.m[r] = m_new;
           }
-          Gemm<S>(false, false, n, D, m, sc.a.data(), kKeyBlock, V.data() + j0 * C, C, true,
-                  sc.acc.data(), D);
+          if (one_row) {
+            AddWeightedRows(sc.a.data(), V.data() + static_cast<long>(j0) * C, C, m, D,
+                            sc.acc.data());
+          } else {
+            Gemm<S>(false, false, n, D, m, sc.a.data(), kKeyBlock, V.data() + j0 * C, C, true,
+                    sc.acc.data(), D);
+          }
           if (has_value_term)
             enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
         }

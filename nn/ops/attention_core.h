@@ -115,12 +115,78 @@ void TransposeHead(const S* x, long ld, int T, int D, Mat<S>& xt) {
     for (int d = 0; d < D; ++d) xt(d, t) = x[static_cast<long>(t) * ld + d];
 }
 
+// One query's dot products with m transposed keys (kt [D, m] with row stride ldkt) into s[0, m):
+// 16 keys at a time held in vector registers while the D components are summed in order.
+template <typename S>
+void OneQueryLogits(const S* q, const S* kt, long ldkt, int D, int m, S* s) {
+  constexpr int kLanes = 16;
+  int j = 0;
+  using Lanes = Eigen::Array<S, kLanes, 1>;  // fixed size: Eigen's explicit vector code
+  // Four blocks of keys at once: four independent chains of multiply-adds (each key's sum still
+  // runs over d in order, so the blocking does not change a value).
+  for (; j + 4 * kLanes <= m; j += 4 * kLanes) {
+    Lanes a0 = Lanes::Zero(), a1 = Lanes::Zero(), a2 = Lanes::Zero(), a3 = Lanes::Zero();
+    for (int d = 0; d < D; ++d) {
+      const S* kr = kt + d * ldkt + j;
+      a0 += q[d] * Eigen::Map<const Lanes>(kr);
+      a1 += q[d] * Eigen::Map<const Lanes>(kr + kLanes);
+      a2 += q[d] * Eigen::Map<const Lanes>(kr + 2 * kLanes);
+      a3 += q[d] * Eigen::Map<const Lanes>(kr + 3 * kLanes);
+    }
+    Eigen::Map<Lanes>(s + j) = a0;
+    Eigen::Map<Lanes>(s + j + kLanes) = a1;
+    Eigen::Map<Lanes>(s + j + 2 * kLanes) = a2;
+    Eigen::Map<Lanes>(s + j + 3 * kLanes) = a3;
+  }
+  for (; j + kLanes <= m; j += kLanes) {
+    Lanes acc = Lanes::Zero();
+    for (int d = 0; d < D; ++d) acc += q[d] * Eigen::Map<const Lanes>(kt + d * ldkt + j);
+    Eigen::Map<Lanes>(s + j) = acc;
+  }
+  for (; j < m; ++j) {
+    S acc = 0;
+    for (int d = 0; d < D; ++d) acc += q[d] * kt[d * ldkt + j];
+    s[j] = acc;
+  }
+}
+
+// acc[0, D) += sum_j p[j] v[j, 0..D) over m value rows of stride ldv (one query's p v), the
+// accumulator in registers for the usual head widths.
+template <typename S, int kD>
+void AddWeightedRowsFixed(const S* p, const S* v, long ldv, int m, S* acc) {
+  using Row = Eigen::Array<S, kD, 1>;  // fixed size: Eigen's explicit vector code
+  // Four rows at a time into four accumulators (independent chains), summed at the end.
+  Row o0 = Row::Zero(), o1 = Row::Zero(), o2 = Row::Zero(), o3 = Row::Zero();
+  int j = 0;
+  for (; j + 4 <= m; j += 4) {
+    o0 += p[j] * Eigen::Map<const Row>(v + j * ldv);
+    o1 += p[j + 1] * Eigen::Map<const Row>(v + (j + 1) * ldv);
+    o2 += p[j + 2] * Eigen::Map<const Row>(v + (j + 2) * ldv);
+    o3 += p[j + 3] * Eigen::Map<const Row>(v + (j + 3) * ldv);
+  }
+  for (; j < m; ++j) o0 += p[j] * Eigen::Map<const Row>(v + j * ldv);
+  Eigen::Map<Row> out(acc);
+  out += (o0 + o1) + (o2 + o3);
+}
+template <typename S>
+void AddWeightedRows(const S* p, const S* v, long ldv, int m, int D, S* acc) {
+  switch (D) {
+    case 16: return AddWeightedRowsFixed<S, 16>(p, v, ldv, m, acc);
+    case 32: return AddWeightedRowsFixed<S, 32>(p, v, ldv, m, acc);
+    case 64: return AddWeightedRowsFixed<S, 64>(p, v, ldv, m, acc);
+    default:
+      for (int j = 0; j < m; ++j)
+        for (int u = 0; u < D; ++u) acc[u] += p[j] * v[j * ldv + u];
+  }
+}
+
 // Raw logits of queries [i0,i1) against keys [j0,j1) into s (row stride lds): sites 6, 4 and 5.
-// kt: the task's keys transposed, [D, T], or null (a few queries: k is read as it is).
+// kt: the task's keys transposed, [D, T] with row stride ldkt, or null (a few queries: k is read
+// as it is).
 template <typename S>
 void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, const S* q,
-                   const S* k, const Mat<S>* kt, long ld, int i0, int i1, int j0, int j1, S* s,
-                   long lds, bool mask = true) {
+                   const S* k, const S* kt, long ldkt, long ld, int i0, int i1, int j0, int j1,
+                   S* s, long lds, bool mask = true) {
   const int D = ctx.head_dim;
   const int n = i1 - i0, m = j1 - j0;
   if (m <= 0) return;
@@ -131,9 +197,13 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
     PrecisionPolicy logit_policy = ActivePrecision();
     logit_policy.matmul = logit_policy.logits;
     const PrecisionScope scope(logit_policy);
-    if (kt != nullptr)
-      Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt->data() + j0,
-              kt->cols(), false, s, lds);
+    if (n == 1 && kt != nullptr && logit_policy.matmul == Precision::kFp32) {
+      // One query against transposed keys (a decoding step): s[j] = sum_d q[d] kt[d, j], the
+      // keys in the vector lanes, without a matrix product's set-up for D multiply-adds a key.
+      OneQueryLogits(q + static_cast<long>(i0) * ld, kt + j0, ldkt, D, m, s);
+    } else if (kt != nullptr)
+      Gemm<S>(false, false, n, m, D, q + static_cast<long>(i0) * ld, ld, kt + j0, ldkt, false, s,
+              lds);
     else
       Gemm<S>(false, true, n, m, D, q + static_cast<long>(i0) * ld, ld,
               k + static_cast<long>(j0) * ld, ld, false, s, lds);

@@ -81,8 +81,8 @@ void UnmixedLogits(const PositionEncoding<S>& enc, const std::vector<AttentionCo
     const long col = static_cast<long>(h) * D;
     qk[h] = HeadQK<S>{q + col, k + col, C};
     heads[h] = first + h * block;
-    ComputeLogits<S>(enc, ctxs[h], q + col, k + col, nullptr, C, i0, i1, jb, je, heads[h], je - jb,
-                  /*mask=*/false);
+    ComputeLogits<S>(enc, ctxs[h], q + col, k + col, nullptr, 0, C, i0, i1, jb, je, heads[h],
+                     je - jb, /*mask=*/false);
   }
 }
 
