@@ -238,10 +238,11 @@ void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool 
     Resize(c.k, N, C);
     Resize(c.v, N, C);
   }
+  qkv_layer_.Prepare(p.qkv);
   ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
     const long n = r1 - r0;
     if (cfg_.pre_ln) LayerNormRows(x_in, p.ln1, c.a_in, c.ln1, r0, r1);
-    LinearRows(a_in.data() + r0 * C, n, p.qkv, c.qkv.data() + r0 * 3 * C);
+    LinearRows(a_in.data() + r0 * C, n, qkv_layer_, c.qkv.data() + r0 * 3 * C);
     if (split) {
       const auto rows = c.qkv.middleRows(r0, n);
       c.q.middleRows(r0, n) = rows.leftCols(C);
@@ -287,10 +288,13 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
     Resize(c.mlp_out, N, C);
   }
   Resize(x_out, N, C);
+  proj_layer_.Prepare(p.proj);
+  fc1_layer_.Prepare(p.fc1);
+  fc2_layer_.Prepare(p.fc2);
   ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
     const long n = r1 - r0;
     auto rows = [&](Mat<S>& m) { return m.middleRows(r0, n); };
-    LinearRows(c.att.data() + r0 * C, n, p.proj, c.tmp.data() + r0 * C);
+    LinearRows(c.att.data() + r0 * C, n, proj_layer_, c.tmp.data() + r0 * C);
     if (keep_branches) rows(c.attn_out) = rows(c.tmp);
     if (cfg_.pre_ln) {
       rows(mid) = x_in.middleRows(r0, n) + rows(c.tmp);
@@ -300,7 +304,7 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
       LayerNormRows(c.tmp, p.ln1, c.x_mid, c.ln1, r0, r1);
       rows(c.m_in) = rows(c.x_mid);
     }
-    MlpRows(m_in.data() + r0 * C, n, p.fc1, p.fc2, mlp_hidden_.local(),
+    MlpRows(m_in.data() + r0 * C, n, fc1_layer_, fc2_layer_, mlp_hidden_.local(),
             lean ? nullptr : c.g.data() + r0 * F, lean ? nullptr : c.gelu_slope.data() + r0 * F,
             c.tmp.data() + r0 * C);
     if (keep_branches) rows(c.mlp_out) = rows(c.tmp);

@@ -243,6 +243,8 @@ class Transformer {
   Mat<S> knn_local_, d_knn_mem_;
   Vec<S> d_knn_lse_;
   LinearScratch<S> linear_scratch_;
+  // The block's layers prepared for the row chunks of one forward pass (one block at a time).
+  PreparedLinear<S> qkv_layer_, proj_layer_, fc1_layer_, fc2_layer_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows
 
   // Incremental decoding: per layer the keys (before site 3) and values of every position so far,

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "nn/check.h"
 #include "nn/precision.h"
 #include "nn/tensor.h"
 
@@ -227,35 +228,59 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTranspo
     }
 }
 
-// The native bf16 product: libxsmm (column-major) computes C' = op(B)' op(A)', its first operand
-// op(B)' [n, k] in VNNI pairs ([k/2][n][2]), its second op(A)' [k, m] plain; k is padded to even
-// with a zero pair. Returns false when libxsmm has no kernel for the shape.
-bool NativeBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda,
-                    const float* b, long ldb, bool accumulate, float* c, long ldc) {
+// op(A) [m, k] as bf16 rows [m, kp] (kp = k rounded up to even, the pad 0): libxsmm's second
+// operand.
+void PackLeftBf16(bool ta, long m, long k, const float* a, long lda, std::uint16_t* av) {
+  const long kp = k + (k & 1);
+  for (long i = 0; i < m; ++i) {
+    std::uint16_t* row = av + i * kp;
+    if (!ta) PackBf16Row(a + i * lda, k, row);
+    if (kp != k) row[k] = 0;
+  }
+  if (ta) PackTransposedBf16(a, lda, k, m, kp, av);
+}
+
+// op(B) [k, n] as VNNI pairs [kp / 2][n][2]: libxsmm's first operand.
+void PackRightBf16(bool tb, long k, long n, const float* b, long ldb, std::uint16_t* bv) {
+  const long kp = k + (k & 1);
+  for (long p2 = 0; !tb && p2 < kp / 2; ++p2) {
+    const long p = 2 * p2;
+    PackBf16Pairs(b + p * ldb, p + 1 < k ? b + (p + 1) * ldb : nullptr, n, bv + p2 * n * 2);
+  }
+  if (tb) PackTransposedBf16Pairs(b, ldb, k, n, bv);
+}
+
+// The native bf16 kernel: libxsmm (column-major) computes C' = op(B)' op(A)', its first operand
+// op(B)' [n, k] in VNNI pairs, its second op(A)' [k, m] plain; k is padded to even with a zero
+// pair. Null when libxsmm has no kernel for the shape.
+libxsmm_bsmmfunction NativeBf16Kernel(long m, long n, long k, bool accumulate, long ldc) {
   const long kp = k + (k & 1);
   const libxsmm_blasint xlda = n, xldb = kp, xldc = ldc;
   const int flags = LIBXSMM_GEMM_FLAG_VNNI_A | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
   const float alpha = 1, beta = accumulate ? 1.0f : 0.0f;
-  const libxsmm_bsmmfunction f =
-      libxsmm_bsmmdispatch(n, m, kp, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
+  return libxsmm_bsmmdispatch(n, m, kp, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
+}
+
+// The native bf16 product of packed operands (av: PackLeftBf16, bv: PackRightBf16).
+void RunNativeBf16(libxsmm_bsmmfunction f, const std::uint16_t* av, const std::uint16_t* bv,
+                   float* c) {
+  f(reinterpret_cast<const libxsmm_bfloat16*>(bv), reinterpret_cast<const libxsmm_bfloat16*>(av),
+    c);
+  native_bf16_products.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The native bf16 product; false when libxsmm has no kernel for the shape.
+bool NativeBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda,
+                    const float* b, long ldb, bool accumulate, float* c, long ldc) {
+  const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc);
   if (f == nullptr) return false;
+  const long kp = k + (k & 1);
   thread_local std::vector<std::uint16_t> av, bv;
   av.resize(static_cast<size_t>(m * kp));
   bv.resize(static_cast<size_t>(kp * n));
-  for (long i = 0; i < m; ++i) {
-    std::uint16_t* row = av.data() + i * kp;
-    if (!ta) PackBf16Row(a + i * lda, k, row);
-    if (kp != k) row[k] = 0;
-  }
-  if (ta) PackTransposedBf16(a, lda, k, m, kp, av.data());
-  for (long p2 = 0; !tb && p2 < kp / 2; ++p2) {
-    const long p = 2 * p2;
-    PackBf16Pairs(b + p * ldb, p + 1 < k ? b + (p + 1) * ldb : nullptr, n, bv.data() + p2 * n * 2);
-  }
-  if (tb) PackTransposedBf16Pairs(b, ldb, k, n, bv.data());
-  f(reinterpret_cast<const libxsmm_bfloat16*>(bv.data()),
-    reinterpret_cast<const libxsmm_bfloat16*>(av.data()), c);
-  native_bf16_products.fetch_add(1, std::memory_order_relaxed);
+  PackLeftBf16(ta, m, k, a, lda, av.data());
+  PackRightBf16(tb, k, n, b, ldb, bv.data());
+  RunNativeBf16(f, av.data(), bv.data(), c);
   return true;
 }
 #endif
@@ -351,6 +376,112 @@ void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const 
   FullPrecisionGemm(ta, tb, m, n, k, a, lda, b, ldb, accumulate, c, ldc);
 }
 
+template <typename S>
+bool GemmOperand<S>::PrepareConverts() {
+#ifdef LEXP_HAVE_LIBXSMM
+  if constexpr (std::is_same_v<S, float>)
+    return ActivePrecision().matmul == Precision::kBf16 && Bf16IsNative();
+#endif
+  return false;
+}
+
+template <typename S>
+void GemmOperand<S>::Prepare(GemmSide side, bool transposed, long rows, long cols, const S* x,
+                             long ld) {
+  rows_ = rows;
+  cols_ = cols;
+  data_ = x;  // also what a converted operand falls back to for a shape without a bf16 kernel
+  ld_ = ld;
+  transposed_ = transposed;
+  converted_ = PrepareConverts();
+  if (converted_) {
+#ifdef LEXP_HAVE_LIBXSMM
+    if constexpr (std::is_same_v<S, float>) {
+      const long even_cols = cols + (cols & 1), even_rows = rows + (rows & 1);
+      // resize keeps the capacity and zeroes only what grows.
+      bf16_.resize(static_cast<size_t>(side == GemmSide::kLeft ? rows * even_cols
+                                                               : even_rows * cols));
+      if (side == GemmSide::kLeft)
+        PackLeftBf16(transposed, rows, cols, x, ld, bf16_.data());
+      else
+        PackRightBf16(transposed, rows, cols, x, ld, bf16_.data());
+    }
+#endif
+    return;
+  }
+  if (side == GemmSide::kRight && transposed) {
+    transpose_.resize(static_cast<size_t>(rows * cols));
+    MatMap<S>(transpose_.data(), rows, cols) =
+        Eigen::Map<const Mat<S>, 0, Eigen::OuterStride<>>(x, cols, rows, Eigen::OuterStride<>(ld))
+            .transpose();
+    data_ = transpose_.data();
+    ld_ = cols;
+    transposed_ = false;
+  }
+}
+
+namespace {
+// A converted operand used under another precision than it was prepared under is a bug of the
+// caller: its products would silently be bf16 (or fp32).
+template <typename S>
+void CheckPreparedPrecision(const GemmOperand<S>& x) {
+  LEXP_CHECK(x.converted() == GemmOperand<S>::PrepareConverts(),
+             "GemmOperand used under another matmul precision than it was prepared under");
+}
+}  // namespace
+
+template <typename S>
+void Gemm(bool ta, long m, const S* a, long lda, const GemmOperand<S>& b, bool accumulate, S* c,
+          long ldc) {
+  CheckPreparedPrecision(b);
+  const long n = b.cols(), k = b.rows();
+#ifdef LEXP_HAVE_LIBXSMM
+  if constexpr (std::is_same_v<S, float>) {
+    if (b.converted() && m > 0 && n > 0 && k > 0) {
+      if (const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc)) {
+        thread_local std::vector<std::uint16_t> av;
+        av.resize(static_cast<size_t>(m * (k + (k & 1))));
+        PackLeftBf16(ta, m, k, a, lda, av.data());
+        RunNativeBf16(f, av.data(), b.bf16(), c);
+        return;
+      }
+    }
+  }
+#endif
+  Gemm<S>(ta, b.transposed(), m, n, k, a, lda, b.data(), b.ld(), accumulate, c, ldc);
+}
+
+template <typename S>
+void Gemm(const GemmOperand<S>& a, bool tb, long n, const S* b, long ldb, bool accumulate, S* c,
+          long ldc) {
+  CheckPreparedPrecision(a);
+  const long m = a.rows(), k = a.cols();
+#ifdef LEXP_HAVE_LIBXSMM
+  if constexpr (std::is_same_v<S, float>) {
+    if (a.converted() && m > 0 && n > 0 && k > 0) {
+      if (const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc)) {
+        thread_local std::vector<std::uint16_t> bv;
+        bv.resize(static_cast<size_t>((k + (k & 1)) * n));
+        PackRightBf16(tb, k, n, b, ldb, bv.data());
+        RunNativeBf16(f, a.bf16(), bv.data(), c);
+        return;
+      }
+    }
+  }
+#endif
+  Gemm<S>(a.transposed(), tb, m, n, k, a.data(), a.ld(), b, ldb, accumulate, c, ldc);
+}
+
+template class GemmOperand<float>;
+template class GemmOperand<double>;
+template void Gemm<float>(bool, long, const float*, long, const GemmOperand<float>&, bool, float*,
+                          long);
+template void Gemm<double>(bool, long, const double*, long, const GemmOperand<double>&, bool,
+                           double*, long);
+template void Gemm<float>(const GemmOperand<float>&, bool, long, const float*, long, bool, float*,
+                          long);
+template void Gemm<double>(const GemmOperand<double>&, bool, long, const double*, long, bool,
+                           double*, long);
 template void EigenGemm<float>(bool, bool, long, long, long, const float*, long, const float*, long,
                                bool, float*, long);
 template void EigenGemm<double>(bool, bool, long, long, long, const double*, long, const double*,

@@ -15,6 +15,9 @@
 // shape and the CPU only, so a product is bit-identical whatever the thread count.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 namespace lexp {
 
 // Which backends this build has: "libxsmm + eigen" or "eigen".
@@ -50,6 +53,56 @@ long NativeBf16Products();
 template <typename S>
 void Gemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b, long ldb,
           bool accumulate, S* c, long ldc);
+
+// A factor shared by several products, prepared once for the kernel that reads it: a layer's
+// weights are the right factor of the products of all its row chunks, and x^T of a row group the
+// left factor of all its weight-gradient column chunks (nn/ops/linear.h). Prepare, under
+//  * native bf16 products (float only): converts op(X) to bf16 in the kernel's layout (rows for
+//    the left factor, VNNI pairs for the right one), once instead of once per product;
+//  * otherwise, a transposed right factor: copies its transpose (libxsmm has no kernel for a
+//    transposed right factor), so the products are plain ones;
+//  * otherwise nothing: the products read X itself.
+// The products computed with it are bit-identical to Gemm's on X itself (for a transposed right
+// factor, on its plain transpose, which the fp32 and emulated products read). X must stay unchanged
+// while the operand is used, and the products must run under the precision it was prepared under.
+enum class GemmSide { kLeft, kRight };
+
+template <typename S>
+class GemmOperand {
+ public:
+  // op(X) [rows, cols]: X stored row-major [rows, cols] (row stride ld >= cols), or [cols, rows]
+  // when transposed (ld >= rows). The left factor's rows are the product's rows, the right
+  // factor's rows its sum.
+  void Prepare(GemmSide side, bool transposed, long rows, long cols, const S* x, long ld);
+  // True when Prepare converts (float, native bf16 products active): worth a parallel region.
+  static bool PrepareConverts();
+
+  long rows() const { return rows_; }
+  long cols() const { return cols_; }
+  // The fp32 view the products read when not converted: X itself or the copied transpose.
+  const S* data() const { return data_; }
+  long ld() const { return ld_; }
+  bool transposed() const { return transposed_; }
+  // The bf16 copy (rows [rows, cols rounded up to even], or pairs [rows / 2][cols][2]), or null.
+  const std::uint16_t* bf16() const { return converted_ ? bf16_.data() : nullptr; }
+  bool converted() const { return converted_; }
+
+ private:
+  long rows_ = 0, cols_ = 0, ld_ = 0;
+  bool transposed_ = false, converted_ = false;
+  const S* data_ = nullptr;
+  std::vector<S> transpose_;
+  std::vector<std::uint16_t> bf16_;
+};
+
+// C[m, b.cols()] = op(A) op(B) (or +=), op(A) [m, b.rows()] as in Gemm; b prepared as kRight.
+template <typename S>
+void Gemm(bool ta, long m, const S* a, long lda, const GemmOperand<S>& b, bool accumulate, S* c,
+          long ldc);
+// C[a.rows(), n] = op(A) op(B) (or +=), op(B) [a.cols(), n] as in Gemm; a prepared as kLeft.
+template <typename S>
+void Gemm(const GemmOperand<S>& a, bool tb, long n, const S* b, long ldb, bool accumulate, S* c,
+          long ldc);
 
 // The same product with Eigen's own kernels only (the fallback of Gemm; `lexp bench --gemm`
 // measures it as a backend of its own).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "nn/ops/gemm.h"
@@ -22,20 +23,36 @@ struct LinearParams {
   RowVec<S> b;  // [out]
 };
 
+// A layer ready for the products of all its row chunks: W prepared once as their right factor
+// (GemmOperand: under native bf16 products, converted to bf16 once per pass, not once per chunk).
+// The layer's parameters must stay unchanged while it is used.
+template <typename S>
+struct PreparedLinear {
+  const LinearParams<S>* p = nullptr;
+  GemmOperand<S> w;
+  void Prepare(const LinearParams<S>& params) {
+    p = &params;
+    w.Prepare(GemmSide::kRight, false, params.w.rows(), params.w.cols(), params.w.data(),
+              params.w.cols());
+  }
+};
+
 // One chunk of rows: y[n, out] = x[n, in] W + b (contiguous rows).
 template <typename S>
-void LinearRows(const S* x, long n, const LinearParams<S>& p, S* y) {
-  const long in = p.w.rows(), out = p.w.cols();
-  Gemm<S>(false, false, n, out, in, x, in, p.w.data(), out, false, y, out);
-  MatMap<S>(y, n, out).rowwise() += p.b;
+void LinearRows(const S* x, long n, const PreparedLinear<S>& layer, S* y) {
+  const long in = layer.w.rows(), out = layer.w.cols();
+  Gemm<S>(false, n, x, in, layer.w, false, y, out);
+  MatMap<S>(y, n, out).rowwise() += layer.p->b;
 }
 
 // x: [N, in] -> y: [N, out]
 template <typename S>
 void LinearForward(const Mat<S>& x, const LinearParams<S>& p, Mat<S>& y) {
   Resize(y, x.rows(), p.w.cols());
+  PreparedLinear<S> layer;
+  layer.Prepare(p);
   ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-    LinearRows(x.data() + r0 * x.cols(), r1 - r0, p, y.data() + r0 * y.cols());
+    LinearRows(x.data() + r0 * x.cols(), r1 - r0, layer, y.data() + r0 * y.cols());
   });
 }
 
@@ -54,22 +71,33 @@ inline constexpr long kWeightGradRowGroup = 1024;
 // seen the backward pass allocates nothing.
 template <typename S>
 struct LinearScratch {
-  std::vector<S> w_t;      // W^T: d_x is then the plain (NN) product d_y W^T, a faster kernel
+  // W^T [out, in] prepared as the right factor of every row chunk of d_x = d_y W^T: a copied
+  // transpose (the plain product, a faster kernel) or its bf16 pairs.
+  GemmOperand<S> w_t;
+  // x_g^T [in, rows of group g] prepared as the left factor of every column chunk of group g's
+  // weight gradient (converted to bf16 once per group, not once per chunk).
+  std::vector<GemmOperand<S>> x_t;
   std::vector<S> partial;  // [groups - 1, in, out] the weight-gradient partials of groups 1...
 };
 
-// d_x += d_y W^T (or =, without add) on rows [r0, r1); w_t: W^T [out, in] (the plain product), or
-// null (the transposed one).
+// d_x += d_y W^T (or =, without add) on rows [r0, r1); w_t: W^T prepared (LinearScratch), or null
+// (the transposed product on W itself).
 template <typename S>
 void LinearInputGradRows(const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>& d_x, bool add,
-                         const S* w_t, long r0, long r1) {
+                         const GemmOperand<S>* w_t, long r0, long r1) {
   const long in = p.w.rows(), out = p.w.cols();
   const S* dy = d_y.data() + r0 * out;
   S* dx = d_x.data() + r0 * in;
   if (w_t != nullptr)
-    Gemm<S>(false, false, r1 - r0, in, out, dy, out, w_t, in, add, dx, in);
+    Gemm<S>(false, r1 - r0, dy, out, *w_t, add, dx, in);
   else
     Gemm<S>(false, true, r1 - r0, in, out, dy, out, p.w.data(), out, add, dx, in);
+}
+
+// W^T prepared as the right factor of d_x's products.
+template <typename S>
+void PrepareTransposedWeights(const LinearParams<S>& p, LinearScratch<S>& scratch) {
+  scratch.w_t.Prepare(GemmSide::kRight, true, p.w.cols(), p.w.rows(), p.w.data(), p.w.cols());
 }
 
 // No work after a chunk of d_x (LinearBackward's default).
@@ -91,28 +119,48 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
   const bool add = write == GradWrite::kAdd;
   if (d_x != nullptr && !add) Resize(*d_x, rows, in);
   const bool transposed_w = d_x != nullptr && scratch != nullptr;
-  if (transposed_w) {
-    scratch->w_t.resize(p.w.size());
-    MatMap<S>(scratch->w_t.data(), out, in) = p.w.transpose();
-  }
   const long groups =
       scratch != nullptr ? std::max(1L, (rows + kWeightGradRowGroup - 1) / kWeightGradRowGroup) : 1;
+  const auto group_rows = [&](long g) {
+    const long r0 = g * kWeightGradRowGroup;
+    return std::pair{r0, groups == 1 ? rows : std::min(rows, r0 + kWeightGradRowGroup)};
+  };
+  // The shared factors, prepared before the products: W^T, and each group's x_g^T (converting
+  // ones in a parallel region of their own).
+  if (scratch != nullptr) {
+    scratch->x_t.resize(static_cast<size_t>(groups));
+    const auto prepare = [&](long t) {
+      if (t == groups) {
+        PrepareTransposedWeights(p, *scratch);
+        return;
+      }
+      const auto [r0, r1] = group_rows(t);
+      scratch->x_t[t].Prepare(GemmSide::kLeft, true, in, r1 - r0, x.data() + r0 * in, in);
+    };
+    const long tasks = groups + (transposed_w ? 1 : 0);
+    if (GemmOperand<S>::PrepareConverts())
+      ParallelFor(tasks, prepare);
+    else
+      for (long t = 0; t < tasks; ++t) prepare(t);
+  }
   if (groups > 1) scratch->partial.resize((groups - 1) * in * out);
   const long col_chunks = (out + kWeightGradColGrain - 1) / kWeightGradColGrain;
   const long dx_tasks = d_x != nullptr ? (rows + kRowGrain - 1) / kRowGrain : 0;
 
   // d_x for rows [r0, r1).
   const auto input_grad = [&](long r0, long r1) {
-    LinearInputGradRows(p, d_y, *d_x, add, transposed_w ? scratch->w_t.data() : nullptr, r0, r1);
+    LinearInputGradRows(p, d_y, *d_x, add, transposed_w ? &scratch->w_t : nullptr, r0, r1);
     after_dx(r0, r1);
   };
   // Group g's product for columns [c0, c1): into d_W itself for group 0, else into its partial.
   const auto weight_grad = [&](long g, long c0, long c1) {
-    const long r0 = g * kWeightGradRowGroup;
-    const long r1 = groups == 1 ? rows : std::min(rows, r0 + kWeightGradRowGroup);
+    const auto [r0, r1] = group_rows(g);
     S* dst = g == 0 ? d_p.w.data() + c0 : scratch->partial.data() + (g - 1) * in * out + c0;
-    Gemm<S>(true, false, in, c1 - c0, r1 - r0, x.data() + r0 * in, in, d_y.data() + r0 * out + c0,
-            out, g == 0, dst, out);
+    if (scratch != nullptr)
+      Gemm<S>(scratch->x_t[g], false, c1 - c0, d_y.data() + r0 * out + c0, out, g == 0, dst, out);
+    else
+      Gemm<S>(true, false, in, c1 - c0, r1 - r0, x.data() + r0 * in, in,
+              d_y.data() + r0 * out + c0, out, g == 0, dst, out);
   };
   // One parallel region for both products: they are independent.
   ParallelFor(dx_tasks + groups * col_chunks, [&](long t) {
@@ -140,10 +188,9 @@ void LinearInputGrad(const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>& d_x, G
                      LinearScratch<S>* scratch) {
   const bool add = write == GradWrite::kAdd;
   if (!add) Resize(d_x, d_y.rows(), p.w.rows());
-  scratch->w_t.resize(p.w.size());
-  MatMap<S>(scratch->w_t.data(), p.w.cols(), p.w.rows()) = p.w.transpose();
+  PrepareTransposedWeights(p, *scratch);
   ParallelChunks(d_y.rows(), kRowGrain, [&](long r0, long r1) {
-    LinearInputGradRows(p, d_y, d_x, add, scratch->w_t.data(), r0, r1);
+    LinearInputGradRows(p, d_y, d_x, add, &scratch->w_t, r0, r1);
   });
 }
 

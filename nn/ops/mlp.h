@@ -19,7 +19,7 @@ inline constexpr long kGeluRows = kRowGrain / 4;  // GeluForward's chunk of rows
 // n rows of x [n, C] -> y [n, C] (row strides C and fc2's width); hidden: scratch of >= n x F.
 // g and slope: the rows' [n, F] GELU output and slope (a training pass), or null.
 template <typename S>
-void MlpRows(const S* x, long n, const LinearParams<S>& fc1, const LinearParams<S>& fc2,
+void MlpRows(const S* x, long n, const PreparedLinear<S>& fc1, const PreparedLinear<S>& fc2,
              Mat<S>& hidden, S* g, S* slope, S* y) {
   const long F = fc1.w.cols();
   Resize(hidden, kRowGrain, F);
@@ -41,8 +41,11 @@ void MlpForwardInChunks(const Mat<S>& x, const LinearParams<S>& fc1, const Linea
                         tbb::enumerable_thread_specific<Mat<S>>& hidden, Mat<S>& y) {
   const long C = x.cols(), out = fc2.w.cols();
   Resize(y, x.rows(), out);
+  PreparedLinear<S> layer1, layer2;
+  layer1.Prepare(fc1);
+  layer2.Prepare(fc2);
   ParallelChunks(x.rows(), kRowGrain, [&](long r0, long r1) {
-    MlpRows(x.data() + r0 * C, r1 - r0, fc1, fc2, hidden.local(), static_cast<S*>(nullptr),
+    MlpRows(x.data() + r0 * C, r1 - r0, layer1, layer2, hidden.local(), static_cast<S*>(nullptr),
             static_cast<S*>(nullptr), y.data() + r0 * out);
   });
 }

@@ -97,9 +97,12 @@ TEST(EvaluationForward, ChunkedMlpHasTheBitsOfTheLayerByLayerOne) {
     MatF kept_g(N, F), slope(N, F), y(N, C), d_y(N, F), want_dx;
     fill(d_y);
     MatF h;
+    PreparedLinear<float> layer1, layer2;
+    layer1.Prepare(fc1);
+    layer2.Prepare(fc2);
     for (long r0 = 0; r0 < N; r0 += kRowGrain) {
       const long n = std::min(N - r0, kRowGrain);
-      MlpRows(x.data() + r0 * C, n, fc1, fc2, h, kept_g.data() + r0 * F, slope.data() + r0 * F,
+      MlpRows(x.data() + r0 * C, n, layer1, layer2, h, kept_g.data() + r0 * F, slope.data() + r0 * F,
               y.data() + r0 * C);
     }
     EXPECT_TRUE(kept_g == g) << "F = " << F;
