@@ -528,13 +528,13 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   // d_mid_: gradient w.r.t. the MLP branch's residual input.
   if (cfg_.pre_ln) {
-    d_mid_ = d_x;  // x_out = x_mid + MLP(LN2(x_mid))
+    d_mid_.swap(d_x);  // x_out = x_mid + MLP(LN2(x_mid)); d_x's buffer is free until the end
   } else {
     ResizeZero(d_mid_, N, C);  // x_out = LN2(x_mid + MLP(x_mid))
     LayerNormBackward(p.ln2, c.ln2, d_x, d_mid_, g.ln2);
     d_x = d_mid_;  // d_x now holds d(r2) = gradient of x_mid + MLP(x_mid)
   }
-  const Mat<S>& d_y2 = d_x;
+  const Mat<S>& d_y2 = cfg_.pre_ln ? d_mid_ : d_x;
   // d_big = (d_y2 W2^T) * GELU's slope, each chunk of rows multiplied as soon as it is written.
   LinearBackward(c.g, p.fc2, d_y2, &d_big_, g.fc2, GradWrite::kOverwrite, &linear_scratch_,
                  [&](long r0, long r1) {
@@ -542,8 +542,12 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
                        c.gelu_slope.middleRows(r0, r1 - r0).array();
                  });
   if (cfg_.pre_ln) {
-    LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_);
-    LayerNormBackward(p.ln2, c.ln2, d_h_, d_mid_, g.ln2);
+    // LN2's input gradient added to d_mid_ (no longer read as d_y2) chunk by chunk of d_h_.
+    LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_,
+                   [&](long r0, long r1) {
+                     LayerNormInputGradRows(p.ln2, c.ln2, d_h_, d_mid_, r0, r1);
+                   });
+    LayerNormParamGrad(c.ln2, d_h_, g.ln2);
   } else {
     LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1, GradWrite::kAdd,
                    &linear_scratch_);  // m_in = x_mid
@@ -555,16 +559,15 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   LinearBackward(c.att, p.proj, d_mid_, &d_att_, g.proj, GradWrite::kOverwrite, &linear_scratch_);
   const bool knn = l == cfg_.knn.layer;
   if (knn) KnnMergeBackward(c);  // d_att_ becomes the local attention's gradient
-  ResizeZero(d_q_, N, C);
-  ResizeZero(d_k_, N, C);
-  ResizeZero(d_v_, N, C);
   // A pattern with memory keys (Transformer-XL's recurrence) sends what queries read from their
   // memory to d_k_mem_ / d_v_mem_: the weights see it, the memory's states do not.
   const bool memory = ActivePattern().HasMemory();
-  if (memory) {
-    ResizeZero(d_k_mem_, N, C);
-    ResizeZero(d_v_mem_, N, C);
-  }
+  std::vector<Mat<S>*> accumulated = {&d_q_, &d_k_, &d_v_};
+  if (memory) accumulated.insert(accumulated.end(), {&d_k_mem_, &d_v_mem_});
+  for (Mat<S>* m : accumulated) Resize(*m, N, C);
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    for (Mat<S>* m : accumulated) m->middleRows(r0, r1 - r0).setZero();
+  });
   const int el = EncodingLayer(l);
   AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
                     d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr);
@@ -582,14 +585,21 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
                       cfg_.knn.source_layer >= 0 ? &mem_qkv_ : nullptr);
   }
   Resize(d_qkv_, N, 3 * C);
-  d_qkv_.leftCols(C) = d_q_;
-  d_qkv_.middleCols(C, C) = d_k_;
-  d_qkv_.rightCols(C) = d_v_;
-  d_x = d_mid_;  // residual path
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    auto rows = d_qkv_.middleRows(r0, r1 - r0);
+    rows.leftCols(C) = d_q_.middleRows(r0, r1 - r0);
+    rows.middleCols(C, C) = d_k_.middleRows(r0, r1 - r0);
+    rows.rightCols(C) = d_v_.middleRows(r0, r1 - r0);
+  });
+  d_x.swap(d_mid_);  // residual path (d_mid_ is not read again)
   if (!memory) {
     if (cfg_.pre_ln) {
-      LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_);
-      LayerNormBackward(p.ln1, c.ln1, d_h_, d_x, g.ln1);
+      // LN1's input gradient added to d_x chunk by chunk of d_h_.
+      LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_,
+                     [&](long r0, long r1) {
+                       LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
+                     });
+      LayerNormParamGrad(c.ln1, d_h_, g.ln1);
     } else {
       LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &linear_scratch_);
     }
