@@ -206,12 +206,16 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
 }
 
 template <typename S>
-void Transformer<S>::ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride,
-                                      const std::vector<double>& pos, bool is_query, bool backward,
+void Transformer<S>::ApplyQKTransform(int l, std::initializer_list<QKRows> targets, int B, int T,
+                                      long stride, const std::vector<double>& pos, bool backward,
                                       int first_row) {
   const int H = cfg_.n_heads, D = cfg_.HeadDim();
-  const long C = cfg_.d_model;
-  ParallelFor(static_cast<long>(B) * H, [&](long task) {
+  const long C = cfg_.d_model, per_target = static_cast<long>(B) * H;
+  ParallelFor(static_cast<long>(targets.size()) * per_target, [&](long t) {
+    const QKRows& target = targets.begin()[t / per_target];
+    Mat<S>& m = *target.m;
+    const bool is_query = target.is_query;
+    const long task = t % per_target;
     const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
     AttentionContext ctx{
         l, h, H, D, T, pos.data(), &ActivePattern(), ActivePattern().PlainDistance()};
@@ -330,8 +334,7 @@ BlockCache<S>& Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x
   BlockQkv(l, x_in, c, /*split=*/true);
   const int el = EncodingLayer(l);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(el, c.q, B_, T_, T_, pos_, true, false);
-    ApplyQKTransform(el, c.k, B_, T_, T_, pos_, false, false);
+    ApplyQKTransform(el, {{&c.q, true}, {&c.k, false}}, B_, T_, T_, pos_, false);
   }
   AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   const bool knn = l == cfg_.knn.layer;
@@ -572,9 +575,11 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
                     d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr);
   if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(el, d_q_, B_, T_, T_, pos_, true, true);
-    ApplyQKTransform(el, d_k_, B_, T_, T_, pos_, false, true);
-    if (memory) ApplyQKTransform(el, d_k_mem_, B_, T_, T_, pos_, false, true);
+    if (memory)
+      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}, {&d_k_mem_, false}}, B_, T_, T_, pos_,
+                       true);
+    else
+      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}}, B_, T_, T_, pos_, true);
   }
   // The memory's retrieval read q (and k, v) before the encoding's transform; a differentiable
   // memory (model.knn_memory_gradient) sends its keys and values their gradient too.
@@ -726,13 +731,11 @@ void Transformer<S>::DecodeBlock(int l, Mat<S>& x, int t0, int n) {
   const Mat<S>* keys_t = &dec_keys_t_[l];
   if (enc_->Uses(kSiteQKTransform) && !enc_->QKTransformDependsOnOtherPositions()) {
     // The cached keys stay transformed: only the new rows are (RoPE: O(n) a step, not O(T)).
-    ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false, t0);
-    ApplyQKTransform(l, dec_k_[l], B, T, cap, dec_pos_, false, false, t0);
+    ApplyQKTransform(l, {{&dec_q_, true}, {&dec_k_[l], false}}, B, T, cap, dec_pos_, false, t0);
   } else if (enc_->Uses(kSiteQKTransform)) {
     // Every key transformed again from the raw cache, as the transform of a row may have moved.
     for (int b = 0; b < B; ++b) dec_kt_.middleRows(b * cap, T) = dec_k_[l].middleRows(b * cap, T);
-    ApplyQKTransform(l, dec_q_, B, T, cap, dec_pos_, true, false);
-    ApplyQKTransform(l, dec_kt_, B, T, cap, dec_pos_, false, false);
+    ApplyQKTransform(l, {{&dec_q_, true}, {&dec_kt_, false}}, B, T, cap, dec_pos_, false);
     keys = &dec_kt_;
     keys_t = nullptr;  // every key moved: transposed per step by the attention instead
   }

@@ -19,6 +19,8 @@
 // Templated on the scalar: float is the fast path, double is the reference for gradient checks.
 #pragma once
 
+#include <initializer_list>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -198,9 +200,14 @@ class Transformer {
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
-  // Site 3 on rows [first_row, T) of every (sequence, head) of m, sequences `stride` rows apart.
-  void ApplyQKTransform(int l, Mat<S>& m, int B, int T, long stride, const std::vector<double>& pos,
-                        bool is_query, bool backward, int first_row = 0);
+  // Site 3 on rows [first_row, T) of every (sequence, head) of each matrix of queries or keys,
+  // sequences `stride` rows apart, all in one parallel region.
+  struct QKRows {
+    Mat<S>* m;
+    bool is_query;
+  };
+  void ApplyQKTransform(int l, std::initializer_list<QKRows> targets, int B, int T, long stride,
+                        const std::vector<double>& pos, bool backward, int first_row = 0);
   void DecodeBlock(int l, Mat<S>& x, int t0, int n);
   // The memory layer's merge of its local attention (in c.att) with the retrieved memory, and
   // its backward (d_att_ in, the local branch's gradient out; the memory's added to d_q_).

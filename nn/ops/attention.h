@@ -84,7 +84,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
       if (materialize) {
         auto P = cache.probs.block(task * T + i0, 0, n, T);
-        P.setZero();
+        P.leftCols(jb).setZero();  // keys outside [jb, je): weight 0 (the logits fill the rest)
+        P.rightCols(T - je).setZero();
         S* s = cache.probs.data() + (task * T + i0) * T + jb;
         ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T);
         if (cache.capture_logits) {

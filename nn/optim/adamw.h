@@ -3,6 +3,7 @@
 // Matches torch.optim.AdamW: p -= lr*wd*p; m,v updated; p -= lr * mhat / (sqrt(vhat) + eps).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -72,13 +73,19 @@ class AdamW {
     ++t_;
     const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(t_));
     const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
-    for (size_t k = 0; k < params.size(); ++k) {
-      const auto& p = params[k];
-      double* m = m_[k].data();
-      double* v = v_[k].data();
-      // Element-wise, so any split gives the same bits.
-      ParallelChunks(p.size, kAdamGrain, [&](long i0, long i1) {
-        for (long i = i0; i < i1; ++i) {
+    // Every parameter's chunks in one parallel region (a model has dozens of small tensors: a
+    // region each cost more than their updates). Element-wise, so any split gives the same bits.
+    chunks_.clear();
+    for (size_t k = 0; k < params.size(); ++k)
+      for (long i0 = 0; i0 < params[k].size; i0 += kAdamGrain)
+        chunks_.push_back({k, i0, std::min(params[k].size, i0 + kAdamGrain)});
+    ParallelFor(static_cast<long>(chunks_.size()), [&](long c) {
+      const Chunk& chunk = chunks_[static_cast<size_t>(c)];
+      const auto& p = params[chunk.param];
+      double* m = m_[chunk.param].data();
+      double* v = v_[chunk.param].data();
+      {
+        for (long i = chunk.i0; i < chunk.i1; ++i) {
           const double g = static_cast<double>(p.grad[i]) * clip;
           double w = static_cast<double>(p.value[i]);
           w -= lr * cfg_.weight_decay * w;
@@ -87,8 +94,8 @@ class AdamW {
           w -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + cfg_.eps);
           p.value[i] = static_cast<S>(w);
         }
-      });
-    }
+      }
+    });
     return norm;
   }
 
@@ -101,6 +108,11 @@ class AdamW {
   AdamWConfig cfg_;
   long t_ = 0;
   std::vector<std::vector<double>> m_, v_;
+  struct Chunk {
+    size_t param;
+    long i0, i1;
+  };
+  std::vector<Chunk> chunks_;  // Step's tasks: elements [i0, i1) of one parameter
 };
 
 }  // namespace lexp
