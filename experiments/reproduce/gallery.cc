@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -26,6 +27,13 @@
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
+
+std::string ScoreText(double x, bool sign) {
+  if (x != 0 && std::abs(x) < 1e-3)
+    return sign ? fmt::format("{:+.2g}", x) : fmt::format("{:.2g}", x);
+  return sign ? fmt::format("{:+.3f}", x) : fmt::format("{:.3f}", x);
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -59,6 +67,11 @@ bool RunCompleted(const std::string& path) {
   }
 }
 
+// "score [lo, hi]".
+std::string WithInterval(double score, double lo, double hi, bool sign = false) {
+  return ScoreText(score, sign) + " [" + ScoreText(lo, sign) + ", " + ScoreText(hi, sign) + "]";
+}
+
 std::string Measured(const VerdictRecord& r) {
   if (r.verdict.groups.empty()) return "";
   const ClaimCriterion& k = r.claim.criterion;
@@ -74,15 +87,15 @@ std::string Measured(const VerdictRecord& r) {
       s += g.label + " no completed run";
       continue;
     }
-    s += fmt::format("{} {:.3f} [{:.3f}, {:.3f}]", g.label, g.score, g.lo, g.hi);
+    s += g.label + " " + WithInterval(g.score, g.lo, g.hi);
   }
   // Each comparison's difference with its 95% interval and test (files of the earlier rules
   // compared the sides' intervals and stored no difference).
   for (const auto& c : r.verdict.comparisons) {
     if (r.format == "lexp-verdict/1" || c.test.empty()) continue;
-    s += fmt::format("; {}: {:+.3f}", c.comparison.Text(), c.difference.score);
+    s += "; " + c.comparison.Text() + ": " + ScoreText(c.difference.score, true);
     if (c.test != "none")
-      s += fmt::format(" [{:+.3f}, {:+.3f}]", c.difference.lo, c.difference.hi);
+      s += " [" + ScoreText(c.difference.lo, true) + ", " + ScoreText(c.difference.hi, true) + "]";
     s += " (" +
          (c.test.rfind("paired t", 0) == 0
               ? fmt::format("paired t, {} seeds{}", c.paired_seeds, c.test.substr(8))
@@ -92,10 +105,9 @@ std::string Measured(const VerdictRecord& r) {
   // Comparisons over their own spans give their own numbers.
   for (const auto& c : r.verdict.comparisons) {
     if (c.comparison.lo == 0) continue;
-    s += fmt::format("; at {}..{}: {} {:.3f} [{:.3f}, {:.3f}] vs {}", c.comparison.lo,
-                     c.comparison.hi, c.comparison.a, c.a.score, c.a.lo, c.a.hi, c.comparison.b);
-    if (!c.comparison.b_is_number)
-      s += fmt::format(" {:.3f} [{:.3f}, {:.3f}]", c.b.score, c.b.lo, c.b.hi);
+    s += fmt::format("; at {}..{}: {} {} vs {}", c.comparison.lo, c.comparison.hi,
+                     c.comparison.a, WithInterval(c.a.score, c.a.lo, c.a.hi), c.comparison.b);
+    if (!c.comparison.b_is_number) s += " " + WithInterval(c.b.score, c.b.lo, c.b.hi);
   }
   return s;
 }

@@ -70,6 +70,10 @@ std::vector<ClaimRoot> PlanClaimRoots(const Claim& claim, const std::string& bud
 // figure; returns the verdict file's path.
 std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt);
 
+// A score as the table prints it: 3 decimals, or 2 significant digits when 3 decimals would read
+// 0.000 or 0.001 for a value that is not (fp32 moves of 1e-6, say); sign: "+" before positives.
+std::string ScoreText(double x, bool sign = false);
+
 // Regenerates the table of every verdict.h5 under budget_dir, at table_path (default
 // <budget_dir>/REPRODUCTIONS.md; the full budget's is also written at the top of the checkout),
 // figures linked relative to it; returns its path.
