@@ -487,6 +487,12 @@ std::vector<Field> Fields(RecipeConfig& c) {
       {"train.max_length", "training lengths are uniform in 1..max_length (N)", &c.train_max_length,
        1, 1 << 20},
       {"train.steps", "optimizer steps", &c.steps, 1, kBig},
+      {"train.steps_cap",
+       "a pipeline check, not a result: train at most this many steps, a longer recipe's "
+       "warmup_steps, log_every, checkpoint_every, eval_every and length schedule shrunk in the "
+       "same proportion (the run file records the shrunk values; 0 = no cap; lexp reproduce's "
+       "smoke budget sets 30)",
+       &c.steps_cap, 0, kBig},
       {"train.batch_size", "sequences per step", &c.batch_size, 1, 1 << 20},
       {"train.lr", "peak learning rate of AdamW", &c.optimizer.lr, 1e-8, 10},
       {"train.weight_decay", "decoupled weight decay", &c.optimizer.weight_decay, 0, 10},

@@ -105,6 +105,9 @@ struct RecipeConfig {
   // [train]
   int train_max_length = 16;
   int steps = 4000;
+  // At most this many steps, the other step counts shrunk in proportion (experiments/core/
+  // steps_cap.h; 0 = no cap): a pipeline check, lexp reproduce's smoke budget.
+  int steps_cap = 0;
   int batch_size = 32;
   // AdamW and its schedule (lr, weight_decay, clip_norm, warmup_steps, min_lr_ratio; the betas and
   // eps are the engine's); Optimizer() sets total_steps from `steps`.

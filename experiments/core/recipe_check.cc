@@ -10,6 +10,7 @@
 #include "experiments/core/analysis_selection.h"
 #include "experiments/core/recipe.h"
 #include "experiments/core/sequence_layout.h"
+#include "experiments/core/steps_cap.h"
 #include "experiments/tasks/task.h"
 #include "fmt/format.h"
 #include "nn/check.h"
@@ -514,6 +515,15 @@ void ValidateOneTask(const RecipeConfig& c) {
     LEXP_INPUT_CHECK(seen.count(e),
                      KeyLocation(src, "encoding_options." + e) +
                          " configures an encoding that model.encodings does not train");
+  // The capped recipe is the one that trains: its shrunk schedule must hold too.
+  if (c.steps_cap > 0 && c.steps > c.steps_cap) {
+    try {
+      ValidateOneTask(WithStepsCap(c));
+    } catch (const InputError& err) {
+      FailInput(KeyLocation(src, "train.steps_cap") + " = " + std::to_string(c.steps_cap) +
+                " shrinks train.steps = " + std::to_string(c.steps) + ": " + err.what());
+    }
+  }
 }
 
 }  // namespace lexp

@@ -19,6 +19,7 @@
 #include "experiments/core/output_lock.h"
 #include "experiments/core/provenance.h"
 #include "experiments/core/run_file.h"
+#include "experiments/core/steps_cap.h"
 #include "experiments/replay/analyze.h"
 #include "experiments/training/job_list.h"
 #include "nn/check.h"
@@ -68,6 +69,7 @@ std::vector<PlannedRun> PlanRuns(const RecipeConfig& cfg, const SweepOptions& op
           PlannedRun r{changed ? one : cfg.For(task, seed),  enc,
                        changed ? enc + variant.suffix : enc, dir,
                        changed ? variant.value : "",         {}};
+          r.recipe = WithStepsCap(r.recipe);  // what trains, and what the run file records
           r.recipe.jobs = 1;
           r.options.out_dir = dir;
           r.options.resume = opt.resume;
