@@ -73,6 +73,12 @@ std::string MultiLine(const std::string& text) {
   return out + "\"";
 }
 
+// The budget as a title names it: the smoke budget is a pipeline check (ReproduceOptions).
+std::string BudgetText(const h5::Group& root) {
+  const std::string budget = root.AttrString("budget");
+  return budget == "smoke" ? "smoke budget: a pipeline check, not evidence" : budget + " budget";
+}
+
 // CLAIM_DIR/verdict.h5, checked to be a verdict file.
 std::filesystem::path VerdictFile(const std::string& claim_dir) {
   const std::filesystem::path file = std::filesystem::path(claim_dir) / "verdict.h5";
@@ -187,8 +193,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
   s += fmt::format(
       "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n", rows,
       cols,
-      MultiLine(fmt::format("{} ({} budget): {}{}", root.AttrString("id"),
-                            root.AttrString("budget"), root.AttrString("verdict"), wrapped)),
+      MultiLine(fmt::format("{} ({}): {}{}", root.AttrString("id"), BudgetText(root),
+                            root.AttrString("verdict"), wrapped)),
       1.0 - (80.0 + 16.0 * title_lines) / (150 + 330 * rows));
   s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
   // One value per run at one length (an extrapolation limit at N): that length alone marked.
@@ -336,8 +342,8 @@ std::string DrawReproductionTrend(const std::string& claim_dir) {
   s += "set terminal pngcairo size 720,480 font 'Sans,10' noenhanced\n";
   s += "set output '" + name + ".png'\n";
   s += "set title " +
-       MultiLine(fmt::format("{} ({} budget) against training steps\n{}", root.AttrString("id"),
-                             root.AttrString("budget"), verdicts)) +
+       MultiLine(fmt::format("{} ({}) against training steps\n{}", root.AttrString("id"),
+                             BudgetText(root), verdicts)) +
        "\n";
   s +=
       "set logscale x 10\nset xlabel 'training steps of stage " + trend.AttrString("stage") + "'\n";

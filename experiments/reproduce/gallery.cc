@@ -1,3 +1,4 @@
+#include "experiments/core/steps_cap.h"
 #include "experiments/reproduce/gallery.h"
 
 #include <fmt/core.h>
@@ -112,6 +113,30 @@ std::string Measured(const VerdictRecord& r) {
   return s;
 }
 
+}  // namespace
+
+std::string SmokeMark(const std::string& budget) {
+  return budget == "smoke" ? fmt::format("pipeline check (smoke: at most {} training steps, not "
+                                         "evidence; --budget full reads the claim): ",
+                                         kSmokeSteps)
+                           : "";
+}
+
+std::vector<std::string> SmokeCaps(const RecipeConfig& cfg) {
+  std::vector<std::string> caps = {fmt::format("train.steps_cap={}", kSmokeSteps)};
+  if (cfg.eval_samples > kSmokeEvalSamples)
+    caps.push_back(fmt::format("eval.samples={}", kSmokeEvalSamples));
+  if (cfg.seeds.size() > static_cast<size_t>(kSmokeSeeds))
+    caps.push_back(fmt::format(
+        "run.seeds=[{}]",
+        fmt::join(cfg.seeds.begin(), cfg.seeds.begin() + kSmokeSeeds, ", ")));
+  return caps;
+}
+
+bool DrawsStageFigures(const ReproduceOptions& opt) { return opt.figures && opt.budget != "smoke"; }
+
+namespace {
+
 // An evaluating stage's overrides at a budget: `set`, then the budget's own.
 std::vector<std::string> EvaluationOverrides(const ClaimStage& stage, const std::string& budget) {
   std::vector<std::string> sets = stage.set;
@@ -196,7 +221,7 @@ std::vector<std::string> DiagnoseStage(const ClaimStage& stage,
     say(WriteDiagnosis(d, w.root()));
     w.Commit();
   }
-  if (opt.figures && !files.empty()) DrawDiagnosis(out_dir);
+  if (DrawsStageFigures(opt) && !files.empty()) DrawDiagnosis(out_dir);
   return files;
 }
 
@@ -230,7 +255,7 @@ std::vector<std::string> EvaluateStage(const ClaimStage& stage,
       EvaluateRunFile(eo);
     }
   }
-  if (opt.figures && !files.empty()) DrawAllFigures(out_dir);
+  if (DrawsStageFigures(opt) && !files.empty()) DrawAllFigures(out_dir);
   return files;
 }
 
@@ -278,6 +303,7 @@ RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std:
     }
     ApplyOverrides(cfg, stage.set);
     ApplyOverrides(cfg, budget == "full" ? stage.full : stage.smoke);
+    if (budget == "smoke") ApplyOverrides(cfg, SmokeCaps(cfg));
     if (!stage.init_from.empty())
       ApplyOverrides(cfg, {"train.init_from=" +
                            TomlString((fs::path(claim_dir) / "runs" / stage.init_from).string())});
@@ -442,10 +468,10 @@ Verdict RunStagesAndJudge(const Claim& claim, const std::vector<RecipeConfig>& r
     so.out_dir = out_dir;
     so.resume = !opt.overwrite;
     so.overwrite = opt.overwrite;
-    so.figures = opt.figures;
+    so.figures = DrawsStageFigures(opt);
     so.progress = stage_say;
     say(fmt::format("stage {} of {}: {} (recipe {}, {} budget, {} steps) into {}", i + 1,
-                    claim.stages.size(), stage.name, stage.recipe, opt.budget, cfg.steps,
+                    claim.stages.size(), stage.name, stage.recipe, opt.budget, WithStepsCap(cfg).steps,
                     so.out_dir));
     RunRecipe(cfg, so);
     // Only the runs this budget planned are judged (not files an earlier definition left).
@@ -547,8 +573,8 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
   WriteVerdictFile(path, rec);
   if (opt.figures && !rec.verdict.groups.empty()) DrawReproduction(dir);
   if (opt.figures && !rec.trend.empty()) DrawReproductionTrend(dir);
-  say(fmt::format("{} ({}); {:.1f} min; {}", rec.verdict.verdict, rec.verdict.reason, rec.minutes,
-                  path));
+  say(fmt::format("{}{} ({}); {:.1f} min; {}", SmokeMark(opt.budget), rec.verdict.verdict,
+                  rec.verdict.reason, rec.minutes, path));
   return path;
 }
 
@@ -584,6 +610,15 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
          "lexp-verdict/1, which compared the two sides' intervals; it stands until the claim "
          "runs again. Commits: the last commit of the claim's file (its criterion) and the build "
          "that judged the verdict; the criterion's comes first (pre-registration).\n\n"
+      << (std::any_of(records.begin(), records.end(),
+                      [](const VerdictRecord& r) { return r.budget == "smoke"; })
+              ? fmt::format("**The smoke budget checks the pipeline; it reads nothing.** Its "
+                            "models trained at most {} steps and were evaluated on at most {} "
+                            "sequences per length: a verdict here says that the claim's stages "
+                            "ran and its criterion was judged, not whether the claim holds "
+                            "(`--budget full` reads it).\n\n",
+                            kSmokeSteps, kSmokeEvalSamples)
+              : std::string())
       << "| id | claim | source | published | lexp measured (budget, minutes) | verdict | figure "
          "| commits |\n"
       << "|---|---|---|---|---|---|---|---|\n";
@@ -620,7 +655,8 @@ std::string WriteGalleryTable(const std::string& budget_dir, const std::string& 
     }
     out << "| " << r.claim.id << " | " << Cell(r.claim.statement) << " | " << Cell(r.claim.source)
         << " | " << Cell(r.claim.published) << " | "
-        << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | **"
+        << Cell(Measured(r) + fmt::format(" ({}, {:.1f} min)", r.budget, r.minutes)) << " | "
+        << (r.budget == "smoke" ? "pipeline check: **" : "**")
         << r.verdict.verdict << "**" << (r.format == "lexp-verdict/1" ? " *(earlier rules)*" : "")
         << ": " << Cell(r.verdict.reason + trend) << " | "
         << (figures.empty() ? std::string("-") : figures) << " | " << Cell(commits) << " |\n";

@@ -34,6 +34,22 @@ struct ReproduceOptions {
 // error lists the ids.
 std::vector<Claim> SelectClaims(const std::vector<std::string>& ids);
 
+// The smoke budget checks the pipeline; it reads nothing. After a stage's own smoke overrides it
+// trains at most kSmokeSteps steps (train.steps_cap: the recipe's schedule shrunk in proportion),
+// the first kSmokeSeeds seeds, evaluates at most kSmokeEvalSamples sequences per length and draws
+// the claim's figure only (not each run directory's: lexp figures DIR draws them), so that every
+// claim of the gallery runs end to end (train, fine-tune, evaluate, judge, draw) in seconds. Its
+// verdicts are printed and tabled as a pipeline check, not as evidence for or against a claim.
+constexpr int kSmokeSteps = 30;
+constexpr int kSmokeSeeds = 2;  // two, so that a comparison over seeds still has an interval
+constexpr int kSmokeEvalSamples = 16;
+// The overrides that cap a stage's recipe at the smoke budget.
+std::vector<std::string> SmokeCaps(const RecipeConfig& cfg);
+// What precedes a verdict where it is printed: at the smoke budget, that it is a pipeline check.
+std::string SmokeMark(const std::string& budget);
+// Whether the stages' run directories get their figures (not at the smoke budget).
+bool DrawsStageFigures(const ReproduceOptions& opt);
+
 // The recipe of one stage at a budget, with train.init_from set from an earlier stage; `claim_dir`
 // holds the runs.
 RecipeConfig StageRecipe(const Claim& claim, const ClaimStage& stage, const std::string& budget,

@@ -377,10 +377,9 @@ TEST(Claims, EveryBuiltInClaimParsesAndItsStagesAreValidRecipesAtBothBudgets) {
         }
       }
     }
-    if (c.testable) {
-      EXPECT_GT(c.smoke_minutes, 0) << c.id << ": state the smoke budget's time";
-    }
-    EXPECT_LE(c.smoke_minutes, 10) << c.id << ": a smoke budget runs in at most 10 minutes";
+    // The smoke budget is a pipeline check: no stage trains beyond its cap.
+    for (const RecipeConfig& r : StageRecipes(c, "smoke", "/tmp/x"))
+      EXPECT_EQ(r.steps_cap, kSmokeSteps) << c.id;
   }
   const auto listed = SelectClaims({claims.back().id, claims.front().id});
   EXPECT_EQ(listed.front().id, claims.back().id);
@@ -1284,7 +1283,8 @@ lengths = [16, 16]
   ReproduceOptions opt;
   opt.out_root = root.string();
   opt.figures = false;
-  const fs::path runs = root / "smoke" / "X9_diagnosed" / "runs";
+  opt.budget = "full";  // the smoke budget keeps 2 seeds and 30 steps
+  const fs::path runs = root / "full" / "X9_diagnosed" / "runs";
   const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
   for (const char* f : {"rope-seed1.h5", "rope-seed2.h5"}) {
     h5::Reader source((runs / "train" / f).string());
@@ -1402,7 +1402,7 @@ recipe = "default"
 set = ["model.encodings=[\"nope\", \"rope\"]", "model.d_model=16", "model.n_heads=2",
        "model.n_layers=1", "train.batch_size=8", "train.max_length=4", "eval.lengths=[2, 4, 6]",
        "eval.samples=16", "probe.lengths=[4]", "probe.samples=2", "probe.replay=0"]
-smoke = ["train.steps=30"]
+smoke = ["train.steps=300"]
 full = ["train.steps=40"]
 [[stage]]
 name = "finetune"
@@ -1433,6 +1433,18 @@ full_minutes = 1
     h5::Reader r((root / "smoke" / "P9_tiny" / "runs" / "finetune" / "rope.h5").string());
     EXPECT_NE(r.root().AttrString("init_from").find("pretrain"), std::string::npos);
   }
+  {
+    // The smoke budget capped the stage's 300 steps at kSmokeSteps, and the run file says so.
+    h5::Reader r((root / "smoke" / "P9_tiny" / "runs" / "pretrain" / "rope.h5").string());
+    const RecipeConfig ran = ParseRecipe(r.root().OpenGroup("config").ReadString("recipe"), "run");
+    EXPECT_EQ(ran.steps, kSmokeSteps);
+    EXPECT_EQ(ran.steps_cap, kSmokeSteps);
+  }
+  // Its verdict is printed as a pipeline check, not as evidence.
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("P9: pipeline check (smoke: at most 30 training steps, not evidence"),
+            std::string::npos)
+      << lines.back();
   const VerdictRecord rec = ReadVerdictFile(path);
   EXPECT_EQ(rec.claim.id, "P9");
   EXPECT_EQ(rec.budget, "smoke");
@@ -1469,6 +1481,9 @@ full_minutes = 1
       << text;
   EXPECT_NE(text.find("[figure](P9_tiny/figures/reproduction.png)"), std::string::npos);
   EXPECT_NE(text.find(VerdictRules()), std::string::npos) << "the rules head the table";
+  EXPECT_NE(text.find("**The smoke budget checks the pipeline; it reads nothing.**"),
+            std::string::npos);
+  EXPECT_NE(text.find("| pipeline check: **"), std::string::npos) << "each smoke verdict marked";
   EXPECT_NE(text.find("; nope > rope: "), std::string::npos) << "each comparison's difference";
   EXPECT_NE(text.find("| judged by " + std::string(GitCommit()) + " |"), std::string::npos)
       << "the build that judged it (a claim outside experiments/reproductions/ has no criterion "
@@ -1476,6 +1491,19 @@ full_minutes = 1
   EXPECT_FALSE(lines.empty());
   // Again: the finished runs are kept (no error about existing run files).
   EXPECT_NO_THROW(ReproduceClaim(c, opt));
+  // The full budget is no pipeline check: its runs train their own steps, its verdict is read.
+  opt.budget = "full";
+  ReproduceClaim(c, opt);
+  EXPECT_EQ(lines.back().find("pipeline check"), std::string::npos) << lines.back();
+  {
+    h5::Reader r((root / "full" / "P9_tiny" / "runs" / "pretrain" / "rope.h5").string());
+    const RecipeConfig ran = ParseRecipe(r.root().OpenGroup("config").ReadString("recipe"), "run");
+    EXPECT_EQ(ran.steps, 40);
+    EXPECT_EQ(ran.steps_cap, 0);
+  }
+  std::ifstream full_in(WriteGalleryTable((root / "full").string()));
+  const std::string full_text((std::istreambuf_iterator<char>(full_in)), {});
+  EXPECT_EQ(full_text.find("pipeline"), std::string::npos) << full_text;
   fs::remove_all(root);
 }
 
@@ -1505,8 +1533,9 @@ holds = ["rope-fast < rope-slow"]
   ReproduceOptions opt;
   opt.out_root = root.string();
   opt.figures = false;
+  opt.budget = "full";  // the smoke budget keeps 2 seeds and 30 steps
   const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
-  const fs::path runs = root / "smoke" / "X9_seeded" / "runs";
+  const fs::path runs = root / "full" / "X9_seeded" / "runs";
   for (int seed = 1; seed <= 3; ++seed)
     for (const char* variant : {"slow", "fast"}) {
       h5::Reader r((runs / "finetune" / fmt::format("rope-{}-seed{}.h5", variant, seed)).string());
@@ -1544,6 +1573,7 @@ holds = ["rope < 9"]
   ReproduceOptions opt;
   opt.out_root = root.string();
   opt.figures = false;
+  opt.budget = "full";  // the smoke budget keeps 2 seeds and 30 steps
   try {
     ReproduceClaim(c, opt);
     ADD_FAILURE() << "three fine-tuning seeds from one pre-training were accepted";
@@ -1552,7 +1582,7 @@ holds = ["rope < 9"]
     EXPECT_NE(what.find("starts all 3 seeds from one pre-training"), std::string::npos) << what;
     EXPECT_NE(what.find("{seed}"), std::string::npos) << what;
   }
-  EXPECT_FALSE(fs::exists(root / "smoke" / "X9_shared" / "runs" / "pretrain" / "rope.h5"));
+  EXPECT_FALSE(fs::exists(root / "full" / "X9_shared" / "runs" / "pretrain" / "rope.h5"));
   fs::remove_all(root);
 }
 
