@@ -141,6 +141,8 @@ std::string DrawReproduction(const std::string& claim_dir) {
                hi = g.ReadDoubles("curve_max");
     for (double& x : length) x /= x_unit;
     dat << "# " << label << "\n";
+    // gnuplot does not count a block without a line: a label without lengths keeps its index.
+    if (length.empty()) dat << "NaN NaN NaN NaN\n";
     for (size_t i = 0; i < length.size(); ++i) {
       dat << DatNumber(length[i]) << " " << DatNumber(mean[i]) << " " << DatNumber(lo[i]) << " "
           << DatNumber(hi[i]) << "\n";
@@ -240,6 +242,9 @@ std::string DrawReproduction(const std::string& claim_dir) {
   } else if (y_lo < y_hi) {
     const double pad = 0.05 * (y_hi - y_lo);
     s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
+  } else if (y_lo == y_hi) {  // one value: a range around it (gnuplot's own warns)
+    const double pad = std::max(0.5, 0.05 * std::abs(y_lo));
+    s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
   }
   // The key where the curves are not: first the corner the metric's curves usually leave free
   // (accuracies fall with length, losses rise from a low start, divergences sit high), else the
@@ -268,6 +273,17 @@ std::string DrawReproduction(const std::string& claim_dir) {
           "fillstyle solid 1.0 noborder behind\n",
           relative[0], relative[1]);
     s += "set title " + MultiLine(p.title) + "\n";
+    // No finite score to draw (no run completed, or none learnt the task where a limit needs
+    // it): an empty frame that says so, its ranges this plot's own.
+    if (p.points.empty()) {
+      s += "unset key\nunset xtics\nunset ytics\nunset arrow\nunset object\nunset logscale x\n"
+           "set label 1 'no finite score to draw' at graph 0.5,0.5 center\n"
+           "plot [0:1] [0:1] 2 notitle\n"
+           "unset label 1\nset xtics\nset ytics\n";
+      if (x_lo == x_hi && x_lo < 1e300) s += fmt::format("set xtics ({})\n", x_lo);
+      if (log_x) s += "set logscale x 2\n";
+      continue;
+    }
     // At one length the points sit on the middle line: the key reads left of it.
     s += x_lo == x_hi ? std::string("set key left Left reverse samplen 1 width -4\n")
                       : "set key " + FreeKeyCorner(p.points, frame, preferred) + "\n";

@@ -147,10 +147,12 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   }
   if (c.Analyses().AnyReplay()) {
     const double T = tokens(longest);
-    // The four entropy variants replay at once (experiments/replay/entropy_variants.h).
+    // The four entropy variants replay in parallel, one per thread (experiments/replay/
+    // entropy_variants.cc): counted as four, the most any thread count runs at once.
     phases.push_back({(kept + 4 * (T * per_row + 2 * L * H * T * T)) * kFloat,
                       fmt::format("the end-of-training analyses, which replay one sequence at a "
-                                  "time with its attention kept (four variants at once), up to "
+                                  "time with its attention kept (the four entropy variants in "
+                                  "parallel, counted as four at once), up to "
                                   "length {} ({} tokens; "
                                   "probe.replay = 0 or probe.analyses = [\"geometry\"] leaves them to lexp analyze)",
                                   longest, static_cast<long>(T))});

@@ -25,6 +25,8 @@
 #include "nn/check.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figure_data.h"
+#include "notebooks_cpp/figures.h"
+#include "tests/testing/lexp_process.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -1504,6 +1506,60 @@ full_minutes = 1
   std::ifstream full_in(WriteGalleryTable((root / "full").string()));
   const std::string full_text((std::istreambuf_iterator<char>(full_in)), {});
   EXPECT_EQ(full_text.find("pipeline"), std::string::npos) << full_text;
+  fs::remove_all(root);
+}
+
+// A claim whose runs give no finite score (two steps: nothing learnt, so no extrapolation limit)
+// still gets its figure, each panel saying so, and gnuplot complains of nothing (M6 and L1 at the
+// smoke budget wrote only a .log before).
+TEST(Reproduce, AFigureOfRunsWithoutAScoreSaysSoInsteadOfFailing) {
+  const fs::path root = testing::FreshTempDir("reproduce_no_score");
+  const Claim c = ParseClaim(ClaimHead("X9", "unlearnt") + R"([[stage]]
+name = "train"
+recipe = "default"
+set = ["model.encodings=[\"nope\", \"rope\"]", "train.steps=2", "eval.lengths=[2, 4, 6]",
+       "run.seeds=[1, 2]", )" + kTinyModel + R"(]
+[criterion]
+metric = "exact_match_limit"
+lengths = [4, 4]
+holds = ["rope > nope"]
+)",
+                             "unlearnt_claim.toml");
+  ReproduceOptions opt;
+  opt.out_root = root.string();
+  opt.budget = "full";
+  const VerdictRecord rec = ReadVerdictFile(ReproduceClaim(c, opt));
+  ASSERT_FALSE(rec.verdict.groups.empty()) << rec.verdict.reason;
+  const fs::path figures = root / "full" / "X9_unlearnt" / "figures";
+  EXPECT_TRUE(fs::exists(figures / "reproduction.png"));
+  EXPECT_FALSE(fs::exists(figures / "reproduction.log"))
+      << testing::Slurp(figures / "reproduction.log");
+  EXPECT_NE(testing::Slurp(figures / "reproduction.gp").find("no finite score to draw"),
+            std::string::npos);
+  // Beside a label with one value (L1 at the smoke budget): the empty label's block keeps its
+  // place in the data file, and the single value gets a range around it.
+  VerdictRecord mixed = rec;
+  ASSERT_EQ(mixed.verdict.groups.size(), 2u);
+  GroupScore& none = mixed.verdict.groups[0];
+  none.seeds.clear();
+  none.per_seed.clear();
+  none.x.clear();
+  none.curve_mean.clear();
+  none.curve_min.clear();
+  none.curve_max.clear();
+  GroupScore& one = mixed.verdict.groups[1];
+  one.seeds = {1, 2};
+  one.per_seed = {256, 256};
+  one.score = one.lo = one.hi = 256;
+  one.x = {4};
+  one.curve_mean = one.curve_min = one.curve_max = {256};
+  const fs::path mixed_dir = root / "mixed";
+  fs::create_directories(mixed_dir);
+  WriteVerdictFile((mixed_dir / "verdict.h5").string(), mixed);
+  DrawReproduction(mixed_dir.string());
+  EXPECT_TRUE(fs::exists(mixed_dir / "figures" / "reproduction.png"));
+  EXPECT_FALSE(fs::exists(mixed_dir / "figures" / "reproduction.log"))
+      << testing::Slurp(mixed_dir / "figures" / "reproduction.log");
   fs::remove_all(root);
 }
 
