@@ -572,9 +572,12 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     for (Mat<S>* m : accumulated) m->middleRows(r0, r1 - r0).setZero();
   });
   const int el = EncodingLayer(l);
+  // The query/key transform's backward runs in each attention task, on the gradients that task
+  // just wrote, where the pattern allows (ApplyQKTransform afterwards otherwise).
+  const bool fuse_qk = enc_->Uses(kSiteQKTransform) && !memory && !enc_->Uses(kSiteHeadMix);
   AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
-                    d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr);
-  if (enc_->Uses(kSiteQKTransform)) {
+                    d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr, fuse_qk);
+  if (enc_->Uses(kSiteQKTransform) && !fuse_qk) {
     if (memory)
       ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}, {&d_k_mem_, false}}, B_, T_, T_, pos_,
                        true);

@@ -185,13 +185,21 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
 // what query i sends to its memory keys j < MemoryEnd(i) goes to d_k_mem and d_v_mem ([B*T, C],
 // accumulated; required then), the rest to d_k and d_v; d_k + d_k_mem is the gradient of the keys
 // as parameters see it, d_k alone what flows back into the keys' states.
+// qk_transform_backward: each task also maps its head's d_q and d_k back through the encoding's
+// query/key transform (TransformQKBackward) as soon as they are whole, while they are in the
+// cache of the thread that wrote them; the same bits as applying it to d_q and d_k afterwards (no
+// memory keys, no head mixing).
 template <typename S>
 void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
                        const std::vector<double>& pos, const AttentionPattern& pattern_all,
                        PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
                        const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v,
-                       Mat<S>* d_k_mem = nullptr, Mat<S>* d_v_mem = nullptr) {
+                       Mat<S>* d_k_mem = nullptr, Mat<S>* d_v_mem = nullptr,
+                       bool qk_transform_backward = false) {
   using namespace attention_detail;
+  LEXP_CHECK(!qk_transform_backward || (!enc.Uses(kSiteHeadMix) && !pattern_all.HasMemory()),
+             "attention backward: the query/key transform is fused only without memory keys or "
+             "head mixing");
   if (enc.Uses(kSiteHeadMix)) {
     HeadMixAttentionBackward(q, k, v, sh, pos, pattern_all, enc, layer, cache, d_out, d_q, d_k,
                              d_v);
@@ -308,6 +316,12 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, Q.data() + i0 * C, C, true,
                 dK_mem + jb * C, C);  // d_k_mem += d_a_mem^T q
       }
+    }
+    if (qk_transform_backward) {  // this head's d_q and d_k are whole: only this task wrote them
+      AttentionContext whole{layer, h, sh.H, D, T, pos.data(), &pattern_all,
+                             pattern_all.PlainDistance()};
+      enc.TransformQKBackward(whole, true, d_q.data() + base, C);
+      enc.TransformQKBackward(whole, false, dK, C);
     }
   });
   if (has_term || has_value_term) enc.EndBackward();

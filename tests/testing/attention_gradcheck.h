@@ -76,11 +76,33 @@ inline GradCheckResult CheckAttentionGradients(const AttentionGradCase& c,
   auto [qr, kr] = forward(true, cache, out);
   forward(false, stream_cache, streamed);
   EXPECT_LT((out - streamed).cwiseAbs().maxCoeff(), 1e-12) << "streaming != materialised";
+  // Site 3's backward fused into each attention task (as the model runs it where it can) gives the
+  // bits of applying it afterwards, and the same parameter gradients.
+  const bool fusable = c.transform_qk && !pat.HasMemory() && !enc.Uses(kSiteHeadMix);
+  MatD fused_q = MatD::Zero(N, C), fused_k = MatD::Zero(N, C), fused_v = MatD::Zero(N, C);
+  std::vector<std::vector<double>> fused_grads;
+  if (fusable) {
+    for (auto& r : enc.Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
+    AttentionBackward(qr, kr, v, sh, c.pos, pat, enc, 0, cache, w, fused_q, fused_k, fused_v,
+                      static_cast<MatD*>(nullptr), static_cast<MatD*>(nullptr), true);
+    for (auto& r : enc.Parameters()) fused_grads.emplace_back(r.grad, r.grad + r.size);
+  }
   for (auto& r : enc.Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
   MatD d_q = MatD::Zero(N, C), d_k = MatD::Zero(N, C), d_v = MatD::Zero(N, C);
   AttentionBackward(qr, kr, v, sh, c.pos, pat, enc, 0, cache, w, d_q, d_k, d_v);
   site3(d_q, true, true);
   site3(d_k, false, true);
+  if (fusable) {
+    EXPECT_TRUE(fused_q == d_q) << "fused site 3 backward: other d_q bits";
+    EXPECT_TRUE(fused_k == d_k) << "fused site 3 backward: other d_k bits";
+    EXPECT_TRUE(fused_v == d_v);
+    size_t i = 0;
+    for (auto& r : enc.Parameters()) {
+      for (long j = 0; j < r.size; ++j)
+        EXPECT_NEAR(fused_grads[i][j], r.grad[j], 1e-12 * (1 + std::abs(r.grad[j]))) << r.name;
+      ++i;
+    }
+  }
   std::vector<ParamRef<double>> params;
   if (c.check_q) params.push_back({"q", q.data(), d_q.data(), q.size()});
   if (c.check_k) params.push_back({"k", k.data(), d_k.data(), k.size()});
