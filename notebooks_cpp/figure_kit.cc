@@ -202,6 +202,13 @@ std::string Render(const fs::path& dir, const std::string& name, const std::stri
   return png.string();
 }
 
+std::string FigureLine(const std::string& png) {
+  const fs::path log = fs::path(png).replace_extension(".log");
+  if (!fs::exists(log)) return "figure: " + png;
+  return "figure: " + png + " (gnuplot printed messages, so it may be incomplete: " +
+         log.string() + ")";
+}
+
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.
 fs::path FigureDirNextTo(const std::string& file) {
   const fs::path parent = fs::path(file).parent_path();

@@ -40,6 +40,9 @@ void SetFigureDataOnly(bool data_only);
 // Writes dir/NAME.gp, runs gnuplot on it, checks dir/NAME.png exists (and NAME.svg / NAME.pdf when
 // asked, from the same script with another terminal); returns the PNG's path. With data only, the
 // script is written and its path returned.
+// The progress line of a drawn figure: "figure: PNG", and when gnuplot printed anything (kept in
+// the figure's .log by Render), that it did and where, so that a failed figure is never silent.
+std::string FigureLine(const std::string& png);
 std::string Render(const std::filesystem::path& dir, const std::string& name,
                    const std::string& script);
 // figures/ beside a data file (a theory table or a sweep summary), created if needed.

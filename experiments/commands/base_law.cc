@@ -6,6 +6,7 @@
 #include "experiments/commands/command.h"
 #include "experiments/replay/base_law_command.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -35,7 +36,7 @@ class BaseLawCommand final : public Command {
     std::fputs(WriteBaseLaw(dir_, tolerance_, criterion_).c_str(), stdout);
     const std::string file = (std::filesystem::path(dir_) / "base_law.h5").string();
     PrintLine("wrote " + file);
-    PrintLine("figure: " + DrawBaseLaw(file));
+    PrintLine(FigureLine(DrawBaseLaw(file)));
     return 0;
   }
 

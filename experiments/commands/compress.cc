@@ -8,6 +8,7 @@
 #include "experiments/core/run_file.h"
 #include "experiments/replay/prompt_compression.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -52,7 +53,7 @@ class CompressCommand final : public Command {
     std::fputs(WritePromptCompression(pc, analysis).c_str(), stdout);
     w.Commit();
     const std::string dir = std::filesystem::path(run_).parent_path().string();
-    PrintLine("figure: " + DrawPromptCompression(dir.empty() ? "." : dir));
+    PrintLine(FigureLine(DrawPromptCompression(dir.empty() ? "." : dir)));
     return 0;
   }
 

@@ -10,6 +10,7 @@
 #include "experiments/replay/diagnosis.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -56,7 +57,7 @@ class DiagnoseCommand final : public Command {
     std::fputs(WriteDiagnosis(d, w.root()).c_str(), stdout);
     w.Commit();
     const std::string dir = std::filesystem::path(run_).parent_path().string();
-    PrintLine("figure: " + DrawDiagnosis(dir.empty() ? "." : dir));
+    PrintLine(FigureLine(DrawDiagnosis(dir.empty() ? "." : dir)));
     return 0;
   }
 

@@ -12,6 +12,7 @@
 #include "experiments/core/output_lock.h"
 #include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -89,7 +90,7 @@ class EvalCommand final : public Command {
     if (written.size() > 1) std::fputs(ScaleComparisonTable(written).c_str(), stdout);
     if (!no_figures_) {
       const std::string dir = std::filesystem::path(written.back()).parent_path().string();
-      for (const auto& png : DrawAllFigures(dir)) PrintLine("figure: " + png);
+      for (const auto& png : DrawAllFigures(dir)) PrintLine(FigureLine(png));
     }
     return 0;
   }

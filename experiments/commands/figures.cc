@@ -45,27 +45,27 @@ class FiguresCommand final : public Command {
     if (!runs_.empty()) return DrawSelection();
     // A reproduction's directory (lexp reproduce): its verdict figure; its runs are in runs/.
     if (fs::exists(fs::path(dir_) / "verdict.h5")) {
-      PrintLine("figure: " + DrawReproduction(dir_));
+      PrintLine(FigureLine(DrawReproduction(dir_)));
       if (ReadVerdictFile((fs::path(dir_) / "verdict.h5").string()).trend.size() > 0)
-        PrintLine("figure: " + DrawReproductionTrend(dir_));
+        PrintLine(FigureLine(DrawReproductionTrend(dir_)));
       return 0;
     }
     // A sweep directory: the score table, then every task directory holding run files.
     const fs::path summary = fs::path(dir_) / "summary.h5";
     if (fs::exists(summary)) {
-      PrintLine("figure: " + DrawScoreTable(summary.string()));
+      PrintLine(FigureLine(DrawScoreTable(summary.string())));
       for (const auto& e : fs::directory_iterator(dir_))
         if (e.is_directory() && e.path().filename() != "figures" && e.path().filename() != "plan" &&
             e.path().filename() != "slurm")
-          for (const auto& png : DrawAllFigures(e.path().string())) PrintLine("figure: " + png);
+          for (const auto& png : DrawAllFigures(e.path().string())) PrintLine(FigureLine(png));
     }
     bool has_runs = false;
     for (const auto& e : fs::directory_iterator(dir_))
       has_runs = has_runs || (e.path().extension() == ".h5" && e.path().filename() != "summary.h5");
     if (has_runs || !fs::exists(summary))
-      for (const auto& png : DrawAllFigures(dir_)) PrintLine("figure: " + png);
+      for (const auto& png : DrawAllFigures(dir_)) PrintLine(FigureLine(png));
     const fs::path law = fs::path(dir_) / "base_law.h5";
-    if (fs::exists(law)) PrintLine("figure: " + DrawBaseLaw(law.string()));
+    if (fs::exists(law)) PrintLine(FigureLine(DrawBaseLaw(law.string())));
     return 0;
   }
 
@@ -82,7 +82,7 @@ class FiguresCommand final : public Command {
                 fmt::format("{}", fmt::join(runs_, " or ")) +
                 "; its runs: " + (names.empty() ? "none" : names));
     }
-    for (const auto& png : DrawAllFigures(dir_)) PrintLine("figure: " + png);
+    for (const auto& png : DrawAllFigures(dir_)) PrintLine(FigureLine(png));
     return 0;
   }
 

@@ -4,6 +4,7 @@
 
 #include "experiments/commands/command.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -32,7 +33,7 @@ class PeTableCommand final : public Command {
   }
   int Run(Shared&) override {
     PrintLine("wrote " + WritePeTable(o_));
-    PrintLine("figure: " + DrawPeTable(o_.out_file));
+    PrintLine(FigureLine(DrawPeTable(o_.out_file)));
     return 0;
   }
 

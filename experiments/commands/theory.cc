@@ -5,6 +5,7 @@
 #include "experiments/commands/command.h"
 #include "experiments/training/theory_command.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp::cli {
 namespace {
@@ -48,7 +49,7 @@ class TheoryCommand final : public Command {
     std::string report;
     PrintLine("wrote " + WriteTheory(o_, &report));
     std::fputs(report.c_str(), stdout);
-    PrintLine("figure: " + DrawTheory(o_.out_file));
+    PrintLine(FigureLine(DrawTheory(o_.out_file)));
     return 0;
   }
 

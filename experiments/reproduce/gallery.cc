@@ -25,6 +25,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/io/paths.h"
 #include "notebooks_cpp/figure_data.h"
+#include "notebooks_cpp/figure_kit.h"
 #include "notebooks_cpp/figures.h"
 
 namespace lexp {
@@ -571,8 +572,8 @@ std::string ReproduceClaim(const Claim& claim, const ReproduceOptions& opt) {
     }
   }
   WriteVerdictFile(path, rec);
-  if (opt.figures && !rec.verdict.groups.empty()) DrawReproduction(dir);
-  if (opt.figures && !rec.trend.empty()) DrawReproductionTrend(dir);
+  if (opt.figures && !rec.verdict.groups.empty()) say(FigureLine(DrawReproduction(dir)));
+  if (opt.figures && !rec.trend.empty()) say(FigureLine(DrawReproductionTrend(dir)));
   say(fmt::format("{}{} ({}); {:.1f} min; {}", SmokeMark(opt.budget), rec.verdict.verdict,
                   rec.verdict.reason, rec.minutes, path));
   return path;

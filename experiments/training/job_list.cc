@@ -14,6 +14,7 @@
 #include "nn/io/hdf5.h"
 #include "nn/io/paths.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp {
 namespace {
@@ -306,11 +307,11 @@ CollectResult CollectSweep(const std::string& run_dir, bool figures,
   if (figures)
     for (const auto& dir : dirs)
       if (fs::exists(dir))
-        for (const auto& png : DrawAllFigures(dir)) say("figure: " + png);
+        for (const auto& png : DrawAllFigures(dir)) say(FigureLine(png));
   if (cfg.IsSweep()) {
     const std::string summary = WriteSweepSummary(cfg, res.runs, run_dir);
     say("summary: " + summary);
-    if (figures) say("figure: " + DrawScoreTable(summary));
+    if (figures) say(FigureLine(DrawScoreTable(summary)));
     res.report += SeedSummaryTable(cfg, res.runs);
   } else {
     res.report += SummaryTable(cfg, res.runs);

@@ -27,6 +27,7 @@
 #include "nn/io/paths.h"
 #include "nn/parallel.h"
 #include "notebooks_cpp/figures.h"
+#include "notebooks_cpp/figure_kit.h"
 
 namespace lexp {
 
@@ -299,14 +300,14 @@ std::vector<RunSummary> RunRecipe(const RecipeConfig& cfg, const SweepOptions& o
   if (opt.figures) {
     for (const auto& dir : dirs)
       for (const auto& png : DrawAllFigures(dir))
-        if (opt.progress) opt.progress("figure: " + png);
+        if (opt.progress) opt.progress(FigureLine(png));
   }
   if (cfg.IsSweep()) {
     const std::string summary = WriteSweepSummary(cfg, out, opt.out_dir);
     if (opt.progress) opt.progress("summary: " + summary);
     if (opt.figures) {
       const std::string png = DrawScoreTable(summary);
-      if (opt.progress) opt.progress("figure: " + png);
+      if (opt.progress) opt.progress(FigureLine(png));
     }
   }
   return out;
@@ -430,6 +431,9 @@ std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSumma
       "(mean ± sd, max), and exact match over {}..{} (mean)\n",
       fmt::format("{}", fmt::join(cfg.Seeds(), ",")), cfg.train_max_length + 1,
       cfg.train_max_length + 1, 2 * cfg.train_max_length);
+  // The label column as wide as the longest label (at least 14), so the numbers stay in columns.
+  size_t width = 14;
+  for (const auto& enc : cfg.ModelLabels()) width = std::max(width, enc.size());
   for (const auto& task : cfg.Tasks()) {
     s += task + "\n";
     for (const auto& enc : cfg.ModelLabels()) {
@@ -441,8 +445,8 @@ std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSumma
           k.push_back(p.kazemnejad_exact);
         }
       const SeedStats a = Stats(r), b = Stats(k);
-      s += fmt::format("  {:<14} {:.3f} ± {:.3f}  max {:.3f}   exact {:.3f}   ({} of {} seeds)\n",
-                       enc, a.mean, a.sd, a.max, b.mean, a.n, r.size());
+      s += fmt::format("  {:<{}} {:.3f} ± {:.3f}  max {:.3f}   exact {:.3f}   ({} of {} seeds)\n",
+                       enc, width, a.mean, a.sd, a.max, b.mean, a.n, r.size());
     }
   }
   return s;
@@ -457,11 +461,16 @@ std::string SummaryTable(const RecipeConfig& cfg, const std::vector<RunSummary>&
     for (int n : lengths)
       if (n == want && (cols.empty() || cols.back() != n)) cols.push_back(n);
   std::string s = fmt::format("token accuracy by evaluation length (trained on 1..{}):\n", N);
-  s += fmt::format("{:<12} {:<10} {:>9}", "encoding", "state", "mean<=N");
+  // The label column as wide as the longest label (at least 12), so the numbers stay in columns.
+  size_t label_width = 12;
+  for (const auto& r : runs)
+    label_width = std::max(label_width, (r.label.empty() ? r.encoding : r.label).size());
+  s += fmt::format("{:<{}} {:<10} {:>9}", "encoding", label_width, "state", "mean<=N");
   for (int n : cols) s += fmt::format(" {:>7}", "n=" + std::to_string(n));
-  s += fmt::format(" {:>9} {:>11}\n", "mean>N", "exact N+1..2N");
+  s += fmt::format(" {:>9} {:>13}\n", "mean>N", "exact N+1..2N");
   for (const auto& r : runs) {
-    s += fmt::format("{:<12} {:<10}", r.label.empty() ? r.encoding : r.label, r.state);
+    s += fmt::format("{:<{}} {:<10}", r.label.empty() ? r.encoding : r.label, label_width,
+                     r.state);
     const ProtocolScores p = ScoreEvalRows(r.eval, N);
     auto cell = [](double x, int width) {
       return std::isnan(x) ? fmt::format(" {:>{}}", "-", width)

@@ -22,6 +22,36 @@
 namespace lexp {
 namespace {
 
+// The console tables keep their columns whatever the labels' length (a sweep's labels run past
+// 12 characters: rope-base500000-seed1): every row as long as the header, its state under
+// "state", its cells under theirs.
+TEST(SweepTables, KeepTheirColumnsForLongLabels) {
+  const RecipeConfig cfg = testing::TinyCopyRecipe();
+  std::vector<RunSummary> runs(2);
+  runs[0].label = "rope";
+  runs[1].label = "rope-base500000-lora-seed1";
+  for (RunSummary& r : runs) {
+    r.state = "completed";
+    for (const int n : cfg.EvalLengths()) {
+      EvalRow e;
+      e.length = n;
+      e.token_accuracy = 0.5;
+      e.exact_match = 0.25;
+      r.eval.push_back(e);
+    }
+  }
+  const std::string table = SummaryTable(cfg, runs);
+  std::vector<std::string> lines;
+  for (size_t a = 0, b; (b = table.find('\n', a)) != std::string::npos; a = b + 1)
+    lines.push_back(table.substr(a, b - a));
+  ASSERT_EQ(lines.size(), 4u) << table;
+  const std::string& header = lines[1];
+  for (size_t k = 2; k < lines.size(); ++k) {
+    EXPECT_EQ(lines[k].size(), header.size()) << table;
+    EXPECT_EQ(lines[k].find("completed"), header.find("state")) << table;
+  }
+}
+
 TEST(Sweep, TasksAndSeedsGiveOneFileEachAndASummaryWithMaxOverSeeds) {
   const RecipeConfig c = testing::TinyCopyRecipe(
       {"task.names=copy,parity_check", "task.vocab=0", "run.seeds=3,4", "model.encodings=alibi",
