@@ -144,7 +144,7 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
             }
             const S m_new = std::max(sc.m[r], bmax);
             const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
-            row = (row.array() - m_new).exp();
+            ExpShiftedInPlace(row.data(), m, m_new);
             SetMasked(pattern, i0 + r, T, j0, j1, row.data(), S(0));
             sc.l[r] = sc.l[r] * corr + row.sum();
             sc.acc.row(r) *= corr;

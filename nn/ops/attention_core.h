@@ -13,6 +13,7 @@
 #include "nn/ops/gemm.h"
 #include "nn/precision.h"
 #include "nn/ops/landmark.h"
+#include "nn/ops/packet_map.h"
 #include "nn/parallel.h"
 #include "nn/position_hooks.h"
 #include "nn/tensor.h"
@@ -229,6 +230,18 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
 // causal block: half the exponentials), other patterns over the block's keys, masked after. NaN
 // logits (a diverging run) pass through, so the loss reports them; so do rows whose every visible
 // logit overflowed to -inf. Writes log sum_j exp(a_ij) to *lse when not null.
+// v[i] = exp(v[i] - shift) for i in [0, n), every element by the same packet code wherever v
+// starts (nn/ops/packet_map.h), so a row's probabilities do not depend on its alignment.
+template <typename S>
+void ExpShiftedInPlace(S* v, long n, S shift) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  const P shift_packet = pk::pset1<P>(shift);
+  MapPackets<S, 1, 1>(n, {v}, {v}, [&](const P (&in)[1], P (&out)[1]) {
+    out[0] = pk::pexp(pk::psub(in[0], shift_packet));
+  });
+}
+
 template <typename S>
 void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, int je, S* row,
                        S* lse) {
@@ -248,7 +261,7 @@ void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, in
     if (lse != nullptr) *lse = std::numeric_limits<S>::quiet_NaN();
     return;
   }
-  visible = (visible.array() - mx).exp();
+  ExpShiftedInPlace(row + (vb - jb), ve - vb, mx);
   // Masked keys get exactly 0 (vectorised exp(-inf) may return a denormal).
   if (pattern.Contiguous()) {
     block_row.head(vb - jb).setZero();

@@ -3,8 +3,8 @@
 // keeps nothing of them: O(rows per chunk x F) per thread instead of O(N x F), which is most of what
 // evaluating a long sequence would otherwise hold. Training keeps the GELU output (the input of
 // W2's gradient) and GELU's slope (the backward pass multiplies by it). The products are those of
-// LinearForward's chunks and the GELU runs on GeluForward's chunks of rows, so every path has the
-// bits of the layer-by-layer pass.
+// LinearForward's chunks and GELU's bits do not depend on where a chunk starts (a packet kernel,
+// nn/ops/gelu.h), so every path has the bits of the layer-by-layer pass.
 #pragma once
 
 #include <tbb/enumerable_thread_specific.h>
@@ -14,8 +14,6 @@
 
 namespace lexp {
 
-inline constexpr long kGeluRows = kRowGrain / 4;  // GeluForward's chunk of rows
-
 // n rows of x [n, C] -> y [n, C] (row strides C and fc2's width); hidden: scratch of >= n x F.
 // g and slope: the rows' [n, F] GELU output and slope (a training pass), or null.
 template <typename S>
@@ -24,13 +22,10 @@ void MlpRows(const S* x, long n, const PreparedLinear<S>& fc1, const PreparedLin
   const long F = fc1.w.cols();
   Resize(hidden, kRowGrain, F);
   LinearRows(x, n, fc1, hidden.data());
-  for (long g0 = 0; g0 < n; g0 += kGeluRows) {
-    const long m = std::min(n - g0, kGeluRows);
-    if (g != nullptr) {
-      GeluWithSlopeRows(hidden.data() + g0 * F, m, F, g + g0 * F, slope + g0 * F);
-    } else {
-      hidden.middleRows(g0, m).array() = GeluOf<S>(hidden.middleRows(g0, m).array());
-    }
+  if (g != nullptr) {
+    GeluWithSlopeRows(hidden.data(), n, F, g, slope);
+  } else {
+    GeluValues(hidden.data(), n * F, hidden.data(), static_cast<S*>(nullptr));  // in place
   }
   LinearRows(g != nullptr ? g : hidden.data(), n, fc2, y);
 }
