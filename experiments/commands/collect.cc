@@ -33,7 +33,7 @@ class CollectCommand final : public Command {
     SetFigureDataOnly(data_only_);
     const auto res = CollectSweep(dir_, !no_figures_, PrintLine);
     std::fputs(res.report.c_str(), stdout);
-    return 0;
+    return WriteReportAndSay(dir_);
   }
 
  private:

@@ -1,4 +1,5 @@
 #include "experiments/commands/command.h"
+#include "experiments/report/report_page.h"
 
 #include <fmt/core.h>
 
@@ -54,6 +55,14 @@ void AddSlurmOptions(CLI::App* cmd, SlurmOptions& o) {
     cmd->add_option("--collect-mem", o.collect_mem,
                       "memory of the collect job (default: an array task's; it may replay a "
                       "model to analyse it against its NoPE reference)");
+}
+
+int WriteReportAndSay(const std::string& dir) {
+  const ReportPage page = WriteReport(dir);
+  PrintLine("report: " + page.path);
+  for (const std::string& r : page.refused)
+    std::fprintf(stderr, "lexp: error: the report refused %s\n", r.c_str());
+  return page.refused.empty() ? 0 : 2;
 }
 
 void PrintLine(const std::string& s) {
@@ -135,6 +144,7 @@ std::vector<std::unique_ptr<Command>> AllCommands() {
   all.push_back(MakeBaseLawCommand());
   all.push_back(MakeReproduceCommand());
   all.push_back(MakeFiguresCommand());
+  all.push_back(MakeReportCommand());
   all.push_back(MakeListCommand());
   all.push_back(MakeBenchCommand());
   all.push_back(std::make_unique<InternalErrorCommand>());

@@ -41,6 +41,10 @@ void AddSlurmOptions(CLI::App* cmd, SlurmOptions& o);
 
 // A line on stdout, flushed (progress of long work).
 void PrintLine(const std::string& s);
+// Writes DIR/report.html (experiments/report/) and says where; each file the page lists as refused
+// (damaged or foreign) is named on stderr, and the result is then 2, the exit code of bad input
+// (the page is still written); 0 otherwise.
+int WriteReportAndSay(const std::string& dir);
 // A recipe named on the command line (or the embedded default when not given), with its --set
 // overrides applied and the whole checked.
 RecipeConfig LoadRecipe(bool given, const std::string& path,
@@ -69,5 +73,6 @@ std::unique_ptr<Command> MakeReproduceCommand();
 std::unique_ptr<Command> MakeFiguresCommand();
 std::unique_ptr<Command> MakeListCommand();
 std::unique_ptr<Command> MakeBenchCommand();
+std::unique_ptr<Command> MakeReportCommand();
 
 }  // namespace lexp::cli

@@ -88,11 +88,10 @@ class EvalCommand final : public Command {
       PrintLine("wrote " + written.back());
     }
     if (written.size() > 1) std::fputs(ScaleComparisonTable(written).c_str(), stdout);
-    if (!no_figures_) {
-      const std::string dir = std::filesystem::path(written.back()).parent_path().string();
+    const std::string dir = std::filesystem::path(written.back()).parent_path().string();
+    if (!no_figures_)
       for (const auto& png : DrawAllFigures(dir)) PrintLine(FigureLine(png));
-    }
-    return 0;
+    return WriteReportAndSay(dir.empty() ? "." : dir);
   }
 
  private:

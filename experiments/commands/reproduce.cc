@@ -2,6 +2,7 @@
 // or run some or all at a budget, judge each by its criterion and write the verdicts and table.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -143,6 +144,7 @@ class ReproduceCommand final : public Command {
     opt.figures = !no_figures_;
     opt.progress = PrintLine;
     std::vector<std::string> verdicts;
+    int report_code = 0;
     const OutputLock lock((std::filesystem::path(opt.out_root) / opt.budget).string());
     if (slurm_) {
       slurm_options_.print = PrintLine;
@@ -157,6 +159,7 @@ class ReproduceCommand final : public Command {
       PrintLine(fmt::format("lexp reproduce: claim {} of {}: {} {}", i + 1, claims.size(),
                             claims[i].id, claims[i].statement));
       verdicts.push_back(ReproduceClaim(claims[i], opt));
+      report_code = std::max(report_code, WriteReportAndSay(ClaimDir(claims[i], opt)));
     }
     const std::string table =
         WriteGalleryTable((std::filesystem::path(opt.out_root) / opt.budget).string());
@@ -168,7 +171,7 @@ class ReproduceCommand final : public Command {
           (std::filesystem::path(opt.out_root) / opt.budget).string(), "REPRODUCTIONS.md");
       PrintLine("the gallery's table: " + top);
     }
-    return 0;
+    return report_code;
   }
 
  private:

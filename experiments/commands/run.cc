@@ -111,6 +111,7 @@ class RunCommand final : public Command {
       std::fputs(SummaryTable(cfg, runs).c_str(), stdout);
     else
       std::fputs(SeedSummaryTable(cfg, runs).c_str(), stdout);
+    const int report_code = so.rows.empty() ? WriteReportAndSay(out_dir) : 0;
     // A model that failed on bad input or on a bug gives the exit code of that error once the
     // sweep is done; one that diverged (or failed otherwise) gives 1.
     int code = 0;
@@ -123,7 +124,7 @@ class RunCommand final : public Command {
       if (r.failure == RunSummary::Failure::kInput && code != 3) code = 2;
       if ((r.state == "diverged" || r.state == "failed") && code == 0) code = 1;
     }
-    return code;
+    return std::max(code, report_code);
   }
 
  private:

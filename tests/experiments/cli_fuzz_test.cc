@@ -667,6 +667,8 @@ TEST_F(CliFuzz, BadRecipesAndOverridesExitTwoNamingTheKeyAndWriteNothing) {
       {"--resume with --overwrite", {"run", "RECIPE", "--resume", "--overwrite"}, 2, "excludes"},
       {"figures on a missing path", {"figures", "nowhere"}, 2, "does not exist"},
       {"figures on a file", {"figures", "tiny.toml"}, 2, "is a file"},
+      {"report of a missing directory", {"report", "nowhere"}, 2, "nowhere is not a directory"},
+      {"report of a file", {"report", "tiny.toml"}, 2, "tiny.toml is not a directory"},
       {"bench with an unknown config", {"bench", "--config", "XL"}, 2, "unknown config"},
       {"a job that is not a row", {"run", "RECIPE", "--job", "x"}, 2, "--job 'x'"},
       {"a job range that runs backwards", {"run", "RECIPE", "--job", "5-2"}, 2, "backwards"},
@@ -1415,9 +1417,9 @@ TEST_F(CliFuzz, KilledAtAnyPointResumeFinishesTheFilesOfAnUninterruptedRun) {
     }
     const Result resumed = Lexp(root_, with_out(out, {"--resume"}));
     ASSERT_EQ(resumed.code, 0) << resumed.err;
-    // The run files, and the sweep's job list (plan/), whole.
+    // The run files, the sweep's job list (plan/) and the report page, whole.
     for (const auto& f : Files(root_ / out))
-      EXPECT_TRUE(f == "rope.h5" || f == "alibi.h5" || f == ".lexp.lock" ||
+      EXPECT_TRUE(f == "rope.h5" || f == "alibi.h5" || f == ".lexp.lock" || f == "report.html" ||
                   (f.rfind("plan", 0) == 0 && f.find(".tmp") == std::string::npos))
           << out << " left " << f;
     for (const char* name : {"rope.h5", "alibi.h5"})
