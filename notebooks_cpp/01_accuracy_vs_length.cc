@@ -98,7 +98,7 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Length extrapolation: trained on lengths 1.." +
        std::to_string(N) + "'\n";
-  s += "set grid\n" + KeyPlacement(block, "bottom left") + "set yrange [0:1.02]\n";
+  s += "set grid\n" + KeyPlacement(block) + "set yrange [0:1.02]\n";
   s += fmt::format("set xrange [1:{}]\n", max_len);
   s += "set logscale x 2\n";
   s += "set xlabel 'evaluation length n (task length: input symbols; log scale)'\n";

@@ -62,7 +62,7 @@ std::string DrawAttentionVsLength(const std::string& run_dir) {
   s += "set output '" + name + ".png'\n";
   s += "set multiplot layout 1,2 title 'Attention on the probe batch (mean over layers, heads, "
        "queries)'\n";
-  s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\n";
+  s += "set grid\n" + KeyPlacement(block) + "set logscale x 2\n";
   s += "set xlabel 'probe length n (task length: input symbols; log scale)'\n";
   s += fmt::format("set arrow 1 from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray40'\n",
                    N, N);

@@ -55,7 +55,7 @@ std::string DrawPerplexityVsLength(const std::string& run_dir) {
   s += fmt::format("set terminal pngcairo size {},520 font 'Sans,10' noenhanced\n",
                    block > 6 ? 1100 : 800);
   s += "set output '" + name + ".png'\n" + SeriesStyles(block);
-  s += "set grid\n" + KeyPlacement(block, "top left") + "set logscale x 2\nset logscale y\n";
+  s += "set grid\n" + KeyPlacement(block) + "set logscale x 2\nset logscale y\n";
   s += fmt::format("set xrange [1:{}]\n", max_len);
   s += "set xlabel 'evaluation length n (task length: input symbols; log scale)'\n";
   s += "set ylabel 'perplexity exp(loss per token) (log scale)'\n";

@@ -229,7 +229,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
       "set multiplot layout 2,3 title 'attention of trained runs (top and bottom left: the "
       "longest probe; trained on 1..{}; mean over layers and heads)'\n",
       N);
-  s += "set grid\n" + KeyPlacement(block, "top left");
+  s += "set grid\n" + KeyPlacement(block);
   if (train_tokens > 0)
     s += fmt::format(
         "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n"

@@ -118,7 +118,7 @@ std::string DrawPositionScores(const std::string& run_dir) {
       "set multiplot layout 1,3 title 'where the loss goes beyond training (teacher forced; "
       "window = the {} tokens of a training sequence)'\n",
       runs[0].window);
-  s += "set grid\n" + KeyPlacement(static_cast<int>(R), "top left");
+  s += "set grid\n" + KeyPlacement(static_cast<int>(R));
   s += fmt::format(
       "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", T0);
   s += "set xlabel 'position t in the sequence (tokens)'\nset ylabel 'loss (nats per target)'\n";

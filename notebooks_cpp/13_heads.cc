@@ -123,7 +123,7 @@ std::string DrawHeads(const std::string& run_dir) {
   s += "set output '" + name + ".png'\n" + SeriesStyles(static_cast<int>(R));
   s += "set multiplot layout 2,2 title 'heads at the training length (x) and at the longest probe "
        "(y); one point per head'\n";
-  s += "set grid\n" + KeyPlacement(static_cast<int>(R), "top left");
+  s += "set grid\n" + KeyPlacement(static_cast<int>(R));
   s += "set xrange [0:1]\nset yrange [0:1]\nset size ratio -1\n";
   s += "set xlabel 'sink mass at the training length'\nset ylabel 'sink mass beyond it'\n";
   s += "set title 'attention on the first token (>= 0.5: a sink head)'\nplot " + p1 +

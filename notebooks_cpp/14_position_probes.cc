@@ -104,7 +104,7 @@ std::string DrawPositionProbes(const std::string& run_dir) {
       "set multiplot layout 1,3 title 'position in the residual stream: probes fitted at n = {} "
       "(up to {} tokens), tested at n = {} ({} tokens)'\n",
       runs[0].fit_lengths, runs[0].train_tokens, runs[0].long_length, runs[0].long_tokens);
-  s += "set grid\n" + KeyPlacement(static_cast<int>(runs.size()), "top left");
+  s += "set grid\n" + KeyPlacement(static_cast<int>(runs.size()));
   s += "set xlabel 'residual stream (0: embedded input)'\nset xtics 1\n";
   s += "set ylabel 'RMSE / RMSE of a constant (1: no signal)'\n";
   s += "set title 'linear probe for the index t (in range: t within the fit set)'\nplot " + p1 +

@@ -91,7 +91,7 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   s += "set output '" + name + ".png'\n" + SeriesStyles(static_cast<int>(R));
   s += "set multiplot layout 1,2 title 'how far back a scored prediction depends on its input "
        "(gradient of ln p(target) at the scored rows)'\n";
-  s += "set grid\n" + KeyPlacement(static_cast<int>(R), "top right");
+  s += "set grid\n" + KeyPlacement(static_cast<int>(R));
   s += fmt::format(
       "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", T0);
   s += "set logscale y\nset xlabel 'distance d from the scored row (tokens)'\n";

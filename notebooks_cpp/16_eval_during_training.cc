@@ -111,7 +111,7 @@ std::string DrawEvalDuringTraining(const std::string& run_dir) {
                              name, k, k + 1);
   }
   s += "set xlabel 'training steps'\nset ylabel 'exact match'\nset yrange [0:1.05]\n";
-  s += KeyPlacement(n, "bottom right");
+  s += KeyPlacement(n);
   s += "set title 'exact match (passkey: retrieval accuracy)'\nplot " + exact_plot + "\n";
   s += "set ylabel 'loss (nats per scored token)'\nset autoscale y\nunset key\n";
   s += "set title 'loss'\nplot " + loss_plot + "\n";

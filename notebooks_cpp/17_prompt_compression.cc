@@ -99,7 +99,7 @@ std::string DrawPromptCompression(const std::string& run_dir) {
     block += L;
     s += "set xlabel 'compression ratio (fraction of the context dropped)'\n";
     s += "set ylabel 'exact match'\nset yrange [0:1.05]\nset xrange [0:1]\n";
-    s += KeyPlacement(L, "bottom left");
+    s += KeyPlacement(L);
     s += "set title " + Quote(c.label + ": exact match (passkey: retrieval accuracy)") + "\n";
     s += "plot " + exact_plot + "\n";
     s += "set ylabel 'input tokens after compression'\nset autoscale y\nunset key\n";

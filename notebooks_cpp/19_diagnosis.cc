@@ -115,7 +115,7 @@ std::string DrawDiagnosis(const std::string& run_dir) {
     s += "set ylabel 'share of the gap closed (1 = closed, < 0 = widened)'\nset yrange [-1:1.5]\n";
     s += "set xzeroaxis lt 1 lc rgb '#888888'\n";
     s += "set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb '#888888'\n";
-    s += KeyPlacement(I, "outside right top");
+    s += KeyPlacement(I);
     s += "set title " +
          Quote(fmt::format("{}: share closed (values outside -1..1.5 clipped)", c.label)) + "\n";
     std::string plot;

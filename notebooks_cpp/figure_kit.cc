@@ -58,8 +58,10 @@ std::string FreeKeyCorner(const std::vector<std::pair<double, double>>& points,
   return corners[best];
 }
 
-std::string KeyPlacement(int n, const std::string& inside) {
-  return n > 6 ? "set key outside right top\n" : "set key " + inside + "\n";
+std::string KeyPlacement(int n) {
+  // Below the panel, in rows of up to four entries: off the data whatever the curves do.
+  return "set key outside below center horizontal maxcols " + std::to_string(std::min(n, 4)) +
+         " samplen 2\n";
 }
 
 std::string Quote(const std::string& s) {

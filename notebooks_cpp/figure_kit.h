@@ -13,8 +13,8 @@ namespace lexp {
 
 // Line styles 1..n that stay distinguishable for many series.
 std::string SeriesStyles(int n);
-// Many series: the key goes outside, to the right, so it hides no curve.
-std::string KeyPlacement(int n, const std::string& inside);
+// The key of n series: outside, below the panel, so that it hides no curve and no label.
+std::string KeyPlacement(int n);
 // The corner of a plot for its key ("top left", "top right", "bottom left", "bottom right"):
 // `preferred` when none of the curves' points (x, y) lies in it, else the first corner with none,
 // else the one holding the fewest. A key takes about 45% of the width and 30% of the height; x is
