@@ -278,12 +278,6 @@ std::string RecipeText(const fs::path& dir, const std::vector<RunEntry>& runs) {
 
 }  // namespace
 
-std::string ReportPage::Line() const {
-  std::string line = "report: " + path;
-  for (const std::string& r : refused) line += "\n  refused (read into nothing): " + r;
-  return line;
-}
-
 ReportPage WriteReport(const std::string& dir_text) {
   const fs::path dir(dir_text);
   LEXP_INPUT_CHECK(fs::is_directory(dir), "lexp report: " + dir_text + " is not a directory");

@@ -19,8 +19,6 @@ namespace lexp {
 struct ReportPage {
   std::string path;                  // DIR/report.html
   std::vector<std::string> refused;  // "FILE: why", one per file listed as refused
-  // The line a command prints: the page, and each refused file with its reason.
-  std::string Line() const;
 };
 ReportPage WriteReport(const std::string& dir);
 

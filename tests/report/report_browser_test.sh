@@ -149,7 +149,7 @@ printf 'not an HDF5 file\n' >"$WORK/run/foreign.h5"
 code=0
 "$LEXP" report "$WORK/run" >"$WORK/report.log" 2>&1 || code=$?
 [ "$code" -eq 2 ] || fail "lexp report with refused files exited $code, not 2: $(cat "$WORK/report.log")"
-grep -q "refused (read into nothing): .*damaged.h5" "$WORK/report.log" || fail "the refusal is not printed"
+grep -q "the report refused .*damaged.h5" "$WORK/report.log" || fail "the refusal is not printed"
 grep -q "damaged.h5: refused" "$PAGE" || fail "the damaged file is not listed as refused"
 grep -q "foreign.h5: refused" "$PAGE" || fail "the foreign file is not listed as refused"
 ROWS=$(sed -n '/<table class="scores">/,/<\/table>/p' "$PAGE" | grep -c "^<tr><td>")
