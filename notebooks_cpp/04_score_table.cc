@@ -1,6 +1,7 @@
 // Figure 04: the task x encoding score table of a sweep (max over seeds of the token accuracy on
-// lengths N+1..M, mean ± sd in each cell), from the summary.h5 that `lexp run` writes for a task or
-// seed sweep. Usage: 04_score_table SUMMARY_FILE   (writes <file's dir>/figures/score_table.*)
+// lengths N+1..M, mean ± sd in each cell when there are several seeds), from the summary.h5 that
+// `lexp run` writes for a task or seed sweep.
+// Usage: 04_score_table SUMMARY_FILE   (writes <file's dir>/figures/score_table.*)
 // Compiled twice: into the figure library that `lexp` draws from, and with LEXP_FIGURE_PROGRAM as
 // this program on its own; copy the file to make a figure of your own.
 #include <fmt/core.h>
@@ -53,11 +54,17 @@ std::string DrawScoreTable(const std::string& file) {
                    std::max<size_t>(700, 140 * E + 260),
                    std::max<size_t>(320, 70 * tasks.size() + 170));
   s += "set output '" + name + ".png'\n";
-  s += fmt::format(
-      "set title 'token accuracy on lengths {}..{}: max over seeds {} (mean ± sd below)'\n",
-      root.AttrInt("train_max_length") + 1, root.AttrInt("max_eval_length"),
-      root.AttrString("seeds"));
-  s += "set cbrange [0:1]\nset cblabel 'accuracy (fraction)'\nset palette rgb 33,13,10\n";
+  // One seed has no spread: its cell shows the score alone, and the title says it is one seed.
+  const bool one_seed = SplitCommas(root.AttrString("seeds")).size() == 1;
+  s += one_seed ? fmt::format("set title 'token accuracy on lengths {}..{} (one seed, {})'\n",
+                              root.AttrInt("train_max_length") + 1,
+                              root.AttrInt("max_eval_length"), root.AttrString("seeds"))
+                : fmt::format(
+                      "set title 'token accuracy on lengths {}..{}: max over seeds {} (mean ± sd "
+                      "below)'\n",
+                      root.AttrInt("train_max_length") + 1, root.AttrInt("max_eval_length"),
+                      root.AttrString("seeds"));
+  s += "set cbrange [0:1]\nset cblabel 'accuracy (fraction)'\n" + ViridisPalette();
   s += fmt::format("set xrange [-0.5:{}]\nset yrange [{}:-0.5]\n", E - 0.5, tasks.size() - 0.5);
   std::string xt, yt;
   for (size_t e = 0; e < E; ++e) xt += fmt::format("{}'{}' {}", e ? ", " : "", encs[e], e);
@@ -65,12 +72,16 @@ std::string DrawScoreTable(const std::string& file) {
     yt += fmt::format("{}'{}' {}", t ? ", " : "", tasks[t], t);
   s += "set xtics (" + xt + ") rotate by -30\nset ytics (" + yt + ")\n";
   s += "set xlabel 'encoding'\nset ylabel 'task'\nunset key\n";
+  // Cells as boxes (gnuplot's "with image" needs a grid of at least 2 x 2; one task is 1 x E);
+  // the text white on the dark half of the colour map, black on the light half.
+  const std::string text =
+      one_seed ? "sprintf('%.2f', $3)" : "sprintf('%.2f\\n%.2f±%.2f', $3, $4, $5)";
   s += fmt::format(
-      // Cells as boxes (gnuplot's "with image" needs a grid of at least 2 x 2; one task is 1 x E).
       "plot '{0}.dat' using 1:2:($1-0.5):($1+0.5):($2-0.5):($2+0.5):3 with boxxy fs solid "
-      "fc palette, '{0}.dat' using 1:2:(sprintf('%.2f\\n%.2f±%.2f', $3, "
-      "$4, $5)) with labels font 'Sans,9'\n",
-      name);
+      "fc palette, '{0}.dat' using 1:2:($3 < 0.5 ? {1} : '') with labels font 'Sans,9' tc rgb "
+      "'white', '{0}.dat' using 1:2:($3 < 0.5 ? '' : {1}) with labels font 'Sans,9' tc rgb "
+      "'black'\n",
+      name, text);
   return Render(dir, name, s);
 }
 

@@ -64,7 +64,7 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   s += fmt::format(
       "set multiplot layout {},{} title 'exact match by length and depth (trained on 1..{})'\n",
       rows, cols, N);
-  s += "set cbrange [0:1]\nset palette rgb 33,13,10\nunset key\n";
+  s += "set cbrange [0:1]\n" + ViridisPalette() + "unset key\n";
   s += "set xtics (" + xt + ") rotate by -45\nset ytics (" + yt + ")\n";
   s += "set xlabel 'length n (filler tokens)'\nset ylabel 'depth of the key'\n";
   for (size_t b = 0; b < with.size(); ++b)

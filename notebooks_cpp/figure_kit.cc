@@ -58,6 +58,11 @@ std::string FreeKeyCorner(const std::vector<std::pair<double, double>>& points,
   return corners[best];
 }
 
+std::string ViridisPalette() {
+  return "set palette defined (0 '#440154', 0.125 '#472d7b', 0.25 '#3b528b', 0.375 '#2c728e', "
+         "0.5 '#21918c', 0.625 '#28ae80', 0.75 '#5ec962', 0.875 '#addc30', 1 '#fde725')\n";
+}
+
 std::string KeyPlacement(int n) {
   // Below the panel, in rows of up to four entries: off the data whatever the curves do.
   return "set key outside below center horizontal maxcols " + std::to_string(std::min(n, 4)) +

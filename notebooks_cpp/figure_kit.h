@@ -15,6 +15,9 @@ namespace lexp {
 std::string SeriesStyles(int n);
 // The key of n series: outside, below the panel, so that it hides no curve and no label.
 std::string KeyPlacement(int n);
+// A perceptually uniform colour map for values in [0, 1] (viridis' anchors: dark purple to yellow;
+// ordered in lightness, readable in grey and by colour-blind readers), as a gnuplot command.
+std::string ViridisPalette();
 // The corner of a plot for its key ("top left", "top right", "bottom left", "bottom right"):
 // `preferred` when none of the curves' points (x, y) lies in it, else the first corner with none,
 // else the one holding the fewest. A key takes about 45% of the width and 30% of the height; x is

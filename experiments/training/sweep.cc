@@ -445,8 +445,10 @@ std::string SeedSummaryTable(const RecipeConfig& cfg, const std::vector<RunSumma
           k.push_back(p.kazemnejad_exact);
         }
       const SeedStats a = Stats(r), b = Stats(k);
-      s += fmt::format("  {:<{}} {:.3f} ± {:.3f}  max {:.3f}   exact {:.3f}   ({} of {} seeds)\n",
-                       enc, width, a.mean, a.sd, a.max, b.mean, a.n, r.size());
+      // One completed seed has no spread to show: its score alone, in the same columns.
+      const std::string spread = a.n > 1 ? fmt::format(" ± {:.3f}", a.sd) : std::string(8, ' ');
+      s += fmt::format("  {:<{}} {:.3f}{}  max {:.3f}   exact {:.3f}   ({} of {} seeds)\n", enc,
+                       width, a.mean, spread, a.max, b.mean, a.n, r.size());
     }
   }
   return s;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -91,6 +92,32 @@ TEST(Sweep, TasksAndSeedsGiveOneFileEachAndASummaryWithMaxOverSeeds) {
   EXPECT_NEAR(p.kazemnejad_exact, exact, 1e-12);
   EXPECT_NEAR(ruoss[0], want, 1e-12);
   std::filesystem::remove_all(dir);
+}
+
+// With one seed there is no spread: the score table's cells and title, and the console table,
+// show the score alone; with two, mean ± sd. The colour map is viridis, not a rainbow.
+TEST(Sweep, OneSeedShowsNoSpreadAndSeveralShowMeanAndSd) {
+  for (const std::string seeds : {"3", "3,4"}) {
+    SCOPED_TRACE("seeds " + seeds);
+    const RecipeConfig c = testing::TinyCopyRecipe(
+        {"task.names=copy,parity_check", "task.vocab=0", "run.seeds=" + seeds,
+         "model.encodings=alibi", "model.n_layers=1", "train.steps=10", "eval.lengths=2,7"});
+    const auto dir = testing::FreshTempDir("sweep_spread");
+    SweepOptions so;
+    so.out_dir = dir.string();
+    const auto runs = RunRecipe(c, so);
+    std::ifstream in(dir / "figures" / "score_table.gp");
+    const std::string gp((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string console = SeedSummaryTable(c, runs);
+    const std::string rows = console.substr(console.find('\n') + 1);
+    const bool one = seeds == "3";
+    EXPECT_EQ(gp.find("(one seed, 3)") != std::string::npos, one) << gp;
+    EXPECT_EQ(gp.find("±") != std::string::npos, !one) << gp;
+    EXPECT_EQ(rows.find("±") != std::string::npos, !one) << console;
+    EXPECT_NE(gp.find("#440154"), std::string::npos) << "viridis' first anchor";
+    EXPECT_EQ(gp.find("rgb 33,13,10"), std::string::npos) << "the rainbow map";
+    std::filesystem::remove_all(dir);
+  }
 }
 
 TEST(Sweep, RepeatedSeedsOrTasksAreRecipeErrors) {
