@@ -32,7 +32,10 @@ std::vector<std::string> ReferenceCandidates(const std::string& run_file,
                                              const std::string& sweep_key) {
   if (encoding == "nope" || label.rfind(encoding, 0) != 0) return {};
   const std::filesystem::path dir = std::filesystem::path(run_file).parent_path();
-  const std::string suffix = label.substr(encoding.size());  // <sweep part><-seedN>
+  // <sweep part><-seedN>; an evaluation's label adds +<rule or overrides> (lexp eval), whose
+  // reference is still the trained NoPE beside it.
+  std::string suffix = label.substr(encoding.size());
+  suffix = suffix.substr(0, suffix.find('+'));
   std::smatch seed;
   std::regex_search(suffix, seed, std::regex("-seed[0-9]+$"));
   const std::string seed_part = seed.empty() ? "" : seed.str();

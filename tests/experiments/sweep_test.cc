@@ -184,6 +184,13 @@ TEST(Sweep, TheReferenceOfASweptRunIsANopeRunOfTheSameSetting) {
   EXPECT_EQ(ReferenceCandidates(file("rope-seed3"), "rope", "rope-seed3", ""),
             (std::vector<std::string>{file("nope-seed3")}));
   EXPECT_TRUE(ReferenceCandidates(file("nope-seed3"), "nope", "nope-seed3", "").empty());
+  // An evaluation of a trained run (lexp eval: <label>+<rule>) is read against the trained NoPE
+  // beside it, not a NoPE evaluated under the same rule.
+  EXPECT_EQ(ReferenceCandidates(file("rope+yarnx4"), "rope", "rope+yarnx4", ""),
+            (std::vector<std::string>{file("nope")}));
+  EXPECT_EQ(ReferenceCandidates(file("rope-seed3+eval-flip_flop_sparse"), "rope",
+                                "rope-seed3+eval-flip_flop_sparse", ""),
+            (std::vector<std::string>{file("nope-seed3")}));
 }
 
 TEST(Sweep, ASingleEncodingKeySweepWritesOneFilePerValue) {
