@@ -28,6 +28,7 @@ namespace lexp {
 std::string DrawEntropyVariants(const std::string& run_dir) {
   struct Panel {
     std::string label;
+    std::string run_rule;  // what the run applies itself ("" or "none": nothing)
     int train_tokens = 0, input_tokens = 0;  // input_tokens: 0 when unknown
     std::vector<std::string> names;
     std::vector<std::vector<double>> entropy, visible;
@@ -42,6 +43,7 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
     p.label = RunLabel(root);
     p.train_tokens = static_cast<int>(g.AttrInt("train_tokens"));
     if (g.HasAttr("input_tokens")) p.input_tokens = static_cast<int>(g.AttrInt("input_tokens"));
+    if (g.HasAttr("run_rule")) p.run_rule = g.AttrString("run_rule");
     for (const char* v : {"plain", "log_n", "yarn", "lambda"}) {
       if (!g.Has(v)) continue;
       const h5::Group vg = g.OpenGroup(v);
@@ -109,8 +111,12 @@ std::string DrawEntropyVariants(const std::string& run_dir) {
           "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 4 lc rgb 'gray60'\n"
           "set label 2 'input | answer' at {0},graph 0.12 right offset -0.5,0 tc rgb 'gray50'\n",
           p.input_tokens - 0.5);
-    s += fmt::format("set title '{} (dashed: training length {})'\nplot {}\n", p.label,
-                     p.train_tokens, plot);
+    // An evaluation with a rule of its own: the variants replay with it, and the title says so.
+    const std::string own = p.run_rule.empty() || p.run_rule == "none"
+                                ? ""
+                                : "\\nevery curve with the run's own " + p.run_rule;
+    s += fmt::format("set title \"{} (dashed: training length {}){}\"\nplot {}\n", p.label,
+                     p.train_tokens, own, plot);
   }
   s += "unset multiplot\n";
   dat.close();

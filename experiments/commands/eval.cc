@@ -10,6 +10,7 @@
 #include "nn/check.h"
 #include "experiments/core/analysis_selection.h"
 #include "experiments/core/output_lock.h"
+#include "experiments/core/run_file.h"
 #include "experiments/training/eval_command.h"
 #include "notebooks_cpp/figures.h"
 #include "notebooks_cpp/figure_kit.h"
@@ -29,7 +30,8 @@ class EvalCommand final : public Command {
                      "RULE[:key=value,...], e.g. yarn:factor=4 or ntk:factor=8 or "
                      "llama3:factor=8,low_freq_factor=1 (rules: lexp list scalings); give it "
                      "several times to compare rules (one file each, and a table of entropy and "
-                     "max logit by length)")
+                     "max logit by length; 'none' on a run trained without a rule is the run's "
+                     "own file, not evaluated again)")
         ->take_all();
     eval->add_option("--set", o_.sets,
                      "recipe overrides for the evaluation, e.g. --set eval.max_factor=16")
@@ -65,6 +67,10 @@ class EvalCommand final : public Command {
   }
   int Run(Shared&) override {
     o_.progress = PrintLine;
+    // `--scale none` of a RoPE run trained without a rule, with nothing else changed, is the run
+    // itself: its file stands in the comparison instead of a copy evaluated again.
+    const bool unchanged = o_.sets.empty() && capture_.empty() && analyses_.empty() &&
+                           o_.name.empty() && o_.out_dir.empty();
     if (!capture_.empty()) {
       std::string globs;
       for (const auto& g : capture_) globs += fmt::format("{}\"{}\"", globs.empty() ? "" : ",", g);
@@ -83,6 +89,12 @@ class EvalCommand final : public Command {
                               ? std::filesystem::path(o_.run_file).parent_path().string()
                               : o_.out_dir);
     for (const auto& sc : scales_) {
+      if (sc == "none" && unchanged && TrainedWithoutScaling(o_.run_file)) {
+        written.push_back(o_.run_file);
+        PrintLine("--scale none: " + o_.run_file +
+                  " itself (trained without a scaling rule: nothing to evaluate again)");
+        continue;
+      }
       o_.scale = sc;
       written.push_back(EvaluateRunFile(o_).path);
       PrintLine("wrote " + written.back());
@@ -99,6 +111,18 @@ class EvalCommand final : public Command {
     std::string s;
     for (const auto& n : AnalysisNames()) s += (s.empty() ? "" : ", ") + n;
     return s;
+  }
+  static bool TrainedWithoutScaling(const std::string& run_file) {
+    std::string encoding;
+    const RecipeConfig cfg = CompletedRunRecipe(run_file, &encoding);
+    if (encoding != "rope") return false;  // --scale refuses it with its reason
+    const auto options = cfg.encoding_options.find(encoding);
+    if (options == cfg.encoding_options.end()) return true;
+    const auto scaling = options->second.find("scaling");
+    if (scaling == options->second.end()) return true;
+    std::string rule = scaling->second;
+    rule.erase(std::remove(rule.begin(), rule.end(), '"'), rule.end());
+    return rule == "none";
   }
   // --analyses as recipe overrides (probe.* keys do not name the output); without it and without a
   // --set probe.analyses, the geometry alone: what the evaluation's table and figures read.

@@ -32,21 +32,50 @@ EntropyVariants EntropyUnderVariants(const std::string& run_file) {
   const double factor = static_cast<double>(out.sequence_length) / out.train_tokens;
   const std::string opt = "encoding_options." + enc + ".";
 
+  {  // The run's own evaluation-time rules, which every variant keeps.
+    std::vector<std::string> own;
+    const auto options = cfg.encoding_options.find(enc);
+    if (options != cfg.encoding_options.end()) {
+      const auto value = [&](const std::string& key) {
+        const auto it = options->second.find(key);
+        std::string v = it == options->second.end() ? "" : it->second;
+        v.erase(std::remove(v.begin(), v.end(), '"'), v.end());
+        return v;
+      };
+      if (!value("scaling").empty() && value("scaling") != "none")
+        own.push_back("scaling " + value("scaling") +
+                      (value("factor").empty() ? "" : " factor " + value("factor")));
+      if (value("log_n") == "true") own.push_back("log-n");
+    }
+    if (cfg.log_n != 0) own.push_back("log-n");
+    if (cfg.pattern != "full") own.push_back("pattern " + cfg.pattern);
+    if (!own.empty()) {
+      out.run_rule.clear();
+      for (const auto& o : own) out.run_rule += (out.run_rule.empty() ? "" : ", ") + o;
+    }
+  }
+  const std::string with_own =
+      out.run_rule == "none" ? "" : " (with the run's own " + out.run_rule + ")";
+
   std::vector<EntropyVariant> vs(4);
   vs[0].name = "plain";
-  vs[0].description = "the trained model as evaluated";
+  vs[0].description = "the trained model as evaluated" + with_own;
   vs[1].name = "log_n";
-  vs[1].description = "logits of the query at p times max(1, ln(p+1)/ln L)";
+  vs[1].description = "logits of the query at p times max(1, ln(p+1)/ln L)" + with_own;
   vs[1].overrides = {opt + "log_n=true"};
   if (!rotary) vs[1].not_applicable = "log-n scaling is a rope option; '" + enc + "' is not rope";
   vs[2].name = "yarn";
-  vs[2].description = fmt::format("YaRN frequencies and temperature, factor {:.3g}", factor);
+  vs[2].description = fmt::format("YaRN frequencies and temperature, factor {:.3g}", factor) +
+                      (out.run_rule == "none" ? ""
+                                              : " (in place of the run's frequency rule; the "
+                                                "run's own " + out.run_rule + " otherwise kept)");
   vs[2].overrides = {opt + "scaling=yarn", opt + fmt::format("factor={:.6g}", factor)};
   if (!rotary) vs[2].not_applicable = "YaRN is a rope scaling rule; '" + enc + "' is not rope";
   if (rotary && factor <= 1)
     vs[2].not_applicable = "the longest probe is not longer than the training length";
   vs[3].name = "lambda";
-  vs[3].description = fmt::format("Lambda mask: 2 global tokens + window {}", out.train_tokens);
+  vs[3].description =
+      fmt::format("Lambda mask: 2 global tokens + window {}", out.train_tokens) + with_own;
   vs[3].overrides = {"model.pattern=lambda", "model.pattern_when=eval",
                      fmt::format("model.pattern_window={}", out.train_tokens),
                      "model.pattern_global=2"};
@@ -95,6 +124,7 @@ std::string WriteEntropyVariants(const EntropyVariants& ev, const h5::Group& ana
   g.SetAttr("sequence_length", ev.sequence_length);
   g.SetAttr("input_tokens", ev.input_tokens);
   g.SetAttr("train_tokens", ev.train_tokens);
+  g.SetAttr("run_rule", ev.run_rule);
   g.SetAttr("source",
             "replay of the probe at its longest length (experiments/replay/entropy_variants.h)");
   std::string report, done;

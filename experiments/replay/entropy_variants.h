@@ -26,6 +26,10 @@ struct EntropyVariant {
 
 struct EntropyVariants {
   int length = 0, sequence_length = 0, input_tokens = 0, train_tokens = 0, layers = 0, heads = 0;
+  // What the run itself already applies at evaluation ("none", or e.g. "scaling pi factor 2, log-n,
+  // pattern lambda"): the variants replay with it (log-n and the Lambda mask on top of it, YaRN in
+  // place of its frequency rule), which the file and the figure say.
+  std::string run_rule = "none";
   std::vector<EntropyVariant> variants;
 };
 

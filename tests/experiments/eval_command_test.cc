@@ -19,6 +19,7 @@
 #include "nn/io/hdf5.h"
 #include "pe/forwarding_encoding.h"
 #include "pe/rope.h"
+#include "experiments/replay/entropy_variants.h"
 #include "tests/testing/lexp_process.h"
 #include "tests/testing/tiny_runs.h"
 
@@ -306,6 +307,44 @@ TEST_F(EvalCommandRun, SeveralRulesCompareInOneTable) {
   EXPECT_NE(table.find(fmt::format("{:.3f} /", ent.back())), std::string::npos)
       << "the table shows the file's own numbers:\n"
       << table;
+}
+
+// `--scale none` of a run trained without a rule is the run itself: no copy is evaluated, and the
+// comparison table reads the run's own file beside the rule's; with another option it is evaluated.
+TEST_F(EvalCommandRun, ScaleNoneOfAnUnscaledRunIsTheRunItself) {
+  const std::string rope = RunFilePath(dir_.string(), "rope");
+  testing::LexpResult r = testing::RunLexp(
+      dir_, {"eval", rope, "--scale", "none", "--scale", "pi:factor=2", "--no-figures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("--scale none: " + rope + " itself"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(RunFilePath(dir_.string(), "rope+none")));
+  EXPECT_TRUE(fs::exists(RunFilePath(dir_.string(), "rope+pix2")));
+  const size_t table = r.out.find("attention entropy (nats) / max logit by probe length");
+  ASSERT_NE(table, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nrope ", table), std::string::npos) << "the run's own row:\n" << r.out;
+  r = testing::RunLexp(dir_, {"eval", rope, "--scale", "none", "--analyses", "geometry",
+                              "--no-figures"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(RunFilePath(dir_.string(), "rope+none")));
+}
+
+// The entropy variants of an evaluation under a rule replay with that rule, and say so: the
+// group's run_rule and each variant's description; the trained run's own say none.
+TEST_F(EvalCommandRun, EntropyVariantsOfAScaledEvaluationNameTheRunsOwnRule) {
+  EvalCommandOptions o;
+  o.run_file = RunFilePath(dir_.string(), "rope");
+  o.scale = "pi:factor=2";
+  o.sets = {"probe.replay=1", "probe.analyses=[\"entropy_variants\"]"};
+  h5::Reader r(EvaluateRunFile(o).path);
+  const h5::Group ev = r.root().OpenGroup("analysis").OpenGroup("entropy_variants");
+  EXPECT_EQ(ev.AttrString("run_rule"), "scaling pi factor 2");
+  EXPECT_NE(ev.OpenGroup("plain").AttrString("description").find("with the run's own scaling pi"),
+            std::string::npos);
+  EXPECT_NE(ev.OpenGroup("yarn").AttrString("description").find("in place of the run's"),
+            std::string::npos);
+  const EntropyVariants own = EntropyUnderVariants(o.run_file);
+  EXPECT_EQ(own.run_rule, "none");
+  EXPECT_EQ(own.variants[0].description, "the trained model as evaluated");
 }
 
 // A flip-flop model read on its sparse test distribution (Liu et al. 2023: trained on FFL(0.8),
