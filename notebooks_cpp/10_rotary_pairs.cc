@@ -124,17 +124,29 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
       hi = std::max(hi, x);
     }
     std::string Set(const char* axis, bool log) const {
-      if (!(lo <= hi)) return fmt::format("set autoscale {}\n", axis);
+      if (!(lo <= hi)) return fmt::format("set autoscale {}\nset {}tics autofreq\n", axis, axis);
       double a = lo, b = hi;
+      std::string tics = fmt::format("set {}tics autofreq\n", axis);
       if (log) {
         a /= 1.5;
         b *= 1.5;
+        // Under two decades a log axis gets one power of ten or none: ticks at 1, 2, 5 x 10^k.
+        if (b / a < 100) {
+          std::string list;
+          for (int e = static_cast<int>(std::floor(std::log10(a)));
+               e <= static_cast<int>(std::ceil(std::log10(b))); ++e)
+            for (const double m : {1.0, 2.0, 5.0}) {
+              const double v = m * std::pow(10.0, e);
+              if (v >= a && v <= b) list += fmt::format("{}{:g}", list.empty() ? "" : ", ", v);
+            }
+          if (!list.empty()) tics = fmt::format("set {}tics ({})\n", axis, list);
+        }
       } else {
         const double pad = std::max(0.05 * (b - a), 1e-3 * std::max(1.0, std::abs(b)));
         a -= pad;
         b += pad;
       }
-      return fmt::format("set {}range [{:g}:{:g}]\n", axis, a, b);
+      return fmt::format("set {}range [{:g}:{:g}]\n", axis, a, b) + tics;
     }
   };
   Range periods, contribution, loss;

@@ -14,6 +14,17 @@
 
 namespace lexp {
 
+std::string CaptureSiteUnits(const std::string& site) {
+  const auto ends_with = [&](const std::string& suffix) {
+    return site.size() >= suffix.size() &&
+           site.compare(site.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".attn.pattern")) return "attention probability, 0 where masked";
+  if (ends_with(".attn.logits")) return "pre-softmax logit; -inf where masked";
+  if (ends_with(".mlp.hidden")) return "activation after the GELU (model units)";
+  return "activation (model units: the residual stream's scale)";
+}
+
 std::string RunFilePath(const std::string& out_dir, const std::string& name) {
   return (std::filesystem::path(out_dir) / (name + ".h5")).string();
 }
@@ -318,7 +329,7 @@ void RunFile::Write(const std::string& path) const {
     g.WriteFloats("probs", p.probs, {stored, L, H, T, T}, "sample,layer,head,query,key",
                   "attention probability");
     for (const StoredTensor& s : p.sites)
-      g.WriteFloats(s.name, s.values, s.shape, s.axes, "capture site (float32)");
+      g.WriteFloats(s.name, s.values, s.shape, s.axes, CaptureSiteUnits(s.name));
   }
   probe.WriteInts("lengths", plen, {P}, "probe", "tokens (requested task length n)");
   an.WriteInts("probe_length", plen, {P}, "probe", "tokens (requested task length n)");

@@ -59,6 +59,10 @@ struct StoredTensor {
   std::vector<float> values;
 };
 
+// The `units` attribute of a capture site's dataset, by what the site holds: attention
+// probabilities, pre-softmax logits, or activations in the model's own units.
+std::string CaptureSiteUnits(const std::string& site);
+
 // The attention probe at one task length: the stored sequences' maps and the batch statistics.
 struct ProbeRecord {
   int length = 0, T = 0, input_tokens = 0;

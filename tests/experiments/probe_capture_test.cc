@@ -51,6 +51,11 @@ TEST(ProbeCapture, SitesAreStoredWithAxesAndChangeNoResult) {
     EXPECT_EQ(p.ChildAttrString(site, "axes"), "sample,query,head,channel");
   }
   EXPECT_EQ(p.Dims("final.ln"), (std::vector<uint64_t>{1, T, 16}));
+  // Units by what the site holds, as the probe's own maps say theirs.
+  EXPECT_EQ(p.ChildAttrString("layer1.attn.pattern", "units"),
+            "attention probability, 0 where masked");
+  EXPECT_EQ(p.ChildAttrString("layer0.attn.q_pe", "units"),
+            "activation (model units: the residual stream's scale)");
   EXPECT_FALSE(p.Has("layer0.attn.pattern")) << "only what the globs match";
   EXPECT_FALSE(plain.Has("final.ln"));
   // The captured pattern of layer 1 is the probe's own map of layer 1 (probs: [s, l, h, q, k]).
