@@ -26,7 +26,7 @@ std::vector<double> AlibiSlopes(int heads) {
 }
 
 template <typename S>
-Alibi<S>::Alibi(const EncodingShape& shape, const EncodingOptions& /*opt*/)
+Alibi<S>::Alibi(const EncodingShape& shape, const NoOptions& /*opt*/)
     : slopes_(AlibiSlopes(shape.n_heads)) {}
 
 template <typename S>

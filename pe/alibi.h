@@ -19,7 +19,8 @@ std::vector<double> AlibiSlopes(int heads);
 template <typename S>
 class Alibi final : public PositionEncoding<S> {
  public:
-  Alibi(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = NoOptions;
+  Alibi(const EncodingShape& shape, const NoOptions& opt);
   std::string Name() const override { return "alibi"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,

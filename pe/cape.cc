@@ -8,21 +8,15 @@
 namespace lexp {
 
 template <typename S>
-Cape<S>::Cape(const EncodingShape& shape, const EncodingOptions& opt)
+Cape<S>::Cape(const EncodingShape& shape, const CapeOptions& opt)
     : C_(shape.d_model),
-      global_shift_(opt.Double("max_global_shift")),
-      local_shift_(opt.Double("max_local_shift")),
-      global_scaling_(opt.Double("max_global_scaling")),
-      pos_scale_(opt.Double("pos_scale")),
-      freq_scale_(opt.Double("freq_scale")),
-      normalize_(opt.Bool("normalize")),
-      row_(shape.d_model) {
-  LEXP_INPUT_CHECK(global_shift_ >= 0, "encoding 'cape': max_global_shift must be >= 0");
-  LEXP_INPUT_CHECK(local_shift_ >= 0, "encoding 'cape': max_local_shift must be >= 0");
-  LEXP_INPUT_CHECK(global_scaling_ >= 1, "encoding 'cape': max_global_scaling must be >= 1");
-  LEXP_INPUT_CHECK(pos_scale_ > 0 && freq_scale_ > 0,
-                   "encoding 'cape': pos_scale and freq_scale must be > 0");
-}
+      global_shift_(opt.max_global_shift),
+      local_shift_(opt.max_local_shift),
+      global_scaling_(opt.max_global_scaling),
+      pos_scale_(opt.pos_scale),
+      freq_scale_(opt.freq_scale),
+      normalize_(opt.normalize),
+      row_(shape.d_model) {}
 
 template <typename S>
 void Cape<S>::PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const {

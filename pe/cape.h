@@ -13,6 +13,7 @@
 // neighbouring tokens never swap.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -20,10 +21,38 @@
 
 namespace lexp {
 
+// Options of `cape` (recipe [encoding_options.cape]; pe/options.h).
+struct CapeOptions {
+  double max_global_shift = 5;
+  double max_local_shift = 0.5;
+  double max_global_scaling = 1.03;
+  bool normalize = false;
+  double pos_scale = 1;
+  double freq_scale = 1;
+  std::vector<OptionField> Fields() {
+    return {{.name = "max_global_shift",
+             .help = "delta ~ U(-max, max) added to every position (training only)",
+             .value = &max_global_shift, .lo = 0},
+            {.name = "max_local_shift",
+             .help = "eps_t ~ U(-max, max) * pos_scale per token (keep <= 0.5)",
+             .value = &max_local_shift, .lo = 0},
+            {.name = "max_global_scaling",
+             .help = "ln lambda ~ U(-ln max, ln max) multiplies positions",
+             .value = &max_global_scaling, .lo = 1},
+            {.name = "normalize", .help = "subtract the mean position of the sequence first",
+             .value = &normalize},
+            {.name = "pos_scale", .help = "positions are pos_scale * t", .value = &pos_scale,
+             .lo = 0, .lo_open = true},
+            {.name = "freq_scale", .help = "multiplies every sinusoid frequency",
+             .value = &freq_scale, .lo = 0, .lo_open = true}};
+  }
+};
+
 template <typename S>
 class Cape final : public PositionEncoding<S> {
  public:
-  Cape(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = CapeOptions;
+  Cape(const EncodingShape& shape, const CapeOptions& opt);
   std::string Name() const override { return "cape"; }
   unsigned Sites() const override { return kSitePositionIds | kSiteEmbedding; }
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;

@@ -7,7 +7,7 @@
 namespace lexp {
 
 template <typename S>
-ComplexOrder<S>::ComplexOrder(const EncodingShape& shape, const EncodingOptions&)
+ComplexOrder<S>::ComplexOrder(const EncodingShape& shape, const NoOptions&)
     : C_(shape.d_model), half_(shape.d_model / 2) {
   LEXP_INPUT_CHECK(C_ % 2 == 0,
                    "encoding 'complex_order': d_model must be even ([Re | Im] halves)");

@@ -18,7 +18,8 @@ namespace lexp {
 template <typename S>
 class ComplexOrder final : public PositionEncoding<S> {
  public:
-  ComplexOrder(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = NoOptions;
+  ComplexOrder(const EncodingShape& shape, const NoOptions& opt);
   std::string Name() const override { return "complex_order"; }
   unsigned Sites() const override { return kSiteEmbedding; }
   void Init(Rng& rng) override;

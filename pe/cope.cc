@@ -9,15 +9,12 @@
 namespace lexp {
 
 template <typename S>
-Cope<S>::Cope(const EncodingShape& shape, const EncodingOptions& opt)
+Cope<S>::Cope(const EncodingShape& shape, const CopeOptions& opt)
     : D_(shape.d_model / shape.n_heads),
       L_(shape.n_layers),
-      npos_(opt.Int("npos")),
-      nodiv_(opt.Bool("nodiv")),
-      init_std_(opt.Double("init_std")) {
-  LEXP_INPUT_CHECK(npos_ >= 0, fmt::format("encoding 'cope': npos must be >= 0 (0 = the training "
-                                           "length + 1), got {}",
-                                           opt.Text("npos")));
+      npos_(opt.npos),
+      nodiv_(opt.nodiv),
+      init_std_(opt.init_std) {
   if (npos_ == 0) {
     const int n = shape.train_length > 0 ? shape.train_length : shape.max_length;
     LEXP_INPUT_CHECK(n > 0, "encoding 'cope': npos = 0 takes the training length + 1, which this "
@@ -25,8 +22,6 @@ Cope<S>::Cope(const EncodingShape& shape, const EncodingOptions& opt)
     npos_ = n + 1;
   }
   LEXP_INPUT_CHECK(npos_ >= 2, fmt::format("encoding 'cope': npos must be >= 2, got {}", npos_));
-  LEXP_INPUT_CHECK(init_std_ >= 0, fmt::format("encoding 'cope': init_std must be >= 0, got {}",
-                                               opt.Text("init_std")));
   table_.setZero(static_cast<long>(L_) * npos_, D_);
   d_table_.setZero(table_.rows(), D_);
 }

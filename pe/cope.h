@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -22,10 +23,31 @@
 
 namespace lexp {
 
+// Options of `cope` (recipe [encoding_options.cope]; pe/options.h).
+struct CopeOptions {
+  int npos = 0;
+  bool nodiv = false;
+  double init_std = 0;
+  std::vector<OptionField> Fields() {
+    return {{.name = "npos",
+             .help = "rows of the position table per layer; positions beyond are clamped to "
+                     "npos - 1 (0 = the training length + 1, the authors' block size + 1)",
+             .value = &npos, .lo = 0},
+            {.name = "nodiv",
+             .help = "add the position term after 1/sqrt(D) (false: before it, the authors' "
+                     "default)",
+             .value = &nodiv},
+            {.name = "init_std",
+             .help = "table starts N(0, init_std^2) (0: zeros, as the authors' code)",
+             .value = &init_std, .lo = 0}};
+  }
+};
+
 template <typename S>
 class Cope final : public PositionEncoding<S> {
  public:
-  Cope(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = CopeOptions;
+  Cope(const EncodingShape& shape, const CopeOptions& opt);
   std::string Name() const override { return "cope"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;

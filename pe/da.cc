@@ -7,9 +7,8 @@
 namespace lexp {
 
 template <typename S>
-DistanceAware<S>::DistanceAware(const EncodingShape& shape, const EncodingOptions& opt)
-    : H_(shape.n_heads), D_(shape.d_model / shape.n_heads), init_w_(opt.Double("init_w")) {
-  LEXP_INPUT_CHECK(init_w_ >= 0, "encoding 'da': init_w must be >= 0");
+DistanceAware<S>::DistanceAware(const EncodingShape& shape, const DistanceAwareOptions& opt)
+    : H_(shape.n_heads), D_(shape.d_model / shape.n_heads), init_w_(opt.init_w) {
   w_.setZero(shape.n_layers, H_);
   v_.setZero(shape.n_layers, H_);
   d_w_.setZero(shape.n_layers, H_);

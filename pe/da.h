@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -16,10 +17,20 @@
 
 namespace lexp {
 
+// Options of `da` (recipe [encoding_options.da]; pe/options.h).
+struct DistanceAwareOptions {
+  double init_w = 0.1;
+  std::vector<OptionField> Fields() {
+    return {{.name = "init_w", .help = "w_h starts uniform in [-init_w, init_w]; v_h starts at 0",
+             .value = &init_w, .lo = 0}};
+  }
+};
+
 template <typename S>
 class DistanceAware final : public PositionEncoding<S> {
  public:
-  DistanceAware(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = DistanceAwareOptions;
+  DistanceAware(const EncodingShape& shape, const DistanceAwareOptions& opt);
   std::string Name() const override { return "da"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;

@@ -8,12 +8,9 @@
 namespace lexp {
 
 template <typename S>
-Dape<S>::Dape(const EncodingShape& shape, const EncodingOptions& opt,
+Dape<S>::Dape(const EncodingShape& shape, const DapeOptions& opt,
               std::unique_ptr<PositionEncoding<S>> base)
-    : base_(std::move(base)), H_(shape.n_heads), L_(shape.n_layers), W_(opt.Int("width")) {
-  LEXP_INPUT_CHECK(W_ >= 1, fmt::format("encoding 'dape': width must be >= 1 (the paper's 32), "
-                                        "got {}",
-                                        opt.Text("width")));
+    : base_(std::move(base)), H_(shape.n_heads), L_(shape.n_layers), W_(opt.width) {
   LEXP_CHECK(base_->Sites() == kSiteLogitTerm, "encoding 'dape': its base must be a logit term");
   w1_.setZero(static_cast<long>(L_) * 2 * H_, W_);
   c1_.setZero(L_, W_);

@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -21,12 +22,27 @@
 
 namespace lexp {
 
+// Options of `dape` (recipe [encoding_options.dape]; pe/options.h).
+struct DapeOptions {
+  std::string base = "kerple_log";
+  int width = 32;
+  std::vector<OptionField> Fields() {
+    return {{.name = "base",
+             .help = "the static bias b_h the MLP reads and corrects (its options at their "
+                     "defaults)",
+             .value = &base, .allowed = {"kerple_log", "alibi", "fire"}},
+            {.name = "width", .help = "hidden width of the MLP 2H -> width -> H (the paper's D_DAPE)",
+             .value = &width, .lo = 1}};
+  }
+};
+
 template <typename S>
 class Dape final : public PositionEncoding<S> {
  public:
+  using Options = DapeOptions;
   static constexpr double kLeakySlope = 0.01;  // torch.nn.LeakyReLU's default
 
-  Dape(const EncodingShape& shape, const EncodingOptions& opt,
+  Dape(const EncodingShape& shape, const DapeOptions& opt,
        std::unique_ptr<PositionEncoding<S>> base);
   std::string Name() const override { return "dape"; }
   unsigned Sites() const override { return kSiteHeadMix; }

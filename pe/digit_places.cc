@@ -19,14 +19,14 @@ std::vector<int> DigitPlaces(const int* tokens, int T, int digits) {
 }
 
 template <typename S>
-DigitPlaceEmbedding<S>::DigitPlaceEmbedding(DigitPlaceRule rule, const EncodingShape& shape,
-                                            const EncodingOptions& opt)
-    : rule_(rule),
-      name_(rule == DigitPlaceRule::kAbacus ? "abacus" : "position_coupling"),
-      offset_key_(rule == DigitPlaceRule::kAbacus ? "max_k" : "max_start"),
+DigitPlaceEmbedding<S>::DigitPlaceEmbedding(const EncodingShape& shape,
+                                            const DigitPlaceOptions& opt)
+    : rule_(opt.rule),
+      name_(opt.rule == DigitPlaceRule::kAbacus ? "abacus" : "position_coupling"),
+      offset_key_(opt.rule == DigitPlaceRule::kAbacus ? "max_k" : "max_start"),
       digits_(shape.digits),
-      max_offset_(opt.Int(offset_key_)),
-      init_std_(opt.Double("init_std")) {
+      max_offset_(opt.max_offset),
+      init_std_(opt.init_std) {
   LEXP_INPUT_CHECK(digits_ > 0,
                    fmt::format("encoding '{}' numbers the digits of each number: it needs a task "
                                "whose symbols are digits (addition_reversed, "
@@ -37,14 +37,10 @@ DigitPlaceEmbedding<S>::DigitPlaceEmbedding(DigitPlaceRule rule, const EncodingS
                                "layout the answer's slots are blanks it cannot number (use "
                                "model.layout = \"decoder\")",
                                name_));
-  LEXP_INPUT_CHECK(max_offset_ >= 0, fmt::format("encoding '{}': {} must be >= 0, got {}", name_,
-                                                 offset_key_, opt.Text(offset_key_)));
-  LEXP_INPUT_CHECK(init_std_ >= 0, fmt::format("encoding '{}': init_std must be >= 0, got {}",
-                                               name_, opt.Text("init_std")));
-  const long rows = opt.Int("rows");
+  const long rows = opt.rows;
   LEXP_INPUT_CHECK(rows > max_offset_ + 1,
                    fmt::format("encoding '{}': rows must be > {} + 1, got {} with {} = {}", name_,
-                               offset_key_, opt.Text("rows"), offset_key_, opt.Text(offset_key_)));
+                               offset_key_, rows, offset_key_, max_offset_));
   // A run of digits is at most the longest sequence a batch can carry (0: unknown).
   LEXP_INPUT_CHECK(shape.max_length <= 0 || rows > max_offset_ + shape.max_length,
                    fmt::format("encoding '{}': rows = {} cannot hold the places of this run's "

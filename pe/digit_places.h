@@ -39,10 +39,35 @@ std::vector<int> DigitPlaces(const int* tokens, int T, int digits);
 
 enum class DigitPlaceRule { kAbacus, kCoupling };
 
+// Options of `abacus` and `position_coupling` (pe/options.h): the largest training offset is
+// named max_k by abacus and max_start by position_coupling.
+struct DigitPlaceOptions {
+  DigitPlaceRule rule = DigitPlaceRule::kAbacus;
+  int max_offset = 99;
+  int rows = 1024;
+  double init_std = 1.0;
+  std::vector<OptionField> Fields() {
+    const bool abacus = rule == DigitPlaceRule::kAbacus;
+    return {{.name = abacus ? "max_k" : "max_start",
+             .help = abacus ? "largest training offset k of the digits' places (one k ~ "
+                              "U{0..max_k} per batch)"
+                            : "largest training start k of the coupled ids (one k ~ "
+                              "U{0..max_start} per batch; the reference's range for its 30-digit "
+                              "additions, max_position 202 = 200 + 2 digits)",
+             .value = &max_offset, .lo = 0},
+            {.name = "rows",
+             .help = abacus ? "table rows: places up to rows - 1 (the reference's max_seq_length)"
+                            : "table rows: ids up to rows - 1 (the reference's n_positions is 256)",
+             .value = &rows, .lo = 2},
+            {.name = "init_std", .help = "standard deviation of the initial table",
+             .value = &init_std, .lo = 0}};
+  }
+};
+
 template <typename S>
 class DigitPlaceEmbedding final : public PositionEncoding<S> {
  public:
-  DigitPlaceEmbedding(DigitPlaceRule rule, const EncodingShape& shape, const EncodingOptions& opt);
+  DigitPlaceEmbedding(const EncodingShape& shape, const DigitPlaceOptions& opt);
   std::string Name() const override { return name_; }
   unsigned Sites() const override { return kSitePositionIds | kSiteEmbedding; }
   void PositionIds(int T, bool training, Rng& rng, std::vector<double>& pos) const override;

@@ -11,34 +11,24 @@ double FireNormalizedDistance(double d, double p, double c, double L, double eps
 }
 
 template <typename S>
-Fire<S>::Fire(const EncodingShape& shape, const EncodingOptions& opt)
-    : H_(shape.n_heads),
-      per_layer_(opt.Bool("per_layer")),
-      init_L_(opt.Double("init_L")),
-      eps_(opt.Double("eps")) {
+Fire<S>::Fire(const EncodingShape& shape, const FireOptions& opt)
+    : H_(shape.n_heads), per_layer_(opt.per_layer), init_L_(opt.init_L), eps_(opt.eps) {
   LEXP_INPUT_CHECK(
       shape.causal,
       "encoding 'fire' is defined for causal attention (model.layout = \"decoder\"): "
       "in the encoder layout a query's keys ahead lie beyond its normaliser psi(max(L, "
       "i)), outside the [0, 1] its MLP learns");
-  LEXP_INPUT_CHECK(init_L_ >= 0,
-                   "encoding 'fire': init_L must be >= 0 (0 = a quarter of the "
-                   "longest training sequence), got " +
-                       opt.Text("init_L"));
   if (init_L_ == 0) {
     LEXP_INPUT_CHECK(shape.train_length > 0,
                      "encoding 'fire': init_L = 0 needs the training length; give init_L");
     init_L_ = std::max(1.0, shape.train_length / 4.0);
   }
-  LEXP_INPUT_CHECK(eps_ > 0, "encoding 'fire': eps must be positive, got " + opt.Text("eps"));
-  LEXP_INPUT_CHECK(opt.Double("init_c") > 0,
-                   "encoding 'fire': init_c must be positive, got " + opt.Text("init_c"));
   const int rows = per_layer_ ? shape.n_layers : 1;
   w1_.setZero(rows, kWidth);
   b1_.setZero(rows, kWidth);
   w2_.setZero(rows, kWidth * H_);
   b2_.setZero(rows, H_);
-  c_.setConstant(rows, 1, S(opt.Double("init_c")));
+  c_.setConstant(rows, 1, S(opt.init_c));
   m_.setConstant(rows, 1, S(1));
   dw1_.setZero(rows, kWidth);
   db1_.setZero(rows, kWidth);

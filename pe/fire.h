@@ -14,6 +14,7 @@
 // default) or one shared by all layers.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/check.h"
@@ -25,10 +26,32 @@ namespace lexp {
 // The normalised distance u for distance d >= 0 seen by the query at position p.
 double FireNormalizedDistance(double d, double p, double c, double L, double eps);
 
+// Options of `fire` (recipe [encoding_options.fire]; pe/options.h).
+struct FireOptions {
+  double init_c = 0.1;
+  double init_L = 0;
+  double eps = 1e-6;
+  bool per_layer = true;
+  std::vector<OptionField> Fields() {
+    return {{.name = "init_c", .help = "initial c of psi(x) = ln(|c x| + 1)", .value = &init_c,
+             .lo = 0, .lo_open = true},
+            {.name = "init_L",
+             .help = "fixed threshold scale; L = |multiplier * init_L|, multiplier learnable; 0 = a "
+                     "quarter of the longest training sequence, the replications' 512 to the "
+                     "paper's 2048 training tokens (decoder layout only)",
+             .value = &init_L, .lo = 0},
+            {.name = "eps", .help = "added to the normaliser", .value = &eps, .lo = 0,
+             .lo_open = true},
+            {.name = "per_layer", .help = "one FIRE module per layer (false: shared by all layers)",
+             .value = &per_layer}};
+  }
+};
+
 template <typename S>
 class Fire final : public PositionEncoding<S> {
  public:
-  Fire(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = FireOptions;
+  Fire(const EncodingShape& shape, const FireOptions& opt);
   std::string Name() const override { return "fire"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;

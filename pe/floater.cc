@@ -7,11 +7,9 @@
 namespace lexp {
 
 template <typename S>
-Floater<S>::Floater(const EncodingShape& shape, const EncodingOptions& opt)
-    : C_(shape.d_model), hidden_(opt.Int("hidden")), steps_(opt.Int("steps")) {
+Floater<S>::Floater(const EncodingShape& shape, const FloaterOptions& opt)
+    : C_(shape.d_model), hidden_(opt.hidden), steps_(opt.steps) {
   LEXP_INPUT_CHECK(C_ % 2 == 0, "encoding 'floater': d_model must be even");
-  LEXP_INPUT_CHECK(hidden_ >= 1, "encoding 'floater': hidden must be >= 1");
-  LEXP_INPUT_CHECK(steps_ >= 1, "encoding 'floater': steps must be >= 1");
   for (int k = 0; 2 * k < C_; ++k) freq_.push_back(std::pow(10000.0, -2.0 * k / C_));
   w1_.setZero(C_, hidden_);
   d_w1_.setZero(C_, hidden_);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -18,10 +19,24 @@
 
 namespace lexp {
 
+// Options of `floater` (recipe [encoding_options.floater]; pe/options.h).
+struct FloaterOptions {
+  int hidden = 32;
+  int steps = 8;
+  std::vector<OptionField> Fields() {
+    return {{.name = "hidden", .help = "width of the learned correction network of dp/dt",
+             .value = &hidden, .lo = 1},
+            {.name = "steps",
+             .help = "RK4 substeps per unit position (phase error ~ n / (120 steps^4) after n)",
+             .value = &steps, .lo = 1}};
+  }
+};
+
 template <typename S>
 class Floater final : public PositionEncoding<S> {
  public:
-  Floater(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = FloaterOptions;
+  Floater(const EncodingShape& shape, const FloaterOptions& opt);
   std::string Name() const override { return "floater"; }
   unsigned Sites() const override { return kSiteEmbedding; }
   void Init(Rng& rng) override;

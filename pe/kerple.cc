@@ -11,7 +11,7 @@ constexpr double kMaxPower = 2.0;   // power exponent bound (conditionally posit
 }  // namespace
 
 template <typename S>
-Kerple<S>::Kerple(Kind kind, const EncodingShape& shape, const EncodingOptions&)
+Kerple<S>::Kerple(Kind kind, const EncodingShape& shape, const NoOptions&)
     : DistanceBias<S>(shape.n_heads), kind_(kind) {
   r_.setConstant(2, shape.n_heads, S(1));
   d_r_.setZero(2, shape.n_heads);

@@ -15,7 +15,7 @@ template <typename S>
 class Kerple final : public DistanceBias<S> {
  public:
   enum class Kind { kLog, kPower };
-  Kerple(Kind kind, const EncodingShape& shape, const EncodingOptions& opt);
+  Kerple(Kind kind, const EncodingShape& shape, const NoOptions& opt);
   std::string Name() const override { return kind_ == Kind::kLog ? "kerple_log" : "kerple_power"; }
   void Init(Rng& rng) override;
   void AfterOptimizerStep() override;

@@ -5,14 +5,11 @@
 namespace lexp {
 
 template <typename S>
-LearnedAbsolute<S>::LearnedAbsolute(const EncodingShape& shape, const EncodingOptions& opt)
-    : clamp_(opt.String("beyond", {"error", "clamp"}) == "clamp"),
-      init_std_(opt.Double("init_std")) {
-  int rows = opt.Int("max_len");
-  if (rows == 0) rows = shape.max_length;
-  LEXP_INPUT_CHECK(rows > 0, "encoding 'learned': max_len must be positive");
-  LEXP_INPUT_CHECK(init_std_ >= 0,
-                   "encoding 'learned': init_std must be >= 0, got " + opt.Text("init_std"));
+LearnedAbsolute<S>::LearnedAbsolute(const EncodingShape& shape, const LearnedOptions& opt)
+    : clamp_(opt.beyond == "clamp"), init_std_(opt.init_std) {
+  const int rows = opt.max_len > 0 ? opt.max_len : shape.max_length;
+  LEXP_INPUT_CHECK(rows > 0, "encoding 'learned': max_len = 0 takes the run's bound on position "
+                             "ids, which this model does not know; set max_len");
   table_.setZero(rows, shape.d_model);
   d_table_.setZero(rows, shape.d_model);
 }

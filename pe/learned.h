@@ -5,6 +5,7 @@
 // exist but were never trained: the usual behaviour of a learned table evaluated long).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/check.h"
@@ -13,10 +14,28 @@
 
 namespace lexp {
 
+// Options of `learned` (recipe [encoding_options.learned]; pe/options.h).
+struct LearnedOptions {
+  int max_len = 0;
+  std::string beyond = "error";
+  double init_std = 1.0;
+  std::vector<OptionField> Fields() {
+    return {{.name = "max_len",
+             .help = "table rows (0 = the run's bound on every position id a batch can carry)",
+             .value = &max_len, .lo = 0},
+            {.name = "beyond",
+             .help = "positions past the table: error, or clamp (reuse the last row)",
+             .value = &beyond, .allowed = {"error", "clamp"}},
+            {.name = "init_std", .help = "standard deviation of the initial table",
+             .value = &init_std, .lo = 0}};
+  }
+};
+
 template <typename S>
 class LearnedAbsolute final : public PositionEncoding<S> {
  public:
-  LearnedAbsolute(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = LearnedOptions;
+  LearnedAbsolute(const EncodingShape& shape, const LearnedOptions& opt);
   std::string Name() const override { return "learned"; }
   unsigned Sites() const override { return kSiteEmbedding; }
   void Init(Rng& rng) override;

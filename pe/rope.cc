@@ -11,98 +11,101 @@ std::vector<double> RopeInverseFrequencies(int D, double base) {
   return f;
 }
 
-std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default) {
+std::vector<OptionField> RopeOptions::Fields() {
   return {
-      {"base", "10000", "rotary base: theta_k = base^(-2k/D_rot)"},
-      {"fraction", fraction_default,
-       "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); the rest "
-       "passes unrotated"},
-      {"pairing", "half",
-       "pair layout over the D_rot rotated dims: half (k, k+D_rot/2) | interleaved (2k, 2k+1)"},
-      {"scaling", "none",
-       "frequency rule: none | pi | ntk | dynamic_ntk | ntk_by_parts | yarn | dynamic_yarn | "
-       "truncated_basis | llama3 | rerope | leaky_rerope | resonance"},
-      {"factor", "1",
-       "scale s = target length / training length (dynamic_ntk: alpha; dynamic_yarn ignores it "
-       "and uses s = max(1, length / L))"},
-      {"original_length", "0",
-       "training length L in tokens (0 = the recipe's longest training sequence)"},
-      {"beta_fast", "32", "yarn/by-parts: pairs with more rotations than this in L are kept"},
-      {"beta_slow", "1", "yarn/by-parts: pairs with fewer rotations than this are interpolated"},
-      {"truncate", "true", "yarn/by-parts: floor/ceil the correction range"},
-      {"ramp", "code",
-       "yarn/by-parts ramp: code (linear in pair index) | paper (linear in L/lambda)"},
-      {"blend", "linear", "yarn/by-parts blend: linear (HF) | harmonic (PoSE 'revised')"},
-      {"attn_factor", "1", "yarn: multiplies the temperature factor 0.1 ln s + 1"},
-      {"low_freq_factor", "1", "llama3: wavelengths above L / low_freq_factor are divided"},
-      {"high_freq_factor", "4", "llama3: wavelengths below L / high_freq_factor are kept"},
-      {"truncate_length", "0", "truncated_basis: context T whose wavelength is the cut (0 = L)"},
-      {"window", "0", "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)"},
-      {"leaky_factor", "16", "leaky_rerope: distances d >= w are seen as w + (d - w) / k"},
-      {"long_factors", "",
-       "longrope: lambda_k, one per rotary pair, comma-separated, each >= 1 (the searched or "
-       "published factors); \"search[:length=L,samples=S,iterations=I,population=P]\" in lexp "
-       "eval: LongRoPE's evolution finds them (and start_tokens) on the trained run"},
-      {"start_tokens", "0", "longrope: n-hat, positions below it keep the unscaled theta_k"},
-      {"log_n", "auto",
-       "multiply the logits of the query at p by max(1, ln(p+1)/ln L): true | false | auto (on "
-       "with rerope and leaky_rerope, whose reference always applies it; off otherwise)"},
-      {"ablate_from", "-1",
-       "analysis: pairs k >= this are ablated at every position (-1 = none; lexp analyze sweeps "
-       "it)"},
-      {"ablation", "freeze",
-       "analysis: freeze (the pair stops rotating: theta_k = 0) | remove (its q and k are "
-       "zeroed)"}};
+      {.name = "base", .help = "rotary base: theta_k = base^(-2k/D_rot)", .value = &base, .lo = 1,
+       .lo_open = true},
+      {.name = "fraction",
+       .help = "fraction of the head dimension that rotates (D_rot = 2 floor(fraction D / 2)); "
+               "the rest passes unrotated",
+       .value = &fraction, .lo = 0, .lo_open = true, .hi = 1},
+      {.name = "pairing",
+       .help = "pair layout over the D_rot rotated dims: half (k, k+D_rot/2) or interleaved (2k, "
+               "2k+1)",
+       .value = &pairing, .allowed = {"half", "interleaved"}},
+      {.name = "scaling", .help = "frequency rule (lexp list scalings)", .value = &scaling,
+       .allowed = RopeScalingRules()},
+      {.name = "factor",
+       .help = "scale s = target length / training length (dynamic_ntk: alpha; dynamic_yarn "
+               "ignores it and uses s = max(1, length / L))",
+       .value = &factor, .lo = 0, .lo_open = true},
+      {.name = "original_length",
+       .help = "training length L in tokens (0 = the recipe's longest training sequence)",
+       .value = &original_length, .lo = 0},
+      {.name = "beta_fast", .help = "yarn/by-parts: pairs with more rotations than this in L are kept",
+       .value = &beta_fast, .lo = 0, .lo_open = true},
+      {.name = "beta_slow",
+       .help = "yarn/by-parts: pairs with fewer rotations than this are interpolated",
+       .value = &beta_slow, .lo = 0, .lo_open = true},
+      {.name = "truncate", .help = "yarn/by-parts: floor/ceil the correction range",
+       .value = &truncate},
+      {.name = "ramp",
+       .help = "yarn/by-parts ramp: code (linear in pair index) or paper (linear in L/lambda)",
+       .value = &ramp, .allowed = {"code", "paper"}},
+      {.name = "blend", .help = "yarn/by-parts blend: linear (HF) or harmonic (PoSE 'revised')",
+       .value = &blend, .allowed = {"linear", "harmonic"}},
+      {.name = "attn_factor", .help = "yarn: multiplies the temperature factor 0.1 ln s + 1",
+       .value = &attn_factor, .lo = 0, .lo_open = true},
+      {.name = "low_freq_factor", .help = "llama3: wavelengths above L / low_freq_factor are divided",
+       .value = &low_freq_factor, .lo = 0, .lo_open = true},
+      {.name = "high_freq_factor", .help = "llama3: wavelengths below L / high_freq_factor are kept",
+       .value = &high_freq_factor, .lo = 0, .lo_open = true},
+      {.name = "truncate_length",
+       .help = "truncated_basis: context T whose wavelength is the cut (0 = L)",
+       .value = &truncate_length, .lo = 0},
+      {.name = "window",
+       .help = "rerope/leaky_rerope: distances >= w are changed (0 = L / 8, as 512 / 4096)",
+       .value = &window, .lo = 0},
+      {.name = "leaky_factor", .help = "leaky_rerope: distances d >= w are seen as w + (d - w) / k",
+       .value = &leaky_factor, .lo = 1},
+      {.name = "long_factors",
+       .help = "longrope: lambda_k, one per rotary pair, comma-separated, each >= 1 (the searched "
+               "or published factors); \"search[:length=L,samples=S,iterations=I,population=P]\" "
+               "in lexp eval: LongRoPE's evolution finds them (and start_tokens) on the trained run",
+       .value = &long_factors},
+      {.name = "start_tokens",
+       .help = "longrope: n-hat, positions below it keep the unscaled theta_k",
+       .value = &start_tokens, .lo = 0},
+      {.name = "log_n",
+       .help = "multiply the logits of the query at p by max(1, ln(p+1)/ln L): true, false or auto "
+               "(on with rerope and leaky_rerope, whose reference always applies it; off otherwise)",
+       .value = &log_n, .allowed = {"true", "false", "auto"}},
+      {.name = "ablate_from",
+       .help = "analysis: pairs k >= this are ablated at every position (-1 = none; lexp analyze "
+               "sweeps it)",
+       .value = &ablate_from, .lo = -1},
+      {.name = "ablation",
+       .help = "analysis: freeze (the pair stops rotating: theta_k = 0) or remove (its q and k are "
+               "zeroed)",
+       .value = &ablation, .allowed = {"freeze", "remove"}}};
 }
 
 template <typename S>
-Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::string name)
+Rope<S>::Rope(const EncodingShape& shape, const RopeOptions& opt, std::string name)
     : name_(std::move(name)),
       D_(shape.d_model / shape.n_heads),
-      rot_(2 * static_cast<int>(std::floor(opt.Double("fraction") * D_ / 2 + 1e-9))),
-      base_(opt.Double("base")),
-      interleaved_(opt.String("pairing", {"half", "interleaved"}) == "interleaved") {
-  LEXP_INPUT_CHECK(base_ > 1, "encoding '" + name_ + "': base must be > 1");
-  LEXP_INPUT_CHECK(opt.Double("fraction") > 0 && opt.Double("fraction") <= 1,
-                   "encoding '" + name_ + "': fraction must be in (0, 1]");
+      rot_(2 * static_cast<int>(std::floor(opt.fraction * D_ / 2 + 1e-9))),
+      base_(opt.base),
+      interleaved_(opt.pairing == "interleaved") {
   LEXP_INPUT_CHECK(rot_ >= 2, "encoding '" + name_ + "': fraction leaves no pair to rotate");
-  scaling_.rule = opt.String("scaling", RopeScalingRules());
-  scaling_.factor = opt.Double("factor");
-  scaling_.original_length = opt.Double("original_length");
-  LEXP_INPUT_CHECK(scaling_.original_length >= 0,
-                   "encoding '" + name_ + "': original_length must be >= 0 tokens (0 = the " +
-                       "recipe's longest training sequence), got " + opt.Text("original_length"));
+  scaling_.rule = opt.scaling;
+  scaling_.factor = opt.factor;
+  scaling_.original_length = opt.original_length;
   if (scaling_.original_length == 0) scaling_.original_length = shape.train_length;
-  scaling_.beta_fast = opt.Double("beta_fast");
-  scaling_.beta_slow = opt.Double("beta_slow");
-  scaling_.truncate = opt.Bool("truncate");
-  scaling_.ramp = opt.String("ramp", {"code", "paper"});
-  scaling_.blend = opt.String("blend", {"linear", "harmonic"});
-  scaling_.attn_factor = opt.Double("attn_factor");
-  scaling_.low_freq_factor = opt.Double("low_freq_factor");
-  scaling_.high_freq_factor = opt.Double("high_freq_factor");
-  scaling_.truncate_length = opt.Double("truncate_length");
-  LEXP_INPUT_CHECK(scaling_.factor > 0, "encoding '" + name_ + "': factor must be positive");
-  scaling_.window = opt.Double("window");
-  scaling_.leaky_factor = opt.Double("leaky_factor");
-  auto positive = [&](const char* key, double v, bool zero_allowed) {
-    LEXP_INPUT_CHECK(zero_allowed ? v >= 0 : v > 0,
-                     "encoding '" + name_ + "': " + key + " must be " +
-                         (zero_allowed ? ">= 0" : "> 0") + ", got " + opt.Text(key));
-  };
-  positive("attn_factor", scaling_.attn_factor, false);
-  positive("beta_fast", scaling_.beta_fast, false);
-  positive("beta_slow", scaling_.beta_slow, false);
-  positive("low_freq_factor", scaling_.low_freq_factor, false);
-  positive("high_freq_factor", scaling_.high_freq_factor, false);
-  positive("truncate_length", scaling_.truncate_length, true);
-  positive("window", scaling_.window, true);
-  scaling_.start_tokens = opt.Int("start_tokens");
-  LEXP_INPUT_CHECK(scaling_.start_tokens >= 0,
-                   "encoding '" + name_ + "': start_tokens must be >= 0, got " +
-                       opt.Text("start_tokens"));
+  scaling_.beta_fast = opt.beta_fast;
+  scaling_.beta_slow = opt.beta_slow;
+  scaling_.truncate = opt.truncate;
+  scaling_.ramp = opt.ramp;
+  scaling_.blend = opt.blend;
+  scaling_.attn_factor = opt.attn_factor;
+  scaling_.low_freq_factor = opt.low_freq_factor;
+  scaling_.high_freq_factor = opt.high_freq_factor;
+  scaling_.truncate_length = opt.truncate_length;
+  scaling_.window = opt.window;
+  scaling_.leaky_factor = opt.leaky_factor;
+  scaling_.start_tokens = opt.start_tokens;
   std::vector<std::string> factor_texts;
-  for (std::string rest = opt.Text("long_factors"); !rest.empty();) {
+  for (std::string rest = opt.long_factors; !rest.empty();) {
     const size_t comma = rest.find(',');
     std::string f = rest.substr(0, comma);
     f.erase(0, f.find_first_not_of(' '));
@@ -111,7 +114,7 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
     rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
   }
   LEXP_INPUT_CHECK(factor_texts.empty() || factor_texts[0].rfind("search", 0) != 0,
-                   "encoding '" + name_ + "': long_factors = \"" + opt.Text("long_factors") +
+                   "encoding '" + name_ + "': long_factors = \"" + opt.long_factors +
                        "\" is LongRoPE's search on a trained run, which lexp eval (or a claim's "
                        "evaluation stage) resolves; a model is built with the factors themselves");
   for (const std::string& f : factor_texts) {
@@ -139,16 +142,13 @@ Rope<S>::Rope(const EncodingShape& shape, const EncodingOptions& opt, std::strin
     LEXP_INPUT_CHECK(window_ >= 1, "encoding '" + name_ +
                                        "': rerope needs window >= 1 or the "
                                        "training length (original_length)");
-    LEXP_INPUT_CHECK(scaling_.leaky_factor >= 1,
-                     "encoding '" + name_ + "': leaky_factor must be >= 1");
   }
   // ReRoPE's reference always scales queries by log n; auto follows it.
-  const std::string log_n = opt.String("log_n", {"auto", "true", "false"});
-  log_n_ = log_n == "true" || (log_n == "auto" && IsReropeRule(scaling_.rule));
+  log_n_ = opt.log_n == "true" || (opt.log_n == "auto" && IsReropeRule(scaling_.rule));
   LEXP_INPUT_CHECK(!log_n_ || scaling_.original_length > 1,
                    "encoding '" + name_ + "': log_n needs the training length (original_length)");
-  ablate_from_ = static_cast<int>(opt.Int("ablate_from"));
-  remove_ablated_ = opt.String("ablation", {"freeze", "remove"}) == "remove";
+  ablate_from_ = opt.ablate_from;
+  remove_ablated_ = opt.ablation == "remove";
   LEXP_INPUT_CHECK(ablate_from_ >= -1 && ablate_from_ <= rot_ / 2,
                    "encoding '" + name_ +
                        "': ablate_from must be -1 (none) or a pair index in 0.." +

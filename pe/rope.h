@@ -104,13 +104,39 @@ void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, cons
   }
 }
 
-// The option list of `rope`; `rope_partial` is the same with another default fraction.
-std::vector<OptionSpec> RopeOptionSpecs(const std::string& fraction_default = "1");
+// Options of `rope` (recipe [encoding_options.rope], or lexp eval --scale RULE:key=value for the
+// scaling ones; pe/options.h); `rope_partial` takes the same with fraction = 0.25.
+struct RopeOptions {
+  double base = 10000;
+  double fraction = 1;
+  std::string pairing = "half";
+  std::string scaling = "none";
+  double factor = 1;
+  double original_length = 0;
+  double beta_fast = 32;
+  double beta_slow = 1;
+  bool truncate = true;
+  std::string ramp = "code";
+  std::string blend = "linear";
+  double attn_factor = 1;
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  double truncate_length = 0;
+  double window = 0;
+  double leaky_factor = 16;
+  std::string long_factors = "";
+  int start_tokens = 0;
+  std::string log_n = "auto";
+  int ablate_from = -1;
+  std::string ablation = "freeze";
+  std::vector<OptionField> Fields();  // rope.cc
+};
 
 template <typename S>
 class Rope final : public PositionEncoding<S> {
  public:
-  Rope(const EncodingShape& shape, const EncodingOptions& opt, std::string name = "rope");
+  using Options = RopeOptions;
+  Rope(const EncodingShape& shape, const RopeOptions& opt, std::string name = "rope");
   std::string Name() const override { return name_; }
   int rotary_dims() const { return rot_; }
   unsigned Sites() const override;

@@ -5,13 +5,11 @@
 namespace lexp {
 
 template <typename S>
-Sandwich<S>::Sandwich(const EncodingShape& shape, const EncodingOptions& opt)
-    : DistanceBias<S>(shape.n_heads), D_(opt.Int("dim")), base_(opt.Double("base")) {
-  LEXP_INPUT_CHECK(base_ > 1, "encoding 'sandwich': base must be > 1");
-  LEXP_INPUT_CHECK(D_ >= 0 && D_ % 2 == 0,
-                   "encoding 'sandwich': dim must be an even number >= 0 "
-                   "(0 = the head width), got " +
-                       opt.Text("dim"));
+Sandwich<S>::Sandwich(const EncodingShape& shape, const SandwichOptions& opt)
+    : DistanceBias<S>(shape.n_heads), D_(opt.dim), base_(opt.base) {
+  LEXP_INPUT_CHECK(D_ % 2 == 0, "encoding 'sandwich': dim must be an even number >= 0 "
+                                "(0 = the head width), got " +
+                                    std::to_string(opt.dim));
   if (D_ == 0) D_ = shape.d_model / shape.n_heads;
 }
 

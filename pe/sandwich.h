@@ -13,10 +13,25 @@
 
 namespace lexp {
 
+// Options of `sandwich` (recipe [encoding_options.sandwich]; pe/options.h).
+struct SandwichOptions {
+  double base = 10000;
+  int dim = 128;
+  std::vector<OptionField> Fields() {
+    return {{.name = "base", .help = "frequency base of the sinusoids", .value = &base, .lo = 1,
+             .lo_open = true},
+            {.name = "dim",
+             .help = "D', the sinusoids' dimension, even: the paper's 128 (recalled); 0 = the head "
+                     "width (NeMo)",
+             .value = &dim, .lo = 0}};
+  }
+};
+
 template <typename S>
 class Sandwich final : public DistanceBias<S> {
  public:
-  Sandwich(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = SandwichOptions;
+  Sandwich(const EncodingShape& shape, const SandwichOptions& opt);
   std::string Name() const override { return "sandwich"; }
   double Bias(int h, double d) const override;
   std::map<std::string, std::vector<double>> Describe() const override {

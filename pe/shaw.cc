@@ -8,12 +8,8 @@
 namespace lexp {
 
 template <typename S>
-Shaw<S>::Shaw(const EncodingShape& shape, const EncodingOptions& opt)
-    : k_(opt.Int("clip")),
-      D_(shape.d_model / shape.n_heads),
-      L_(shape.n_layers),
-      values_(opt.Bool("values")) {
-  LEXP_INPUT_CHECK(k_ >= 1, "encoding 'shaw': option clip must be >= 1");
+Shaw<S>::Shaw(const EncodingShape& shape, const ShawOptions& opt)
+    : k_(opt.clip), D_(shape.d_model / shape.n_heads), L_(shape.n_layers), values_(opt.values) {
   wk_.setZero(static_cast<long>(L_) * Rows(), D_);
   wv_.setZero(static_cast<long>(L_) * Rows(), D_);
   d_wk_.setZero(wk_.rows(), D_);

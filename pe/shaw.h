@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -14,10 +15,25 @@
 
 namespace lexp {
 
+// Options of `shaw` (recipe [encoding_options.shaw]; pe/options.h).
+struct ShawOptions {
+  int clip = 16;
+  bool values = true;
+  std::vector<OptionField> Fields() {
+    return {{.name = "clip",
+             .help = "k: offsets j - i are clipped to [-k, k] (2k+1 learned vectors per table)",
+             .value = &clip, .lo = 1},
+            {.name = "values",
+             .help = "also add relative value vectors to the output (false: keys only)",
+             .value = &values}};
+  }
+};
+
 template <typename S>
 class Shaw final : public PositionEncoding<S> {
  public:
-  Shaw(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = ShawOptions;
+  Shaw(const EncodingShape& shape, const ShawOptions& opt);
   std::string Name() const override { return "shaw"; }
   unsigned Sites() const override { return kSiteLogitTerm | (values_ ? kSiteValueTerm : 0u); }
   void Init(Rng& rng) override;

@@ -13,10 +13,8 @@ void SinusoidalRow(double pos, int C, double base, double* out) {
 }
 
 template <typename S>
-Sinusoidal<S>::Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt)
-    : C_(shape.d_model), base_(opt.Double("base")), row_(shape.d_model) {
-  LEXP_INPUT_CHECK(base_ > 1, "encoding 'sinusoidal': base must be > 1");
-}
+Sinusoidal<S>::Sinusoidal(const EncodingShape& shape, const SinusoidalOptions& opt)
+    : C_(shape.d_model), base_(opt.base), row_(shape.d_model) {}
 
 template <typename S>
 void Sinusoidal<S>::AddEmbedding(const std::vector<double>& pos, const std::vector<int>& /*tokens*/,

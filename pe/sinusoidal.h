@@ -4,6 +4,7 @@
 // pitfall).
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/check.h"
@@ -15,10 +16,20 @@ namespace lexp {
 // The encoding vector of one (possibly non-integer) position; row-independent so tests can call it.
 void SinusoidalRow(double pos, int C, double base, double* out);
 
+// Options of `sinusoidal` (recipe [encoding_options.sinusoidal]; pe/options.h).
+struct SinusoidalOptions {
+  double base = 10000;
+  std::vector<OptionField> Fields() {
+    return {{.name = "base", .help = "frequency base: w_k = base^(-2k/d_model)", .value = &base,
+             .lo = 1, .lo_open = true}};
+  }
+};
+
 template <typename S>
 class Sinusoidal final : public PositionEncoding<S> {
  public:
-  Sinusoidal(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = SinusoidalOptions;
+  Sinusoidal(const EncodingShape& shape, const SinusoidalOptions& opt);
   std::string Name() const override { return "sinusoidal"; }
   unsigned Sites() const override { return kSiteEmbedding; }
   void AddEmbedding(const std::vector<double>& pos, const std::vector<int>& tokens, int B,

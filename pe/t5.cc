@@ -24,12 +24,12 @@ int T5Bucket(long rp, bool bidirectional, int num_buckets, int max_distance) {
 }
 
 template <typename S>
-T5Bias<S>::T5Bias(const EncodingShape& shape, const EncodingOptions& opt)
+T5Bias<S>::T5Bias(const EncodingShape& shape, const T5Options& opt)
     : H_(shape.n_heads),
-      buckets_(opt.Int("num_buckets")),
-      max_distance_(opt.Int("max_distance")),
+      buckets_(opt.num_buckets),
+      max_distance_(opt.max_distance),
       bidirectional_(!shape.causal),
-      per_layer_(opt.Bool("per_layer")) {
+      per_layer_(opt.per_layer) {
   LEXP_INPUT_CHECK(buckets_ >= 4 && buckets_ % 2 == 0,
                    "encoding 't5': num_buckets must be even and >= 4");
   LEXP_INPUT_CHECK(max_distance_ > buckets_ / 2,

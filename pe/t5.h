@@ -6,6 +6,7 @@
 // 1/sqrt(D) on q.k for every encoding, so T5's "no scaling" is not reproduced.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/check.h"
@@ -17,10 +18,28 @@ namespace lexp {
 // Bucket of relative position rp = key - query (HF convention).
 int T5Bucket(long rp, bool bidirectional, int num_buckets, int max_distance);
 
+// Options of `t5` (recipe [encoding_options.t5]; pe/options.h).
+struct T5Options {
+  int num_buckets = 32;
+  int max_distance = 128;
+  bool per_layer = false;
+  std::vector<OptionField> Fields() {
+    return {{.name = "num_buckets",
+             .help = "number of buckets, even (per direction halves when bidirectional)",
+             .value = &num_buckets, .lo = 4},
+            {.name = "max_distance",
+             .help = "distance at which the log buckets end (> num_buckets / 2)",
+             .value = &max_distance, .lo = 1},
+            {.name = "per_layer", .help = "own table per layer (T5 shares one across layers)",
+             .value = &per_layer}};
+  }
+};
+
 template <typename S>
 class T5Bias final : public PositionEncoding<S> {
  public:
-  T5Bias(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = T5Options;
+  T5Bias(const EncodingShape& shape, const T5Options& opt);
   std::string Name() const override { return "t5"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;

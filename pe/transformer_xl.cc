@@ -8,14 +8,13 @@
 namespace lexp {
 
 template <typename S>
-TransformerXL<S>::TransformerXL(const EncodingShape& shape, const EncodingOptions& opt)
+TransformerXL<S>::TransformerXL(const EncodingShape& shape, const TransformerXLOptions& opt)
     : C_(shape.d_model),
       H_(shape.n_heads),
       D_(shape.d_model / shape.n_heads),
       L_(shape.n_layers),
-      clamp_len_(opt.Int("clamp_len")),
-      share_(opt.Bool("share_biases")) {
-  LEXP_INPUT_CHECK(clamp_len_ >= 0, "encoding 'transformer_xl': clamp_len must be >= 0");
+      clamp_len_(opt.clamp_len),
+      share_(opt.share_biases) {
   LEXP_INPUT_CHECK(C_ % 2 == 0, "encoding 'transformer_xl': d_model must be even");
   w_r_.setZero(static_cast<long>(L_) * C_, C_);
   d_w_r_.setZero(w_r_.rows(), C_);

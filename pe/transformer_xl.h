@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -17,10 +18,24 @@
 
 namespace lexp {
 
+// Options of `transformer_xl` (recipe [encoding_options.transformer_xl]; pe/options.h).
+struct TransformerXLOptions {
+  int clamp_len = 0;
+  bool share_biases = true;
+  std::vector<OptionField> Fields() {
+    return {{.name = "clamp_len", .help = "cap |i - j| of the sinusoid at this value (0 = no cap)",
+             .value = &clamp_len, .lo = 0},
+            {.name = "share_biases",
+             .help = "u, v shared by all layers (original code); false = per layer",
+             .value = &share_biases}};
+  }
+};
+
 template <typename S>
 class TransformerXL final : public PositionEncoding<S> {
  public:
-  TransformerXL(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = TransformerXLOptions;
+  TransformerXL(const EncodingShape& shape, const TransformerXLOptions& opt);
   std::string Name() const override { return "transformer_xl"; }
   unsigned Sites() const override { return kSiteLogitTerm; }
   void Init(Rng& rng) override;

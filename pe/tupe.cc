@@ -7,15 +7,15 @@
 namespace lexp {
 
 template <typename S>
-Tupe<S>::Tupe(const EncodingShape& shape, const EncodingOptions& opt,
+Tupe<S>::Tupe(const EncodingShape& shape, const TupeOptions& opt,
               std::unique_ptr<PositionEncoding<S>> relative)
     : C_(shape.d_model),
       H_(shape.n_heads),
       D_(shape.d_model / shape.n_heads),
       relative_(std::move(relative)) {
-  int rows = opt.Int("max_len");
-  if (rows == 0) rows = shape.max_length;
-  LEXP_INPUT_CHECK(rows > 0, "encoding 'tupe': max_len must be positive");
+  const int rows = opt.max_len > 0 ? opt.max_len : shape.max_length;
+  LEXP_INPUT_CHECK(rows > 0, "encoding 'tupe': max_len = 0 takes the run's bound on position ids, "
+                             "which this model does not know; set max_len");
   table_.setZero(rows, C_);
   d_table_.setZero(rows, C_);
   ln_.g.setOnes(C_);

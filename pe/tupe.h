@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/ops/layernorm.h"
@@ -21,11 +22,27 @@
 
 namespace lexp {
 
+// Options of `tupe` (recipe [encoding_options.tupe]; pe/options.h).
+struct TupeOptions {
+  int max_len = 0;
+  bool relative = true;
+  std::vector<OptionField> Fields() {
+    return {{.name = "max_len",
+             .help = "position table rows (0 = the run's bound on every position id a batch can "
+                     "carry)",
+             .value = &max_len, .lo = 0},
+            {.name = "relative",
+             .help = "TUPE-R: add T5 relative buckets (32 buckets, max distance 128)",
+             .value = &relative}};
+  }
+};
+
 template <typename S>
 class Tupe final : public PositionEncoding<S> {
  public:
+  using Options = TupeOptions;
   // relative: the T5 bias of TUPE-R, or nullptr.
-  Tupe(const EncodingShape& shape, const EncodingOptions& opt,
+  Tupe(const EncodingShape& shape, const TupeOptions& opt,
        std::unique_ptr<PositionEncoding<S>> relative);
   std::string Name() const override { return "tupe"; }
   unsigned Sites() const override { return kSiteLogitTerm | kSiteLogitScale; }

@@ -14,21 +14,15 @@ std::vector<double> XposZeta(int D, double gamma) {
 }
 
 template <typename S>
-XPos<S>::XPos(const EncodingShape& shape, const EncodingOptions& opt)
+XPos<S>::XPos(const EncodingShape& shape, const XPosOptions& opt)
     : D_(shape.d_model / shape.n_heads),
-      interleaved_(opt.String("pairing", {"interleaved", "half"}) == "interleaved"),
-      scale_base_(opt.Double("scale_base")) {
-  const double base = opt.Double("base"), gamma = opt.Double("gamma");
-  LEXP_INPUT_CHECK(base > 1, "encoding 'xpos': base must be > 1");
-  LEXP_INPUT_CHECK(gamma > 0, "encoding 'xpos': gamma must be positive");
+      interleaved_(opt.pairing == "interleaved"),
+      scale_base_(opt.scale_base) {
+  const double base = opt.base, gamma = opt.gamma;
   LEXP_INPUT_CHECK(shape.causal,
                    "encoding 'xpos' is defined for causal attention (model.layout = \"decoder\"): "
                    "in the encoder layout keys ahead of the query would be amplified by "
                    "zeta^(-(n-m)/B) > 1");
-  LEXP_INPUT_CHECK(scale_base_ >= 0,
-                   "encoding 'xpos': scale_base must be >= 0 (0 = half the "
-                   "longest training sequence), got " +
-                       opt.Text("scale_base"));
   if (scale_base_ == 0) {
     LEXP_INPUT_CHECK(shape.train_length > 0,
                      "encoding 'xpos': scale_base = 0 needs the training length; give scale_base");

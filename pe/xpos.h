@@ -12,6 +12,7 @@
 // zeta^(-(n-m)/B) > 1.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "nn/position_hooks.h"
@@ -22,10 +23,31 @@ namespace lexp {
 // zeta_k for k = 0..D/2-1.
 std::vector<double> XposZeta(int D, double gamma);
 
+// Options of `xpos` (recipe [encoding_options.xpos]; pe/options.h).
+struct XPosOptions {
+  double base = 10000;
+  double gamma = 0.4;
+  double scale_base = 0;
+  std::string pairing = "interleaved";
+  std::vector<OptionField> Fields() {
+    return {{.name = "base", .help = "rotary base", .value = &base, .lo = 1, .lo_open = true},
+            {.name = "gamma", .help = "zeta_k = (2k + gamma D) / ((1 + gamma) D)", .value = &gamma,
+             .lo = 0, .lo_open = true},
+            {.name = "scale_base",
+             .help = "B: the query at m is scaled by zeta^(m/B), the key by zeta^(-n/B); 0 = half "
+                     "the longest training sequence, the reference's 512 to its 1024 training "
+                     "tokens (decoder layout only)",
+             .value = &scale_base, .lo = 0},
+            {.name = "pairing", .help = "pair layout: interleaved (torchscale) or half",
+             .value = &pairing, .allowed = {"interleaved", "half"}}};
+  }
+};
+
 template <typename S>
 class XPos final : public PositionEncoding<S> {
  public:
-  XPos(const EncodingShape& shape, const EncodingOptions& opt);
+  using Options = XPosOptions;
+  XPos(const EncodingShape& shape, const XPosOptions& opt);
   std::string Name() const override { return "xpos"; }
   unsigned Sites() const override { return kSiteQKTransform; }
   void Prepare(const std::vector<double>& pos, double max_distance) override;

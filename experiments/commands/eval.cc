@@ -61,8 +61,9 @@ class EvalCommand final : public Command {
     shared.AddFormatOption(eval);
     eval->footer(
         "Writes <out>/<label>+<rule>x<factor>[-<option><value>...].h5 (the source run's label, "
-        "e.g. rope-base500+yarnx4.h5; <label>+NAME.h5 with --name) with the same layout as a trained run (weights taken from "
-        "RUN_FILE, /train empty), then redraws the figures of <out>.");
+        "e.g. rope-base500+yarnx4.h5; rope+eval-capture-layer1.resid_post.h5 with --capture "
+        "layer1.resid_post; <label>+NAME.h5 with --name) with the same layout as a trained run "
+        "(weights taken from RUN_FILE, /train empty), then redraws the figures of <out>.");
     return eval;
   }
   int Run(Shared&) override {

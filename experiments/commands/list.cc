@@ -5,6 +5,7 @@
 
 #include "experiments/commands/command.h"
 #include "experiments/core/default_recipe.h"
+#include "experiments/core/run_file.h"
 #include "experiments/tasks/task.h"
 #include "nn/check.h"
 #include "nn/model/capture_sites.h"
@@ -22,10 +23,16 @@ class ListCommand final : public Command {
         "list", "list encodings, scalings, patterns, tasks, recipe keys or capture sites");
     list->add_option("TOPIC", what_, "encodings | scalings | patterns | tasks | keys | sites")
         ->required();
+    list->add_option("RUN_FILE", run_file_,
+                     "sites only: the shapes of this run file's model (default: the default "
+                     "recipe's)");
     return list;
   }
   int Run(Shared&) override {
     const std::string& what = what_;
+    LEXP_INPUT_CHECK(run_file_.empty() || what == "sites",
+                     "lexp list: a run file goes with the topic 'sites' only (lexp list sites "
+                     "RUN_FILE), not '" + what + "'");
     if (what == "encodings") {
       for (const auto& e : ListEncodings()) {
         PrintLine(fmt::format("{:<15} {}", e.name, e.family));
@@ -33,8 +40,9 @@ class ListCommand final : public Command {
         PrintLine(fmt::format("    sites: {}", e.sites));
         if (!e.cannot_remap.empty())
           PrintLine(fmt::format("    patterns lambda and sinks: refused: {}", e.cannot_remap));
-        for (const auto& o : e.options)
-          PrintLine(fmt::format("    {:<14} default {:<8} {}", o.name, o.default_value, o.help));
+        for (const auto& o : e.options())
+          PrintLine(fmt::format("    {:<14} default {:<8} {}{}", o.name, o.default_value, o.help,
+                                o.allowed.empty() ? std::string() : fmt::format(" ({})", o.allowed)));
       }
     } else if (what == "tasks") {
       PrintLine(
@@ -55,7 +63,7 @@ class ListCommand final : public Command {
         PrintLine(
             fmt::format("  {:<16} {}  [options: {}]  ({})", r.name, r.summary, r.options, r.paper));
       PrintLine("  option details (defaults in brackets):");
-      for (const auto& o : RopeOptionSpecs())
+      for (const auto& o : FindEncoding("rope").options())
         if (o.name != "base" && o.name != "pairing" && o.name != "scaling")
           PrintLine(fmt::format("    {:<18} [{}] {}", o.name, o.default_value, o.help));
     } else if (what == "patterns") {
@@ -135,7 +143,10 @@ class ListCommand final : public Command {
     } else if (what == "keys") {
       std::fputs(RecipeKeysHelp().c_str(), stdout);
     } else if (what == "sites") {
-      const RecipeConfig c = ParseRecipe(kDefaultRecipeToml, "<embedded default recipe>");
+      // The model of a run file (its recipe, read whole and checked), or the default recipe's.
+      const RecipeConfig c = run_file_.empty()
+                                 ? ParseRecipe(kDefaultRecipeToml, "<embedded default recipe>")
+                                 : RunFile::Read(run_file_).recipe;
       const ModelConfig m = c.Model(1);
       PrintLine(
           "Capture sites: probe.capture = [\"layer*.attn.q\", \"layer1.resid_post\"] (names or "
@@ -143,8 +154,10 @@ class ListCommand final : public Command {
           "probe.stored_samples sequences at every probe length, as /probe/length_<n>/<site> with "
           "a leading axis `sample`.");
       PrintLine(fmt::format(
-          "Shapes per sequence for the default recipe's model (C = {}, H = {}, D = {}, F = {}, {} "
-          "layers: layer0..layer{}); T = the sequence's tokens:",
+          "Shapes per sequence for {} (C = {}, H = {}, D = {}, F = {}, {} layers: "
+          "layer0..layer{}); T = the sequence's tokens:",
+          run_file_.empty() ? std::string("the default recipe's model")
+                            : fmt::format("the model of {}", run_file_),
           m.d_model, m.n_heads, m.HeadDim(), m.FF(), m.n_layers, m.n_layers - 1));
       const int kT = -1;  // printed as T
       for (const auto& s : CaptureSites(m, kT)) {
@@ -163,7 +176,7 @@ class ListCommand final : public Command {
   }
 
  private:
-  std::string what_;
+  std::string what_, run_file_;
 };
 
 }  // namespace

@@ -251,13 +251,12 @@ void RunFile::Write(const std::string& path) const {
   config.SetAttr("recipe_source", recipe.source_name);
   for (const Field& f : Fields(copy)) config.SetAttr(f.key, FieldValueString(f));
   config.SetAttr("encoding", encoding);
+  // Every declared option's value as the encoding read it (pe/options.h).
   auto it = recipe.encoding_options.find(encoding);
-  const EncodingInfo& info = FindEncoding(encoding);
-  for (const auto& o : info.options) {
-    std::string v = o.default_value;
-    if (it != recipe.encoding_options.end() && it->second.count(o.name)) v = it->second.at(o.name);
-    config.SetAttr("encoding_option." + o.name, v);
-  }
+  const std::map<std::string, std::string> given =
+      it == recipe.encoding_options.end() ? std::map<std::string, std::string>() : it->second;
+  for (const auto& [name, value] : ResolvedEncodingOptions(encoding, given))
+    config.SetAttr("encoding_option." + name, value);
 
   // Encoding values the options do not show: defaults resolved against this run, and values
   // derived from the learned parameters.

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -46,7 +47,7 @@ ScaleSpec ParseScaleSpec(const std::string& text) {
     const std::string key = item.substr(0, eq), value = item.substr(eq + 1);
     std::string options, default_value;
     bool known_key = false;
-    for (const auto& o : FindEncoding("rope").options) {
+    for (const auto& o : FindEncoding("rope").options()) {
       options += (options.empty() ? "" : ", ") + o.name;
       if (o.name == key) {
         known_key = true;
@@ -89,6 +90,22 @@ std::string EvaluationNameSuffix(const std::string& scale, const std::vector<std
   // rope+yarnx4-pattern_window16); evaluation settings (eval.*, probe.*, run.*) do not.
   for (const auto& set : sets) {
     const auto eq = set.find('=');
+    if (set.rfind("probe.capture=", 0) == 0) {
+      // Captured sites name the output too (rope+eval-capture-layer1.resid_post), a glob's *
+      // written "any", so that evaluations capturing other sites never share a file.
+      std::string sites;
+      for (char ch : set.substr(eq + 1)) {
+        if (ch == '[' || ch == ']' || ch == '"' || ch == ' ') continue;
+        if (ch == ',')
+          sites += '-';
+        else if (ch == '*')
+          sites += "any";
+        else if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_')
+          sites += ch;
+      }
+      if (!sites.empty()) name += "-capture-" + sites;
+      continue;
+    }
     if (set.rfind("task.name=", 0) == 0) {  // another task of the family: its name
       std::string task = set.substr(eq + 1);
       task.erase(std::remove(task.begin(), task.end(), '"'), task.end());

@@ -38,6 +38,20 @@ TEST(EvalCommand, ParsesScaleSpecs) {
   EXPECT_THROW(ParseScaleSpec("yarn:factor"), InputError);
 }
 
+// An evaluation's name carries what changes its file: the rule with its options, the model and
+// encoding overrides, and the captured sites (a glob's * as "any"); evaluation settings do not.
+TEST(EvalCommand, TheOutputNameSaysTheRuleTheOverridesAndTheCapturedSites) {
+  EXPECT_EQ(EvaluationNameSuffix("yarn:factor=4,beta_fast=16", {}), "+yarnx4-beta_fast16");
+  EXPECT_EQ(EvaluationNameSuffix("", {"model.pattern=lambda", "eval.max_factor=16"}),
+            "+eval-patternlambda");
+  EXPECT_EQ(EvaluationNameSuffix("", {"probe.capture=[\"layer*.attn.q\",\"layer1.resid_post\"]"}),
+            "+eval-capture-layerany.attn.q-layer1.resid_post");
+  EXPECT_EQ(EvaluationNameSuffix("", {"probe.capture=[\"layer0.attn.pattern\"]"}),
+            "+eval-capture-layer0.attn.pattern");
+  EXPECT_NE(EvaluationNameSuffix("", {"probe.capture=[\"layer0.attn.q\"]"}),
+            EvaluationNameSuffix("", {"probe.capture=[\"layer0.attn.k\"]"}));
+}
+
 // Position ids divided by 4, the definition of PI's factor 4 written outside pe/rope_scaling.cc.
 class QuarterPositions final : public ForwardingEncoding<float> {
  public:
@@ -265,13 +279,15 @@ TEST_F(EvalCommandRun, AnEvaluationKilledBeforeItsAnalysisIsFinishedByTheNextOne
     EXPECT_EQ(r.root().OpenGroup("status").AttrString("state"), "completed");
     EXPECT_TRUE(r.root().OpenGroup("analysis").Has("geometry"));
   }
-  {  // An interrupted scored evaluation is not finished by a capture-only one of the same name.
+  {  // An interrupted scored evaluation is not finished by a capture-only one of the same name
+     // (given with --name: the captured sites name an evaluation's file otherwise).
     h5::Writer w(s.path, h5::Writer::Mode::kUpdate);
     w.root().OpenGroup("status").SetAttr("state", "analyzing");
     w.Commit();
     EvalCommandOptions cap = o;
     cap.sets = {"probe.capture=[\"layer0.attn.q\"]", "probe.analyses=[\"none\"]"};
     cap.capture_only = true;
+    cap.name = "ntkx2";
     try {
       EvaluateRunFile(cap);
       ADD_FAILURE() << "a capture-only request finished a scored evaluation";

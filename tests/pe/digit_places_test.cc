@@ -125,7 +125,7 @@ TEST(Abacus, RefusesTasksWithoutDigitsTheEncoderLayoutAndBadOptions) {
             std::string::npos);
   EXPECT_NE(message([] { MakeAbacus(9, false); }).find("model.layout = \"decoder\""),
             std::string::npos);
-  EXPECT_NE(message([] { MakeAbacus(-1); }).find("max_k must be >= 0"), std::string::npos);
+  EXPECT_NE(message([] { MakeAbacus(-1); }).find("option 'max_k' = '-1' must be >= 0"), std::string::npos);
   EXPECT_NE(message([] { MakeAbacus(99, true, kDigits, 100); }).find("rows must be > max_k + 1"),
             std::string::npos);
   EXPECT_TRUE(FindEncoding("abacus").reads_digits);
@@ -238,7 +238,7 @@ TEST(PositionCoupling, RefusesBadOptionsAndNamesItself) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(message([] { MakeCoupling(-1); }).find("'position_coupling': max_start must be >= 0"),
+  EXPECT_NE(message([] { MakeCoupling(-1); }).find("encoding 'position_coupling': option 'max_start' = '-1' must be >= 0"),
             std::string::npos);
   EXPECT_NE(message([] { MakeCoupling(10, 20); }).find("set rows to at least 43"),
             std::string::npos);
