@@ -163,4 +163,16 @@ template void LoadModelWeights<double>(const std::string&, const std::vector<Par
                                        bool);
 template void LoadModelWeights<float>(const TrainedRun&, const std::vector<ParamRef<float>>&);
 
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape) {
+  const RecipeConfig cfg = CompletedRunRecipe(run_file, name);
+  auto task = CreateTask(cfg.task, cfg.TaskOpts());
+  const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
+  *shape = ShapeFor(cfg, layout);
+  auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
+  LoadModelWeights(run_file, enc->Parameters(), /*part=*/true);  // the encoding's weights only
+  return enc;
+}
+
 }  // namespace lexp

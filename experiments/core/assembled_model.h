@@ -75,4 +75,11 @@ TrainedRun ReadTrainedRun(const std::string& run_file);
 template <typename S>
 void LoadModelWeights(const TrainedRun& run, const std::vector<ParamRef<S>>& params);
 
+// The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
+// (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
+// *shape to the shape it was built with.
+std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
+                                                              std::string* name,
+                                                              EncodingShape* shape);
+
 }  // namespace lexp

@@ -1,7 +1,11 @@
 #include "experiments/core/evaluation.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 
 #include "nn/check.h"
 #include "nn/ops/cross_entropy.h"
@@ -84,22 +88,38 @@ void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers&
   // Every decoded sequence starts from its prompt and the tokens all of them already have.
   int first = cap;
   for (int s : decode) first = std::min(first, known[s]);
-  m.model->DecodeStart(D, capacity, buf.pos);
-  buf.step_tokens.resize(static_cast<size_t>(D) * (P + first));
-  for (int i = 0; i < D; ++i) {
-    const int s = decode[i];
-    auto dst = buf.step_tokens.begin() + static_cast<long>(i) * (P + first);
-    std::copy(b.tokens.begin() + static_cast<long>(s) * T,
-              b.tokens.begin() + static_cast<long>(s) * T + P, dst);
-    std::copy(out.tokens.begin() + static_cast<long>(s) * cap,
-              out.tokens.begin() + static_cast<long>(s) * cap + first, dst + P);
-  }
-  m.model->DecodeAppend(buf.step_tokens, P + first, buf.logits);
   long rows_per_seq = P + first;  // rows of buf.logits per sequence at this step
-  int live = D;
-  for (int k = first; k < cap && live > 0; ++k) {
+  if (shortcut && m.model->KeptKeysOf(B, T)) {
+    // The teacher-forced pass read the same tokens at the same positions up to the last one of
+    // the prefix (there it read the target, where the model may have written another token): its
+    // keys and values start the decoding, and only that last token is run.
+    m.model->DecodeStartFromForward(decode, P + first - 1, capacity, buf.pos);
     buf.step_tokens.resize(D);
     for (int i = 0; i < D; ++i) {
+      const int s = decode[i];
+      buf.step_tokens[i] = first == 0 ? b.tokens[static_cast<long>(s) * T + P - 1]
+                                      : out.tokens[static_cast<size_t>(s) * cap + first - 1];
+    }
+    m.model->DecodeAppend(buf.step_tokens, 1, buf.logits);
+    rows_per_seq = 1;
+  } else {
+    m.model->DecodeStart(D, capacity, buf.pos);
+    buf.step_tokens.resize(static_cast<size_t>(D) * (P + first));
+    for (int i = 0; i < D; ++i) {
+      const int s = decode[i];
+      auto dst = buf.step_tokens.begin() + static_cast<long>(i) * (P + first);
+      std::copy(b.tokens.begin() + static_cast<long>(s) * T,
+                b.tokens.begin() + static_cast<long>(s) * T + P, dst);
+      std::copy(out.tokens.begin() + static_cast<long>(s) * cap,
+                out.tokens.begin() + static_cast<long>(s) * cap + first, dst + P);
+    }
+    m.model->DecodeAppend(buf.step_tokens, P + first, buf.logits);
+  }
+  int live = D;
+  for (int k = first; k < cap && live > 0; ++k) {
+    const int batch = static_cast<int>(decode.size());
+    buf.step_tokens.resize(batch);
+    for (int i = 0; i < batch; ++i) {
       const int s = decode[i];
       int token = out.tokens[static_cast<size_t>(s) * cap + k];
       if (k >= known[s]) {
@@ -115,9 +135,22 @@ void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers&
           --live;
         }
       }
-      buf.step_tokens[i] = token;  // sequences that ended keep going; what they write is ignored
+      buf.step_tokens[i] = token;  // an ended sequence goes on, ignored, until the batch drops it
     }
     if (live == 0 || k + 1 == cap) break;
+    if (4 * live <= 3 * static_cast<int>(decode.size())) {
+      // A quarter of the batch has ended: the rest decode on without them (to rounding).
+      std::vector<int> keep, still;
+      for (int i = 0; i < static_cast<int>(decode.size()); ++i)
+        if (!out.ended[decode[i]]) {
+          keep.push_back(i);
+          still.push_back(decode[i]);
+          buf.step_tokens[keep.size() - 1] = buf.step_tokens[i];
+        }
+      m.model->DecodeKeep(keep);
+      decode = std::move(still);
+      buf.step_tokens.resize(decode.size());
+    }
     m.model->DecodeAppend(buf.step_tokens, 1, buf.logits);
     rows_per_seq = 1;
   }
@@ -170,7 +203,10 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     using Clock = std::chrono::steady_clock;
     const auto t0 = Clock::now();
     m.encoding->PositionIds(b.T, false, positions, buf.pos);
+    // Greedy decoding starts from this pass's keys and values where it can (GreedyWrite).
+    m.model->set_keep_keys_for_decoding(greedy);
     m.model->Forward(b.tokens, b.B, b.T, buf.pos, false, false, buf.logits);
+    m.model->set_keep_keys_for_decoding(false);
     const CrossEntropyResult ce = CrossEntropyForwardBackward<float>(
         buf.logits, b.targets, b.graded, nullptr, &buf.row_loss, &buf.row_correct);
     loss_sum += ce.loss_sum;
@@ -209,6 +245,59 @@ EvalRow EvaluateLength(AssembledModel& m, int n, int samples, int batch_size, do
     r.greedy_written_tokens = g_written;
   }
   return r;
+}
+
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int N) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ProtocolScores p{nan, nan, nan};
+  double in = 0, out = 0, kz = 0;
+  int ni = 0, no = 0, nk = 0;
+  for (const auto& e : eval) {
+    if (e.length <= N) {
+      in += e.token_accuracy;
+      ++ni;
+    } else {
+      out += e.token_accuracy;
+      ++no;
+      if (e.length <= 2 * N) {
+        kz += e.exact_match;
+        ++nk;
+      }
+    }
+  }
+  if (ni) p.in_distribution = in / ni;
+  if (no) p.ruoss = out / no;
+  if (nk) p.kazemnejad_exact = kz / nk;
+  return p;
+}
+
+std::string GreedyCostLine(const std::vector<EvalRow>& eval) {
+  double tf = 0, greedy = 0;
+  long read = 0, written = 0, decoded = 0, samples = 0;
+  for (const EvalRow& row : eval) {
+    tf += row.teacher_forced_seconds;
+    greedy += row.greedy_seconds;
+    read += row.greedy_from_teacher_forced;
+    written += row.greedy_written_tokens;
+    decoded += row.greedy_decoded_sequences;
+    samples += row.samples;
+  }
+  return fmt::format("greedy decoding took {:.1f}s, {:.1f}x the teacher-forced pass over the same "
+                     "sequences ({:.1f}s); {:.0f}% of the written tokens read from that pass (the "
+                     "model's prefix was the true one), {} of {} sequences decoded past it",
+                     greedy, greedy / std::max(tf, 1e-9), tf,
+                     100.0 * static_cast<double>(read) / static_cast<double>(std::max(1L, written)),
+                     decoded, samples);
+}
+
+std::string NonFiniteLossLengths(const std::vector<EvalRow>& eval) {
+  std::string lengths;
+  for (const EvalRow& row : eval)
+    if (!std::isfinite(row.loss)) {
+      if (!lengths.empty()) lengths += ",";
+      lengths += std::to_string(row.length);
+    }
+  return lengths;
 }
 
 }  // namespace lexp

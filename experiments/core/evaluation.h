@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "experiments/core/assembled_model.h"
@@ -79,6 +80,21 @@ struct EvalBuffers {
 // round differently, so an exact tie between two tokens may be broken differently.
 void GreedyWrite(AssembledModel& m, const Batch& b, Rng& positions, EvalBuffers& buf,
                  WrittenAnswers& out, const MatF* teacher_logits = nullptr);
+
+// Scores of one model's evaluation under the published protocols: Ruoss/Deletang (token accuracy
+// averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
+// in distribution (token accuracy over 1..N). NaN where no evaluated length falls in the range.
+struct ProtocolScores {
+  double in_distribution, ruoss, kazemnejad_exact;
+};
+ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int train_max_length);
+
+// The cost of greedy decoding over these rows, for the run's progress: its seconds against the
+// teacher-forced pass over the same sequences, and how much of it that pass already held.
+std::string GreedyCostLine(const std::vector<EvalRow>& eval);
+
+// The task lengths whose evaluation loss is not finite, "n1,n2,..." ("" when none).
+std::string NonFiniteLossLengths(const std::vector<EvalRow>& eval);
 
 // `samples` sequences of task length n (depth >= 0: at that depth) in batches of `batch_size`,
 // drawn from `data` with position ids from `positions` (greedy decoding draws the positions of the

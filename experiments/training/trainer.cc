@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "analysis/attention_stats.h"
-#include "analysis/binomial.h"
 #include "experiments/core/assembled_model.h"
 #include "experiments/core/provenance.h"
 #include "experiments/core/run_file.h"
@@ -68,8 +67,6 @@ std::string FormatDuration(double s) {
   return t >= 3600 ? fmt::format("{}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
                    : fmt::format("{}:{:02}", t / 60, t % 60);
 }
-
-bool IsFinite(double x) { return std::isfinite(x); }
 
 class Runner {
  public:
@@ -297,7 +294,7 @@ class Runner {
       const double loss = ce.MeanLoss();
       const double lr = ScheduledLr(opt_cfg_, step);
       double gnorm = std::numeric_limits<double>::quiet_NaN();
-      if (IsFinite(loss)) {
+      if (std::isfinite(loss)) {
         model_->Backward(b.tokens, d_logits);
         if (lora_) lora_->Backward();
         gnorm = adam_->Step(trained_, lr);
@@ -312,10 +309,10 @@ class Runner {
       hist_.lr.push_back(lr);
       hist_.grad_norm.push_back(gnorm);
       hist_.tokens_per_s.push_back(static_cast<double>(b.B) * b.T / std::max(dt, 1e-9));
-      if (!IsFinite(loss) || !IsFinite(gnorm)) {
+      if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
         state_ = RunState::kDiverged;
         message_ = fmt::format("non-finite {} at step {} (length {})",
-                               IsFinite(loss) ? "gradient norm" : "loss", step, n);
+                               std::isfinite(loss) ? "gradient norm" : "loss", step, n);
         return;
       }
       window_tokens += static_cast<double>(b.B) * b.T;
@@ -424,30 +421,10 @@ class Runner {
         "evaluated {} lengths in {:.1f}s ({}): token accuracy {:.3f} at 1..{}, {:.3f} beyond",
         eval_.size(), el, DecodingName(cfg_.DecodingFor(*task_)), or_zero(p.in_distribution),
         cfg_.train_max_length, or_zero(p.ruoss)));
-    if (cfg_.DecodingFor(*task_) == Decoding::kGreedy) {
-      double tf = 0, greedy = 0;
-      long read = 0, written = 0, decoded = 0, samples = 0;
-      for (const EvalRow& row : eval_) {
-        tf += row.teacher_forced_seconds;
-        greedy += row.greedy_seconds;
-        read += row.greedy_from_teacher_forced;
-        written += row.greedy_written_tokens;
-        decoded += row.greedy_decoded_sequences;
-        samples += row.samples;
-      }
-      Say(fmt::format("greedy decoding took {:.1f}s, {:.1f}x the teacher-forced pass over the same "
-                      "sequences ({:.1f}s); {:.0f}% of the written tokens read from that pass (the "
-                      "model's prefix was the true one), {} of {} sequences decoded past it",
-                      greedy, greedy / std::max(tf, 1e-9), tf,
-                      100.0 * static_cast<double>(read) / static_cast<double>(std::max(1L, written)),
-                      decoded, samples));
-    }
+    if (cfg_.DecodingFor(*task_) == Decoding::kGreedy) Say(GreedyCostLine(eval_));
     // A loss that is not finite at some length (the model overflows there: xPos with a small
     // scale base at n = 256, say) is a finding, said here and kept in the file.
-    nonfinite_lengths_.clear();
-    for (const EvalRow& row : eval_)
-      if (!std::isfinite(row.loss))
-        nonfinite_lengths_ += (nonfinite_lengths_.empty() ? "" : ",") + std::to_string(row.length);
+    nonfinite_lengths_ = NonFiniteLossLengths(eval_);
     if (!nonfinite_lengths_.empty()) {
       const std::string warning =
           "warning: the evaluation loss is not finite at n = " + nonfinite_lengths_ +
@@ -618,42 +595,6 @@ RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding
   }
   Runner runner(cfg, encoding, opt);
   return runner.Run();
-}
-
-ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int N) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  ProtocolScores p{nan, nan, nan};
-  double in = 0, out = 0, kz = 0;
-  int ni = 0, no = 0, nk = 0;
-  for (const auto& e : eval) {
-    if (e.length <= N) {
-      in += e.token_accuracy;
-      ++ni;
-    } else {
-      out += e.token_accuracy;
-      ++no;
-      if (e.length <= 2 * N) {
-        kz += e.exact_match;
-        ++nk;
-      }
-    }
-  }
-  if (ni) p.in_distribution = in / ni;
-  if (no) p.ruoss = out / no;
-  if (nk) p.kazemnejad_exact = kz / nk;
-  return p;
-}
-
-std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
-                                                              std::string* name,
-                                                              EncodingShape* shape) {
-  const RecipeConfig cfg = CompletedRunRecipe(run_file, name);
-  auto task = CreateTask(cfg.task, cfg.TaskOpts());
-  const SequenceLayout layout(*task, cfg.layout == "encoder" ? Layout::kEncoder : Layout::kDecoder);
-  *shape = ShapeFor(cfg, layout);
-  auto enc = CreateEncoding<double>(*name, OptionsOf(cfg, *name), *shape);
-  LoadModelWeights(run_file, enc->Parameters(), /*part=*/true);  // the encoding's weights only
-  return enc;
 }
 
 }  // namespace lexp

@@ -16,13 +16,6 @@
 
 namespace lexp {
 
-// Scores of one model's evaluation under the published protocols: Ruoss/Deletang (token accuracy
-// averaged over the evaluated lengths N+1..M), Kazemnejad (exact match averaged over N+1..2N) and
-// in distribution (token accuracy over 1..N). NaN where no evaluated length falls in the range.
-struct ProtocolScores {
-  double in_distribution, ruoss, kazemnejad_exact;
-};
-ProtocolScores ScoreEvalRows(const std::vector<EvalRow>& eval, int train_max_length);
 
 struct RunOptions {
   std::string out_dir;  // run file goes to <out_dir>/<encoding>.h5
@@ -64,11 +57,5 @@ struct RunSummary {
 RunSummary TrainAndEvaluate(const RecipeConfig& cfg, const std::string& encoding,
                             const RunOptions& opt);
 
-// The trained encoding of a completed run file, rebuilt from its recipe with its learned parameters
-// (double precision), for closed-form tables of what was learned. Sets *name to the encoding and
-// *shape to the shape it was built with.
-std::unique_ptr<PositionEncoding<double>> LoadTrainedEncoding(const std::string& run_file,
-                                                              std::string* name,
-                                                              EncodingShape* shape);
 
 }  // namespace lexp

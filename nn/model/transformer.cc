@@ -341,6 +341,10 @@ BlockCache<S>& Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x
   const bool knn = l == cfg_.knn.layer;
   c.attn.keep_lse = knn && cfg_.knn.softmax_merge;
   AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, keep, c.attn, c.att);
+  if (keep_kv_ && !training && l < static_cast<int>(kept_k_.size())) {
+    kept_k_[l] = c.k;  // the keys as attention read them (after site 3), for decoding
+    kept_v_[l] = c.v;
+  }
   if (knn) KnnMerge(c, training);
   BlockAfterAttention(l, x_in, c, x_out, training || (capture && capture_sites_));
   return c;
@@ -398,6 +402,12 @@ void Transformer<S>::Forward(const std::vector<int>& tokens, int B, int T,
   T_real_ = T;
   T_ = landmarks ? LandmarkLength(T) : T;
   for (auto& c : cache_) c.attn.capture_logits = capture;
+  // Keys and values kept for DecodeStartFromForward (an evaluation pass only).
+  const bool keep_kv = keep_kv_ && !training && CanDecodeFromForward();
+  kept_k_.resize(keep_kv ? cfg_.n_layers : 0);
+  kept_v_.resize(keep_kv ? cfg_.n_layers : 0);
+  kept_B_ = keep_kv ? B : 0;
+  kept_T_ = keep_kv ? T : 0;
   if (landmarks) {
     // The inner sequence: a landmark row after every landmark_block tokens. Token t keeps its
     // position and moves past the t / landmark_block landmarks before it; a landmark follows its

@@ -173,7 +173,26 @@ class Transformer {
   // forward pass over a whole sequence gives each row the logits decoding gives it (to rounding).
   bool DecodingRecomputesPrefix() const;
   void DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>& logits);
+  // Greedy decoding after a teacher-forced pass over the same sequences: with
+  // set_keep_keys_for_decoding(true), every evaluation Forward keeps each layer's keys (after the
+  // q/k transform) and values, and DecodeStartFromForward starts decoding the sequences `seqs` of
+  // that pass with their first `prefix` positions taken from them, where the pass read the same
+  // tokens at the same positions (pos[0..prefix) of this capacity's): decoding goes on at position
+  // `prefix` (DecodeAppend) without running the prefix again. Only where CanDecodeFromForward: the
+  // decoder keeps its keys transformed and does not recompute the prefix.
+  void set_keep_keys_for_decoding(bool on) { keep_kv_ = on; }
+  bool CanDecodeFromForward() const;
+  // Whether the last Forward kept its keys, over B sequences of T tokens.
+  bool KeptKeysOf(int B, int T) const { return kept_B_ > 0 && kept_B_ == B && kept_T_ == T; }
+  void DecodeStartFromForward(const std::vector<int>& seqs, int prefix, int capacity,
+                              const std::vector<double>& pos);
+  // Keeps only the sequences keep[0] < keep[1] < ... of the decoding batch (their caches move
+  // down, in order), so that sequences already finished cost nothing more; the others decode as
+  // in the whole batch, to float rounding (a product's kernel depends on its number of rows), and
+  // deterministically.
+  void DecodeKeep(const std::vector<int>& keep);
   int DecodedLength() const { return dec_T_; }
+  int DecodedSequences() const { return dec_B_; }
 
  private:
   const AttentionPattern& ActivePattern() const {
@@ -258,6 +277,9 @@ class Transformer {
   // [B*capacity, C] with sequence b at rows b*capacity...; queries, transformed keys and attention
   // outputs in the same layout; the new rows' activations compactly [B*n, C].
   int dec_B_ = 0, dec_cap_ = 0, dec_T_ = 0;
+  bool keep_kv_ = false;                 // set_keep_keys_for_decoding
+  std::vector<Mat<S>> kept_k_, kept_v_;  // per layer [B*T, C] of the last evaluation Forward
+  int kept_B_ = 0, kept_T_ = 0;          // its sequences and tokens (0: none kept)
   bool dec_recompute_ = false;                // length-dependent tables: a forward of the prefix
   std::vector<int> dec_tokens_, dec_prefix_;  // recompute: [B*capacity] tokens, [B*T] prefix
   Mat<S> dec_logits_;                         // recompute: [B*T, V]

@@ -2,6 +2,7 @@
 // extended by DecodeAppend a few rows at a time, with the bits of a full forward pass.
 #include "nn/model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -44,6 +45,36 @@ void Transformer<S>::DecodeStart(int B, int capacity, const std::vector<double>&
   if (enc_->Uses(kSiteQKTransform) && enc_->QKTransformDependsOnOtherPositions())
     ResizeZero(dec_kt_, rows, C);
   ResizeZero(dec_att_, rows, C);
+}
+
+template <typename S>
+bool Transformer<S>::CanDecodeFromForward() const {
+  return !DecodingRecomputesPrefix() &&
+         !(enc_->Uses(kSiteQKTransform) && enc_->QKTransformDependsOnOtherPositions());
+}
+
+template <typename S>
+void Transformer<S>::DecodeStartFromForward(const std::vector<int>& seqs, int prefix,
+                                            int capacity, const std::vector<double>& pos) {
+  LEXP_CHECK(CanDecodeFromForward() && kept_T_ > 0 &&
+                 static_cast<int>(kept_k_.size()) == cfg_.n_layers,
+             "decode: no keys kept from an evaluation pass (set_keep_keys_for_decoding)");
+  LEXP_CHECK(prefix >= 0 && prefix <= kept_T_ && prefix <= capacity,
+             "decode: the prefix is longer than the pass");
+  const int D = static_cast<int>(seqs.size());
+  for (int s : seqs) LEXP_CHECK(s >= 0 && s < kept_B_, "decode: no such sequence in the pass");
+  DecodeStart(D, capacity, pos);
+  const long C = cfg_.d_model, cap = capacity;
+  for (int l = 0; l < cfg_.n_layers; ++l)
+    for (int i = 0; i < D; ++i) {
+      const long src = static_cast<long>(seqs[i]) * kept_T_, dst = i * cap;
+      dec_k_[l].middleRows(dst, prefix) = kept_k_[l].middleRows(src, prefix);
+      dec_v_[l].middleRows(dst, prefix) = kept_v_[l].middleRows(src, prefix);
+      // Column t of row i*C + c: key t's component c.
+      dec_keys_t_[l].block(i * C, 0, C, prefix) =
+          kept_k_[l].middleRows(src, prefix).transpose();
+    }
+  dec_T_ = prefix;
 }
 
 // One block over the n new rows x [B*n, C] (positions t0..t0+n of each sequence), in place: the
@@ -129,15 +160,62 @@ void Transformer<S>::DecodeAppend(const std::vector<int>& tokens, int n, Mat<S>&
   LinearForward(dec_y_, p_.head, logits);
 }
 
+template <typename S>
+void Transformer<S>::DecodeKeep(const std::vector<int>& keep) {
+  const int B = dec_B_;
+  LEXP_CHECK(!keep.empty(), "decode: DecodeKeep needs at least one sequence to keep");
+  for (size_t i = 0; i < keep.size(); ++i)
+    LEXP_CHECK(keep[i] >= 0 && keep[i] < B && (i == 0 || keep[i] > keep[i - 1]),
+               "decode: DecodeKeep takes increasing indices of the decoding batch");
+  const int kept = static_cast<int>(keep.size());
+  if (kept == B) return;
+  const long cap = dec_cap_, T = dec_T_, C = cfg_.d_model;
+  // Moves the block [b*stride, b*stride + rows) x [0, cols) to row i*stride for the kept b (i <= b:
+  // in place), then drops the rows of the others. Only the decoded part (T positions) is moved.
+  auto compact = [&](Mat<S>& m, long stride, long rows, long cols) {
+    if (m.rows() == 0) return;
+    for (int i = 0; i < kept; ++i)
+      if (keep[i] != i)
+        m.block(i * stride, 0, rows, cols) = m.block(keep[i] * stride, 0, rows, cols);
+    m.conservativeResize(kept * stride, Eigen::NoChange);
+  };
+  dec_B_ = kept;
+  if (dec_recompute_) {
+    for (int i = 0; i < kept; ++i)
+      std::copy(dec_tokens_.begin() + keep[i] * cap, dec_tokens_.begin() + keep[i] * cap + T,
+                dec_tokens_.begin() + i * cap);
+    dec_tokens_.resize(static_cast<size_t>(kept) * cap);
+    return;
+  }
+  for (int l = 0; l < cfg_.n_layers; ++l) {
+    compact(dec_k_[l], cap, T, C);
+    compact(dec_v_[l], cap, T, C);
+    compact(dec_keys_t_[l], C, C, T);
+  }
+  compact(dec_q_, cap, T, C);
+  compact(dec_kt_, cap, T, C);
+  compact(dec_att_, cap, T, C);
+}
+
 template bool Transformer<float>::DecodingRecomputesPrefix() const;
 template void Transformer<float>::DecodeStart(int B, int capacity, const std::vector<double>& pos);
 template void Transformer<float>::DecodeBlock(int l, Mat<float>& x, int t0, int n);
 template void Transformer<float>::DecodeAppend(
     const std::vector<int>& tokens, int n, Mat<float>& logits);
+template void Transformer<float>::DecodeKeep(const std::vector<int>& keep);
+template bool Transformer<float>::CanDecodeFromForward() const;
+template void Transformer<float>::DecodeStartFromForward(const std::vector<int>& seqs, int prefix,
+                                                       int capacity,
+                                                       const std::vector<double>& pos);
 template bool Transformer<double>::DecodingRecomputesPrefix() const;
 template void Transformer<double>::DecodeStart(int B, int capacity, const std::vector<double>& pos);
 template void Transformer<double>::DecodeBlock(int l, Mat<double>& x, int t0, int n);
 template void Transformer<double>::DecodeAppend(
     const std::vector<int>& tokens, int n, Mat<double>& logits);
+template void Transformer<double>::DecodeKeep(const std::vector<int>& keep);
+template bool Transformer<double>::CanDecodeFromForward() const;
+template void Transformer<double>::DecodeStartFromForward(const std::vector<int>& seqs, int prefix,
+                                                       int capacity,
+                                                       const std::vector<double>& pos);
 
 }  // namespace lexp

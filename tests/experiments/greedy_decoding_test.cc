@@ -4,6 +4,7 @@
 // a trained copy model writes what teacher forcing predicts for as long as it writes the target.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -84,6 +85,61 @@ TEST_P(DecodeEqualsForward, ForEveryEncoding) {
   }
 }
 
+// Sequences dropped from the decoding batch (DecodeKeep, as greedy decoding drops the finished
+// ones) leave the others' logits what the whole batch gives them, to float rounding (a product's
+// kernel depends on its number of rows): for cached keys (rope), keys transformed again at every
+// step (xpos) and a prefix recomputed at every step (dynamic_ntk). The sequences are dropped after
+// the prompt and again two steps later.
+TEST(Decode, DroppingFinishedSequencesLeavesTheOthersLogitsUnchanged) {
+  constexpr int B = 6, T = 14, P = 4, C = 16, H = 2, L = 2, V = 9;
+  struct Case {
+    std::string encoding;
+    std::map<std::string, std::string> options;
+  };
+  for (const Case& tc : {Case{"rope", {}}, Case{"xpos", {}},
+                         Case{"rope", {{"scaling", "dynamic_ntk"}, {"factor", "2"}}}}) {
+    auto enc = CreateEncoding<float>(tc.encoding, tc.options, EncodingShape{C, H, L, true, 64, 6, V});
+    Transformer<float> whole(SmallDecoder(V, C, H, L), enc.get());
+    Transformer<float> part(SmallDecoder(V, C, H, L), enc.get());
+    Rng init_whole(5), init_part(5), rng(6);
+    whole.Init(init_whole);
+    part.Init(init_part);
+    std::vector<int> tokens(B * T);
+    for (int& t : tokens) t = static_cast<int>(rng.UniformInt(0, V - 1));
+    std::vector<double> pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = t;
+    whole.DecodeStart(B, T, pos);
+    part.DecodeStart(B, T, pos);
+    std::vector<int> alive(B);  // part's batch: indices into the whole batch
+    for (int s = 0; s < B; ++s) alive[s] = s;
+    MatF from_whole, from_part;
+    for (int t = 0; t < T; t += (t == 0 ? P : 1)) {
+      const int n = t == 0 ? P : 1;
+      if (t == P || t == P + 2) {
+        const std::vector<int> keep = t == P ? std::vector<int>{1, 2, 4, 5} : std::vector<int>{0, 3};
+        std::vector<int> next_alive;
+        for (int i : keep) next_alive.push_back(alive[i]);
+        part.DecodeKeep(keep);
+        alive = next_alive;
+        ASSERT_EQ(part.DecodedSequences(), static_cast<int>(alive.size()));
+      }
+      std::vector<int> all, some;
+      for (int s = 0; s < B; ++s)
+        all.insert(all.end(), tokens.begin() + s * T + t, tokens.begin() + s * T + t + n);
+      for (int s : alive)
+        some.insert(some.end(), tokens.begin() + s * T + t, tokens.begin() + s * T + t + n);
+      whole.DecodeAppend(all, n, from_whole);
+      part.DecodeAppend(some, n, from_part);
+      for (size_t i = 0; i < alive.size(); ++i)
+        for (int r = 0; r < n; ++r)
+          for (int v = 0; v < V; ++v)
+            ASSERT_NEAR(from_part(static_cast<long>(i) * n + r, v),
+                        from_whole(static_cast<long>(alive[i]) * n + r, v), 2e-5)
+                << tc.encoding << " sequence " << alive[i] << " t " << t + r;
+    }
+  }
+}
+
 // Where the tables of a position depend on the length (RoPE's dynamic rules) or the keys a query
 // sees do (S2-Attn's groups), each step recomputes the prefix: its logits are those of a forward
 // pass over the prefix at that step, not over the final sequence.
@@ -144,6 +200,64 @@ std::vector<std::string> CausalEncodings() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Registry, DecodeEqualsForward, ::testing::ValuesIn(CausalEncodings()),
+                         [](const auto& param_info) { return param_info.param; });
+
+// Decoding started from a teacher-forced pass's keys and values (DecodeStartFromForward, as greedy
+// evaluation starts after the pass) gives every later position the logits of a full forward pass,
+// for every encoding that can (in double, to rounding); the others say why they cannot. Negative
+// control: keys kept from a pass over other tokens give other logits, so the kept keys are what
+// the decoding reads.
+class DecodeFromForward : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DecodeFromForward, ForEveryEncoding) {
+  const std::string name = GetParam();
+  constexpr int B = 3, T = 13, prefix = 6, C = 16, H = 2, L = 2, V = 11;
+  std::map<std::string, std::string> options;
+  if (name == "rope_partial") options["fraction"] = "0.5";
+  auto enc = CreateEncoding<double>(name, options, EncodingShape{C, H, L, true, 64, 8, V, V / 2});
+  Transformer<double> model(SmallDecoder(V, C, H, L), enc.get());
+  if (!model.CanDecodeFromForward()) {
+    EXPECT_TRUE(model.DecodingRecomputesPrefix() || enc->QKTransformDependsOnOtherPositions())
+        << name;
+    return;
+  }
+  Rng rng(7);
+  model.Init(rng);
+  std::vector<int> tokens(B * T), other(B * T);
+  for (int& t : tokens) t = static_cast<int>(rng.UniformInt(0, V - 1));
+  for (int& t : other) t = static_cast<int>(rng.UniformInt(0, V - 1));
+  std::vector<double> pos(T);
+  for (int t = 0; t < T; ++t) pos[t] = t;
+  MatD full, step, unused;
+  model.Forward(tokens, B, T, pos, false, false, full);
+  const std::vector<int> seqs = {0, 2};
+  for (const bool control : {false, true}) {
+    model.set_keep_keys_for_decoding(true);
+    model.Forward(control ? other : tokens, B, T, pos, false, false, unused);
+    model.set_keep_keys_for_decoding(false);
+    ASSERT_TRUE(model.KeptKeysOf(B, T)) << name;
+    model.DecodeStartFromForward(seqs, prefix, T, pos);
+    double largest = 0;
+    for (int t = prefix; t < T; ++t) {
+      std::vector<int> next;
+      for (int s : seqs) next.push_back(tokens[s * T + t]);
+      model.DecodeAppend(next, 1, step);
+      for (size_t i = 0; i < seqs.size(); ++i)
+        for (int v = 0; v < V; ++v) {
+          const double d = std::abs(step(static_cast<long>(i), v) - full(seqs[i] * T + t, v));
+          largest = std::max(largest, d);
+          if (!control) {
+            ASSERT_LT(d, 1e-10) << name << " sequence " << seqs[i] << " t " << t;
+          }
+        }
+    }
+    if (control) {
+      EXPECT_GT(largest, 1e-6) << name << ": the kept keys were not read";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, DecodeFromForward, ::testing::ValuesIn(CausalEncodings()),
                          [](const auto& param_info) { return param_info.param; });
 
 // A model that answers copy_rsc (one token repeated, copied) by attending uniformly to everything
