@@ -37,13 +37,16 @@ struct GeometryCurves {
   int input_tokens = 0;  // of the longest probe: where the input ends (0 when unknown)
   std::vector<double> running_max, entropy, visible, distance;  // [T]
   std::vector<double> expectation;                              // [T] mean logit by distance
-  // Per probe length (ascending): mean over layers and heads of the JS divergence of each head and
+  // Per probe length (ascending; probe_tokens: its model sequence in tokens, the figure's unit):
+  // mean over layers and heads of the JS divergence of each head and
   // its reference head matched one to one (js_matched; js_best in older files)
   // against the reference (NaN without one), of the resolution over the training window and over
   // every distance (convention A), and a flat curve's resolution over every distance.
-  std::vector<double> probe_length, js, resolution_window, resolution, resolution_flat;
-  // From /analysis/expectation when present: the same resolutions per evaluation length.
-  std::vector<double> eval_length, eval_resolution_window, eval_resolution, eval_flat;
+  std::vector<double> probe_length, probe_tokens, js, resolution_window, resolution,
+      resolution_flat;
+  // From /analysis/expectation when present: the same resolutions per evaluation length (and its
+  // sequence in tokens, from /eval; NaN where /eval has no such length).
+  std::vector<double> eval_length, eval_tokens, eval_resolution_window, eval_resolution, eval_flat;
 };
 
 // /analysis/geometry as this lexp writes it (LM-Infinite's last-query bound in its length groups).
@@ -86,6 +89,7 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       const auto res = pg.ReadDoublesShaped("resolution", {kAny, kAny}, &lh);
       const auto win = pg.ReadDoublesShaped("resolution_train_window", lh);
       c.probe_length.push_back(static_cast<double>(n));
+      c.probe_tokens.push_back(static_cast<double>(pg.Dims("logit_bound_last_query").back()));
       c.resolution.push_back(MeanOverHeads(res, res.size(), 1)[0]);
       c.resolution_window.push_back(MeanOverHeads(win, win.size(), 1)[0]);
       c.resolution_flat.push_back(pg.AttrDouble("resolution_flat"));
@@ -105,8 +109,20 @@ std::vector<GeometryCurves> ReadGeometry(const std::string& run_dir) {
       const auto res = ex.ReadDoublesShaped("resolution", {kAny, kAny, kAny}, &rd);
       const auto win = ex.ReadDoublesShaped("resolution_train_window", rd);
       c.eval_flat = ex.ReadDoublesShaped("resolution_flat", {rd[0]});
-      for (auto v : ex.ReadIntsShaped("length", {rd[0]}))
+      // Task length -> tokens, from the evaluation rows.
+      std::map<int64_t, int64_t> tokens_of;
+      if (root.Has("eval") && root.OpenGroup("eval").Has("sequence_length")) {
+        const h5::Group ev = root.OpenGroup("eval");
+        std::vector<uint64_t> ed;
+        const auto n_eval = ev.ReadIntsShaped("length", {kAny}, &ed);
+        const auto t_eval = ev.ReadIntsShaped("sequence_length", ed);
+        for (size_t i = 0; i < n_eval.size(); ++i) tokens_of[n_eval[i]] = t_eval[i];
+      }
+      for (auto v : ex.ReadIntsShaped("length", {rd[0]})) {
         c.eval_length.push_back(static_cast<double>(v));
+        c.eval_tokens.push_back(tokens_of.count(v) ? static_cast<double>(tokens_of.at(v))
+                                                   : std::numeric_limits<double>::quiet_NaN());
+      }
       for (uint64_t x = 0; x < rd[0]; ++x) {
         const uint64_t k = rd[1] * rd[2];
         c.eval_resolution.push_back(MeanOverHeads(
@@ -152,7 +168,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
          "columns 2 and 6, query for columns 3-5), LM-Infinite's logit bound (running max of the "
          "last query's logits, mean over probe sequences), entropy (nats), visible keys, mean "
          "attended distance (tokens), mean logit at distance i; then one block per run over its "
-         "probe lengths: length, JS divergence of each head and its one-to-one matched reference "
+         "probe lengths: probe sequence length (tokens), JS divergence of each head and its one-to-one matched reference "
          "head, mean over heads (nats, NaN: "
          "none), resolution over the training window, resolution over every distance, a flat "
          "curve's resolution over every distance\n";
@@ -187,7 +203,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     const auto& c = runs[r];
     dat << "# " << c.encoding << " per probe length\n";
     for (size_t i = 0; i < c.probe_length.size(); ++i)
-      dat << c.probe_length[i] << " " << c.js[i] << " " << c.resolution_window[i] << " "
+      dat << c.probe_tokens[i] << " " << c.js[i] << " " << c.resolution_window[i] << " "
           << c.resolution[i] << " " << c.resolution_flat[i] << "\n";
     dat << "\n\n";
     const std::string sep = r ? ", " : "";
@@ -196,39 +212,41 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     // Every evaluation length when /analysis/expectation has them, else the probe lengths.
     const size_t idx = c.eval_length.empty() ? block + r : block + runs.size() + r;
     p6 += fmt::format(
-        "{0}'{1}.dat' index {2} using 1:3 with linespoints ls {3} title '{4}, training window', "
-        "'{1}.dat' index {2} using 1:4 with lines ls {3} dt 2 title '{4}, every distance'",
+        "{0}'{1}.dat' index {2} using 1:3 with linespoints ls {3} title '{4}', "
+        "'{1}.dat' index {2} using 1:4 with lines ls {3} dt 2 notitle",
         sep, name, idx, r + 1, c.encoding);
   }
   p6 += fmt::format(
-      ", '{}.dat' index {} using 1:5 with lines dt 3 lw 2 lc rgb 'black' title "
-      "'flat curve, every distance (1/K^2)'",
+      ", NaN with lines dt 2 lw 2 lc rgb 'gray40' title 'dashed: every distance', "
+      "'{}.dat' index {} using 1:5 with lines dt 3 lw 2 lc rgb 'black' title 'flat (1/K^2)'",
       name, runs[0].eval_length.empty() ? block : block + runs.size());
   // Resolution at every evaluation length (/analysis/expectation), one block per run (may be
   // empty).
   for (const auto& c : runs) {
     dat << "# " << c.encoding
-        << " per evaluation length: length, (unused), resolution over the "
+        << " per evaluation length: sequence length (tokens), (unused), resolution over the "
            "training window, over every distance, a flat curve's\n";
     for (size_t i = 0; i < c.eval_length.size(); ++i)
-      dat << c.eval_length[i] << " NaN " << c.eval_resolution_window[i] << " "
+      dat << DatNumber(c.eval_tokens[i]) << " NaN " << c.eval_resolution_window[i] << " "
           << c.eval_resolution[i] << " " << c.eval_flat[i] << "\n";
     dat << "\n\n";
   }
   dat.close();
   p2 += fmt::format(
       ", '{}.dat' index 0 using {}:(log($4)) with lines dt 3 lw 2 lc rgb 'black' "
-      "title 'uniform: ln(visible keys)'",
+      "title 'uniform, ln(keys)'",
       name, every_key ? 1 : 4);
   std::string s =
       "# Attention geometry of the longest probe (lexp analyze); data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size {},900 font 'Sans,10' noenhanced\n",
                    block > 6 ? 1800 : 1500);
   s += "set output '" + name + ".png'\n" + SeriesStyles(block);
+  // Every length of the figure in tokens of the model's sequence (one unit per figure).
   s += fmt::format(
       "set multiplot layout 2,3 title 'attention of trained runs (top and bottom left: the "
-      "longest probe; trained on 1..{}; mean over layers and heads)'\n",
-      N);
+      "longest probe; trained on {}; mean over layers and heads)'\n",
+      train_tokens > 0 ? fmt::format("sequences of up to {} tokens", train_tokens)
+                       : fmt::format("task lengths up to n = {}", N));
   s += "set grid\n" + KeyPlacement(block);
   if (train_tokens > 0)
     s += fmt::format(
@@ -251,7 +269,7 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
           : "";
   if (every_key) {  // encoder layout: every query sees all T keys, so plot against the query
     s += input_mark;
-    s += "set xlabel 'query position (every query sees all keys)'\nset ylabel 'attention "
+    s += "set xlabel 'query position (tokens; every query sees all keys)'\nset ylabel 'attention "
          "entropy (nats)'\n";
     s += "set title 'entropy by query'\nplot " + p2 + "\n";
   } else {
@@ -259,21 +277,23 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     s += "set title 'entropy vs visible keys'\nplot " + p2 + "\n";
     s += input_mark;
   }
-  s += "set xlabel 'query position'\nset ylabel 'mean attended distance (tokens)'\n";
+  s += "set xlabel 'query position (tokens)'\nset ylabel 'mean attended distance (tokens)'\n";
   s += "set title 'where attention goes'\nplot " + p3 + "\n";
   s += "unset arrow 3\nunset label 3\n";
   s += "set xlabel 'distance i - j (tokens)'\nset ylabel 'mean logit at that distance'\n";
   s += "set title 'empirical attention expectation (xPos paper)'\nplot " + p4 + "\n";
   s += "unset arrow 1\nunset label 1\nset logscale x 2\n";
-  s += fmt::format(
-      "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", N);
-  s += "set xlabel 'probe length n (log scale)'\nset ylabel 'JS divergence, heads matched one "
-       "to one (nats)'\n";
+  if (train_tokens > 0)
+    s += fmt::format(
+        "set arrow 2 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n",
+        train_tokens);
+  s += "set xlabel 'probe sequence length (tokens, log scale)'\nset ylabel 'JS divergence, heads "
+       "matched one to one (nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
   s += "set yrange [0:*]\nplot " + p5 + "\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
-  s += "set xlabel 'length n (log scale; every evaluation length when analysed)'\n";
-  s += "set title 'resolution of the empirical expectation (same N: training window)'\nplot " + p6 +
+  s += "set xlabel 'sequence length (tokens, log scale)'\n";
+  s += "set title 'resolution of the expectation over the training window (solid)'\nplot " + p6 +
        "\n";
   s += "unset multiplot\n";
   return Render(dir, name, s);

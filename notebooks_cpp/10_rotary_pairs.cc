@@ -107,13 +107,15 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
          "(frozen lo, hi, removed lo, hi; NaN: not in the file)\n";
   std::string s = "# Rotary pairs against the critical dimension; data in " + name + ".dat\n";
   s += fmt::format("set terminal pngcairo size 1650,{} font 'Sans,10' noenhanced\n",
-                   420 * runs.size());
+                   470 * runs.size());
   s += "set output '" + name + ".png'\n" + SeriesStyles(4);
   s += fmt::format(
       "set multiplot layout {},3 title 'rotary pairs: training coverage, "
       "contribution and post-critical ablation (predicted boundary dashed)'\n",
       runs.size());
-  s += "set grid\n";
+  // Every key below its panel, off the data (the ablation's curves reach the uniform-guess line),
+  // in a bottom margin of the same height for all three panels, so that they stay aligned.
+  s += "set grid\nset key outside below center horizontal maxcols 3 samplen 2\nset bmargin 6\n";
   // Runs are compared row against row: every column shares its axes across rows (a range over
   // every run's finite values, padded; autoscaled when a column has none).
   struct Range {
@@ -181,7 +183,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         fmt::format("set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 2 lc rgb 'black'\n",
                     r.predicted - 0.5);
     s += boundary;
-    s += "set key top right\nset logscale y\nset xlabel 'rotary pair k (slower to the right)'\n";
+    s += "set logscale y\nset xlabel 'rotary pair k (slower to the right)'\n";
     s += fmt::format("set xrange [-0.5:{}]\n", max_pairs - 0.5) + periods.Set("y", true);
     s += "set ylabel 'periods covered (log scale)'\n";
     s += fmt::format("set title '{}: angle range / 2 pi (1 = a full period)'\n", r.label);
@@ -197,7 +199,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
         "plot '{0}.dat' index {1} using 1:4 with linespoints ls 1 title 'distance < training', "
         "'' index {1} using 1:5 with linespoints ls 2 title 'distance >= training'\n",
         name, a);
-    s += "unset logscale y\nset key bottom left\nset xlabel 'cut c: pairs k >= c ablated (c = P: "
+    s += "unset logscale y\nset xlabel 'cut c: pairs k >= c ablated (c = P: "
          "none)'\n";
     s += fmt::format("set xrange [-0.5:{}]\n", max_pairs + 0.5) + loss.Set("y", false);
     s += "set ylabel 'loss beyond training (nats/token)'\n";
@@ -217,7 +219,7 @@ std::string DrawRotaryPairs(const std::string& run_dir) {
                              : fmt::format(", {} with lines dt 3 lc rgb 'gray40' title 'uniform "
                                            "guess (ln V = {:.2f})'",
                                            r.chance, r.chance));
-    s += "unset arrow 1\nset key top right\n";
+    s += "unset arrow 1\n";
   }
   s += "unset multiplot\n";
   dat.close();

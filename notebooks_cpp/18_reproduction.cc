@@ -1,8 +1,8 @@
-// Figure 18: a reproduction's verdict (lexp reproduce): one panel per compared run label, its
+// Figure 18: a reproduction's verdict (lexp reproduce): every compared run label in one panel, its
 // criterion metric against the evaluation length (mean over seeds, the band from the worst to the
-// best seed), the training length marked, the lengths the criterion averages shaded (blue; green:
-// the lengths a ratio divides by), one vertical scale for all, and the published number as a
-// dashed line where the claim gives one. A claim judged at equal training compute draws the
+// best seed, the score with its 95% interval in the key), the training length marked, the lengths
+// the criterion averages shaded and labelled (blue; green: the lengths a ratio divides by), and
+// the published number as a dashed line of the label's colour where the claim gives one. A claim judged at equal training compute draws the
 // metric against the compute spent before each evaluation during training instead, the compute
 // every run is judged at marked.
 // With a trend (the claim judged at several numbers of training steps), a second figure: each
@@ -126,7 +126,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
       << "_max(best seed)\n";
   double x_lo = 1e300, x_hi = 0, y_lo = 1e300, y_hi = -1e300;
   struct Panel {
-    std::string label, title;
+    std::string label, title, interval;
     bool published = false;
     double published_value = 0;
     int runs = 0;
@@ -167,13 +167,12 @@ std::string DrawReproduction(const std::string& claim_dir) {
         if (std::isfinite(y)) p.points.emplace_back(length[i], y);
     const auto seeds = g.ReadInts("seed");
     p.runs = static_cast<int>(seeds.size());
-    // A panel is 480 pixels wide: about 56 characters of the 10-point font fit beside the next.
-    p.title = seeds.empty()
-                  ? label + ": no completed run"
-                  : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]{}", label, g.AttrDouble("score"),
-                                g.AttrDouble("lo"), g.AttrDouble("hi"),
-                                WrapAtWords(g.AttrString("interval") + Censored(g, seeds.size()),
-                                            56, nullptr));
+    // The key entry: the label's score and its 95% interval; how it was judged said apart.
+    p.title = seeds.empty() ? label + ": no completed run"
+                            : fmt::format("{}: {:.3f} [{:.3f}, {:.3f}]{}", label,
+                                          g.AttrDouble("score"), g.AttrDouble("lo"),
+                                          g.AttrDouble("hi"), Censored(g, seeds.size()));
+    p.interval = seeds.empty() ? "" : g.AttrString("interval");
     if (g.HasAttr("published")) {
       p.published = true;
       p.published_value = g.AttrDouble("published");
@@ -181,27 +180,32 @@ std::string DrawReproduction(const std::string& claim_dir) {
     panels.push_back(p);
   }
   dat.close();
-  const int n = static_cast<int>(panels.size()), cols = std::min(n, 3),
-            rows = (n + cols - 1) / cols;
+  const int n = static_cast<int>(panels.size());
   const bool log_x = compute.empty() && x_hi > 20 * std::max(1.0, x_lo);
+  // How each label's score was judged ("Student-t over 5 seeds"): said once in the title when all
+  // labels share it, else in each label's key entry.
+  bool one_interval = true;
+  for (const auto& p : panels) one_interval = one_interval && p.interval == panels[0].interval;
+  const int key_rows = (n + 1) / 2 + 1;
+  const int height = 420 + 18 * key_rows;
   std::string s = "# A reproduction's verdict; data in " + name + ".dat\n";
-  s += fmt::format("set terminal pngcairo size {},{} font 'Sans,10' noenhanced\n", 480 * cols,
-                   150 + 330 * rows);
+  s += fmt::format("set terminal pngcairo size 960,{} font 'Sans,10' noenhanced\n", height + 60);
   s += "set output '" + name + ".png'\n";
-  // The title: the verdict, then the claim wrapped at words.
-  int title_lines = 1;
-  const std::string wrapped =
-      WrapAtWords(root.AttrString("statement"), 60 * static_cast<size_t>(cols), &title_lines);
-  s += fmt::format(
-      "set multiplot layout {},{} title {} margins 0.08,0.98,0.1,{:.3f} spacing 0.08,0.16\n", rows,
-      cols,
-      MultiLine(fmt::format("{} ({}): {}{}", root.AttrString("id"), BudgetText(root),
-                            root.AttrString("verdict"), wrapped)),
-      1.0 - (80.0 + 16.0 * title_lines) / (150 + 330 * rows));
+  // The title: the verdict, then the claim wrapped at words, then how the scores were judged.
+  const std::string wrapped = WrapAtWords(root.AttrString("statement"), 110, nullptr);
+  s += "set title " +
+       MultiLine(fmt::format("{} ({}): {}{}{}", root.AttrString("id"), BudgetText(root),
+                             root.AttrString("verdict"), wrapped,
+                             one_interval && !panels[0].interval.empty()
+                                 ? "\nscores: " + panels[0].interval
+                                 : std::string())) +
+       "\n";
   s += log_x ? "set logscale x 2\n" : "unset logscale x\n";
-  // One value per run at one length (an extrapolation limit at N): that length alone marked.
+  // One value per run at one length (an extrapolation limit at N): that length alone marked, the
+  // labels' error bars side by side around it.
+  const double single_spread = x_lo == x_hi ? 0.6 : 0.0;
   if (x_lo == x_hi)
-    s += fmt::format("set xrange [{0}:{1}]\nset xtics ({2})\n", x_lo - 1, x_hi + 1, x_lo);
+    s += fmt::format("set xrange [{}:{}]\nset xtics ({})\n", x_lo - 1, x_hi + 1, x_lo);
   if (compute.empty()) {
     s += fmt::format("set xlabel 'task length n (trained on n <= {})'\n", train);
   } else {
@@ -213,7 +217,6 @@ std::string DrawReproduction(const std::string& claim_dir) {
          Quote(axis + " before each evaluation (n = " +
                (at.size() == 2 && at[0] == at[1] ? at[0] : root.AttrString("lengths")) + ")") +
          "\n";
-    // One horizontal scale for every panel: the runs' compute differs by design.
     s += fmt::format("set xrange [0:{}]\n", x_hi * 1.02);
   }
   const bool fraction = IsFraction(metric);
@@ -232,80 +235,97 @@ std::string DrawReproduction(const std::string& claim_dir) {
                  ? "extrapolation limit (task length n)"
                  : metric) +
        "\n";
-  // One vertical scale for every panel, so that the labels compare at a glance.
   if (metric == "gap_share") {
     y_lo = std::min(y_lo, 0.0);
     y_hi = std::max(y_hi, 1.0);
   }
+  // Room above the curves for the labels of the shaded spans.
   if (fraction) {
-    s += "set yrange [0:1.05]\n";
+    s += "set yrange [0:1.12]\n";
   } else if (y_lo < y_hi) {
     const double pad = 0.05 * (y_hi - y_lo);
-    s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
-  } else if (y_lo == y_hi) {  // one value: a range around it (gnuplot's own warns)
+    s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + 3 * pad);
+  } else if (y_lo == y_hi && y_lo < 1e300) {  // one value: a range around it (gnuplot's own warns)
     const double pad = std::max(0.5, 0.05 * std::abs(y_lo));
     s += fmt::format("set yrange [{}:{}]\n", y_lo - pad, y_hi + pad);
   }
-  // The key where the curves are not: first the corner the metric's curves usually leave free
-  // (accuracies fall with length, losses rise from a low start, divergences sit high), else the
-  // corner of each panel that holds the fewest of its points.
-  s += "set style fill transparent solid 0.25 noborder\n";
-  const std::string preferred =
-      fraction ? "bottom left" : metric == "js_to_reference" ? "bottom right" : "top left";
-  const PlotFrame frame{x_lo, x_hi, fraction ? 0.0 : y_lo, fraction ? 1.05 : y_hi, log_x};
+  s += "set style fill transparent solid 0.2 noborder\n";
+  // The training length (or the compute every run is judged at), dashed and labelled.
+  const double mark =
+      compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute") / x_unit;
+  s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
+                   mark, mark);
+  s += fmt::format("set label 1 {} at {},graph 0.97 right offset -0.5,0 tc rgb 'gray30'\n",
+                   Quote(compute.empty() ? fmt::format("trained on n <= {}", train)
+                                         : std::string("judged at this compute")),
+                   mark);
+  // The lengths the criterion averages shaded blue and labelled; those a ratio divides by green.
+  auto span_label = [&](const std::vector<std::string>& sp, const std::string& what, int tag,
+                        const char* colour, double y) {
+    if (sp.size() != 2 || !compute.empty()) return;
+    const double a = std::stod(sp[0]), b = std::stod(sp[1]);
+    s += fmt::format(
+        "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '{}' fillstyle solid "
+        "1.0 noborder behind\n",
+        a == b ? a - 0.5 : a, a == b ? b + 0.5 : b, colour);
+    const double mid = log_x ? std::sqrt(a * b) : (a + b) / 2;
+    s += fmt::format("set label {} {} at {},graph {} center\n", tag,
+                     Quote(what + (a == b ? " n = " + sp[0] : " n = " + sp[0] + ".." + sp[1])),
+                     mid, y);
+  };
+  span_label(span, "judged:", 2, "#e8e8ff", 0.97);
+  span_label(relative, "ratio to:", 3, "#e4f4e4", 0.92);
+  s += "set key outside below center horizontal maxcols 2 samplen 2\n";
+  // Every label in one panel, so that their gap is read directly: the band from the worst to the
+  // best seed, the mean over seeds with its score, the published number dashed in the same colour.
+  static const char* kColours[] = {"#3060c0", "#d05020", "#30a050", "#9040b0",
+                                   "#b09020", "#20a0b0", "#c03070", "#606060"};
+  std::string plot = "plot ";
+  bool first = true, any_band = false;
+  auto add = [&](const std::string& item) {
+    if (!first) plot += ", ";
+    plot += item;
+    first = false;
+  };
   for (int k = 0; k < n; ++k) {
     const Panel& p = panels[k];
-    s += "unset arrow\nunset object\n";
-    // The training length, or the compute every run is judged at.
-    const double mark =
-        compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute") / x_unit;
-    s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
-                     mark, mark);
-    // The judged lengths shaded blue, the lengths a ratio is taken against green.
-    if (span.size() == 2 && compute.empty())
-      s += fmt::format(
-          "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '#e8e8ff' "
-          "fillstyle solid 1.0 noborder behind\n",
-          span[0], span[1]);
-    if (relative.size() == 2)
-      s += fmt::format(
-          "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '#e4f4e4' "
-          "fillstyle solid 1.0 noborder behind\n",
-          relative[0], relative[1]);
-    s += "set title " + MultiLine(p.title) + "\n";
-    // No finite score to draw (no run completed, or none learnt the task where a limit needs
-    // it): an empty frame that says so, its ranges this plot's own.
+    const char* colour = kColours[k % 8];
+    const double dx = single_spread * (k - (n - 1) / 2.0) / std::max(1, n);
+    const std::string x = dx == 0 ? std::string("1") : fmt::format("($1+{})", dx);
+    const std::string title = one_interval || p.interval.empty()
+                                  ? p.title
+                                  : fmt::format("{} ({})", p.title, p.interval);
     if (p.points.empty()) {
-      s += "unset key\nunset xtics\nunset ytics\nunset arrow\nunset object\nunset logscale x\n"
-           "set label 1 'no finite score to draw' at graph 0.5,0.5 center\n"
-           "plot [0:1] [0:1] 2 notitle\n"
-           "unset label 1\nset xtics\nset ytics\n";
-      if (x_lo == x_hi && x_lo < 1e300) s += fmt::format("set xtics ({})\n", x_lo);
-      if (log_x) s += "set logscale x 2\n";
+      add(fmt::format("NaN with lines lw 2 lc rgb '{}' title {}", colour, Quote(title)));
       continue;
     }
-    // At one length the points sit on the middle line: the key reads left of it.
-    s += x_lo == x_hi ? std::string("set key left Left reverse samplen 1 width -4\n")
-                      : "set key " + FreeKeyCorner(p.points, frame, preferred) + "\n";
-    // The seeds' range: a band along the lengths, an error bar at a single one.
-    std::string plot =
-        p.runs <= 1 ? std::string("plot ")
-        : x_lo == x_hi
-            ? fmt::format("plot '{0}.dat' index {1} using 1:2:3:4 with yerrorbars pt -1 lw 2 "
-                          "lc rgb '#4060c0' title 'worst to best seed', ",
-                          name, k)
-            : fmt::format("plot '{0}.dat' index {1} using 1:3:4 with filledcurves lc rgb '#4060c0' "
-                          "title 'worst to best seed', ",
-                          name, k);
-    plot += fmt::format(
-        "'{}.dat' index {} using 1:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '#203080' title {}",
-        name, k, Quote(p.runs > 1 ? fmt::format("mean over {} seeds", p.runs) : "one run"));
+    if (p.runs > 1) {
+      any_band = true;
+      add(x_lo == x_hi
+              ? fmt::format("'{}.dat' index {} using {}:2:3:4 with yerrorbars pt -1 lw 2 lc rgb "
+                            "'{}' notitle",
+                            name, k, x, colour)
+              : fmt::format("'{}.dat' index {} using 1:3:4 with filledcurves lc rgb '{}' notitle",
+                            name, k, colour));
+    }
+    add(fmt::format("'{}.dat' index {} using {}:2 with linespoints lw 2 pt 7 ps 0.6 lc rgb '{}' "
+                    "title {}",
+                    name, k, x, colour, Quote(title)));
     if (p.published)
-      plot += fmt::format(", {} with lines dashtype 3 lw 2 lc rgb '#c04020' title 'published'",
-                          p.published_value);
-    s += plot + "\n";
+      add(fmt::format("{} with lines dashtype 3 lw 2 lc rgb '{}' title {}", p.published_value,
+                      colour, Quote(p.label + ": published")));
   }
-  s += "unset multiplot\n";
+  if (any_band)
+    add("NaN with filledcurves lc rgb 'gray50' title 'shaded: worst to best seed, line: mean over "
+        "seeds'");
+  bool anything = false;
+  for (const auto& p : panels) anything = anything || !p.points.empty();
+  // No finite score to draw (no run completed, or none learnt the task where a limit needs it):
+  // an empty frame that says so.
+  if (!anything)
+    plot = "set label 4 'no finite score to draw' at graph 0.5,0.5 center\nunset logscale x\n"
+           "plot [0:1] [0:1] 2 notitle";
+  s += plot + "\n";
   return Render(dir, name, s);
 }
 
