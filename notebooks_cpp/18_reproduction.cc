@@ -253,16 +253,21 @@ std::string DrawReproduction(const std::string& claim_dir) {
   // The training length (or the compute every run is judged at), dashed and labelled.
   const double mark =
       compute.empty() ? static_cast<double>(train) : root.AttrDouble("at_compute") / x_unit;
-  s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
-                   mark, mark);
-  s += fmt::format("set label 1 {} at {},graph 0.97 right offset -0.5,0 tc rgb 'gray30'\n",
+  // At a single length (one extrapolation limit per run) the axis holds that length alone, and
+  // the x label says the training length: nothing to mark or shade.
+  const bool one_length = x_lo == x_hi;
+  if (!one_length)
+    s += fmt::format("set arrow from {},graph 0 to {},graph 1 nohead dashtype 2 lc rgb 'gray30'\n",
+                     mark, mark);
+  if (!one_length)
+    s += fmt::format("set label 1 {} at {},graph 0.97 right offset -0.5,0 tc rgb 'gray30'\n",
                    Quote(compute.empty() ? fmt::format("trained on n <= {}", train)
                                          : std::string("judged at this compute")),
                    mark);
   // The lengths the criterion averages shaded blue and labelled; those a ratio divides by green.
   auto span_label = [&](const std::vector<std::string>& sp, const std::string& what, int tag,
                         const char* colour, double y) {
-    if (sp.size() != 2 || !compute.empty()) return;
+    if (sp.size() != 2 || !compute.empty() || one_length) return;
     const double a = std::stod(sp[0]), b = std::stod(sp[1]);
     s += fmt::format(
         "set object rectangle from {},graph 0 to {},graph 1 fillcolor rgb '{}' fillstyle solid "
@@ -291,7 +296,7 @@ std::string DrawReproduction(const std::string& claim_dir) {
     const Panel& p = panels[k];
     const char* colour = kColours[k % 8];
     const double dx = single_spread * (k - (n - 1) / 2.0) / std::max(1, n);
-    const std::string x = dx == 0 ? std::string("1") : fmt::format("($1+{})", dx);
+    const std::string x = dx == 0 ? std::string("1") : fmt::format("($1+({:.3g}))", dx);
     const std::string title = one_interval || p.interval.empty()
                                   ? p.title
                                   : fmt::format("{} ({})", p.title, p.interval);
@@ -316,8 +321,10 @@ std::string DrawReproduction(const std::string& claim_dir) {
                       colour, Quote(p.label + ": published")));
   }
   if (any_band)
-    add("NaN with filledcurves lc rgb 'gray50' title 'shaded: worst to best seed, line: mean over "
-        "seeds'");
+    add(one_length ? std::string("NaN with lines lw 2 lc rgb 'gray50' title 'bar: worst to best "
+                                 "seed, point: mean over seeds'")
+                   : std::string("NaN with filledcurves lc rgb 'gray50' title 'shaded: worst to "
+                                 "best seed, line: mean over seeds'"));
   bool anything = false;
   for (const auto& p : panels) anything = anything || !p.points.empty();
   // No finite score to draw (no run completed, or none learnt the task where a limit needs it):
