@@ -87,9 +87,8 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   // Chance: a uniform guess over the task's output alphabet (the runs of a directory share a task).
   if (std::isfinite(chance))
     plot_acc += fmt::format(
-        ", {} with lines dt 3 lw 2 lc rgb 'black' title 'uniform guess, 1/|output alphabet| "
-        "({:.3g})'",
-        chance, chance);
+        ", {} with lines dt 3 lw 2 lc rgb 'black' title 'uniform guess ({:.3g})'", chance,
+        chance);
   std::string s;
   s += "# Accuracy vs evaluation length; data in " + name +
        ".dat (written by lexp from the run files)\n";
@@ -103,8 +102,12 @@ std::string DrawAccuracyVsLength(const std::string& run_dir) {
   s += "set logscale x 2\n";
   s += "set xlabel 'evaluation length n (task length: input symbols; log scale)'\n";
   s += fmt::format("set arrow 1 from {},0 to {},1.02 nohead dashtype 2 lc rgb 'gray40'\n", N, N);
+  // Along the dashed line, on its left, half way up: where the curves are not (every curve is near
+  // 1 within the training lengths; at the bottom the uniform-guess line runs).
   s += fmt::format(
-      "set label 1 'train max N={}' at {},0.05 left offset 0.5,0 textcolor rgb 'gray40'\n", N, N);
+      "set label 1 'train max N={}' at {},graph 0.5 center rotate by 90 offset -0.9,0 textcolor "
+      "rgb 'gray40'\n",
+      N, N);
   s += SeriesStyles(block);
   s += "set ylabel 'token accuracy (fraction)'\n";
   s += "set title 'token accuracy (band: 95% Clopper-Pearson, or min..max over seeds)'\n";
