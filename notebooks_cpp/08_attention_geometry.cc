@@ -226,6 +226,9 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
     dat << "# " << c.encoding
         << " per evaluation length: sequence length (tokens), (unused), resolution over the "
            "training window, over every distance, a flat curve's\n";
+    // gnuplot does not count a block without a line: a run without them keeps its index (else
+    // the runs after it would be drawn from their neighbours' blocks).
+    if (c.eval_length.empty()) dat << "NaN NaN NaN NaN NaN\n";
     for (size_t i = 0; i < c.eval_length.size(); ++i)
       dat << DatNumber(c.eval_tokens[i]) << " NaN " << c.eval_resolution_window[i] << " "
           << c.eval_resolution[i] << " " << c.eval_flat[i] << "\n";
@@ -290,7 +293,16 @@ std::string DrawAttentionGeometry(const std::string& run_dir) {
   s += "set xlabel 'probe sequence length (tokens, log scale)'\nset ylabel 'JS divergence, heads "
        "matched one to one (nats)'\n";
   s += "set title 'attention rows against the NoPE run (no curve: no reference)'\n";
-  s += "set yrange [0:*]\nplot " + p5 + "\n";
+  // No run with a reference (no NoPE run beside them): an empty frame that says so (gnuplot
+  // reports a plot of undefined points as an error).
+  bool any_js = false;
+  for (const auto& c : runs)
+    for (double v : c.js) any_js = any_js || std::isfinite(v);
+  if (any_js)
+    s += "set yrange [0:*]\nplot " + p5 + "\n";
+  else
+    s += "set yrange [0:1]\nset label 5 'no NoPE run in this directory: no reference' at graph "
+         "0.5,0.5 center\nplot [1:2] 2 notitle\nunset label 5\n";
   s += "set ylabel 'attention resolution (convention A)'\nset yrange [*:*]\n";
   s += "set xlabel 'sequence length (tokens, log scale)'\n";
   s += "set title 'resolution of the expectation over the training window (solid)'\nplot " + p6 +
