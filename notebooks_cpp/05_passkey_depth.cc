@@ -30,7 +30,8 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
   const fs::path dir = FigureDir(run_dir);
   const std::string name = "accuracy_by_length_and_depth";
   std::ofstream dat(DatFile(dir, name));
-  dat << "# one block per run: length(tokens) depth(percent) exact_match (passkey accuracy)\n";
+  dat << "# one block per run: length index i (the x tics name its length n), depth index k (the "
+         "y tics name its depth, percent), exact_match (passkey accuracy)\n";
   std::vector<const RunData*> with;
   int N = 0;
   for (const auto& r : runs) {
@@ -66,10 +67,16 @@ std::string DrawDepthHeatmap(const std::string& run_dir) {
       rows, cols, N);
   s += "set cbrange [0:1]\n" + ViridisPalette() + "unset key\n";
   s += "set xtics (" + xt + ") rotate by -45\nset ytics (" + yt + ")\n";
+  // Cells as boxes: gnuplot's "with image" needs a grid of at least 2 x 2 (an evaluation at one
+  // length or one depth is 1 x D or L x 1).
+  s += fmt::format("set xrange [-0.5:{}]\nset yrange [-0.5:{}]\n", f.length.size() - 0.5,
+                   f.depth.size() - 0.5);
   s += "set xlabel 'length n (filler tokens)'\nset ylabel 'depth of the key'\n";
   for (size_t b = 0; b < with.size(); ++b)
-    s += fmt::format("set title '{}'\nplot '{}.dat' index {} using 1:2:3 with image\n",
-                     with[b]->encoding, name, b);
+    s += fmt::format(
+        "set title '{}'\nplot '{}.dat' index {} using 1:2:($1-0.5):($1+0.5):($2-0.5):($2+0.5):3 "
+        "with boxxy fs solid noborder fc palette\n",
+        with[b]->encoding, name, b);
   s += "unset multiplot\n";
   return Render(dir, name, s);
 }

@@ -7,6 +7,7 @@
 // this program on its own; copy the file to make a figure of your own.
 #include <fmt/core.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -131,8 +132,16 @@ std::string DrawDiagnosis(const std::string& run_dir) {
          Quote(fmt::format("{}: gap against length {} (trained on task lengths <= {})", c.label,
                            c.reference_length, c.train_length)) +
          "\n";
-    s += fmt::format("plot '{}.dat' index {} using 1:2:3:4 with yerrorlines ls 1 notitle\n", name,
-                     block);
+    // A loss that is not finite at every diagnosed length has no gap to draw: the panel says so
+    // (gnuplot reports a plot of undefined points as an error).
+    bool any_gap = false;
+    for (double g : c.gap) any_gap = any_gap || std::isfinite(g);
+    if (any_gap)
+      s += fmt::format("plot '{}.dat' index {} using 1:2:3:4 with yerrorlines ls 1 notitle\n",
+                       name, block);
+    else
+      s += "set yrange [0:1]\nset label 2 'no finite loss gap at these lengths' at graph 0.5,0.5 "
+           "center\nplot [1:2] 2 notitle\nunset label 2\n";
     block += 1;
     s += "unset logscale x\n";
   }

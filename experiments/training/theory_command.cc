@@ -32,6 +32,10 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
                    "theory: --mc-distribution '" + o.mc_distribution +
                        "' is not known; use gaussian or uniform");
   LEXP_INPUT_CHECK(o.mc_samples >= 2, "theory: --mc-samples must be >= 2");
+  LEXP_INPUT_CHECK(o.mc_max_distance >= 1,
+                   "theory: --mc-max-distance must be >= 1 (the expectation over distances "
+                   "0..N is drawn on a log axis), got " +
+                       std::to_string(o.mc_max_distance));
   LEXP_INPUT_CHECK(o.mc_sd >= 0, "theory: --mc-sd must be >= 0");
   const int d = o.head_dim;
   h5::Writer w(o.out_file);
@@ -178,7 +182,6 @@ std::string WriteTheory(const TheoryOptions& o, std::string* report) {
     content.mean = o.mc_mean;
     content.sd = o.mc_sd;
     content.same_content = !o.mc_independent;
-    LEXP_INPUT_CHECK(o.mc_max_distance >= 0, "theory: --mc-max-distance must be >= 0");
     std::vector<long> dist(o.mc_max_distance + 1);
     std::iota(dist.begin(), dist.end(), 0L);
     h5::Group mc = ex.CreateGroup("monte_carlo");

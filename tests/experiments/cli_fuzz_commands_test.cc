@@ -240,6 +240,10 @@ TEST_F(CliFuzz, BadEncodingsCommandsAndPathsExitTwoNamingWhatIsWrongAndWriteNoth
        "cpus-per-task"},
       // The second fuzz's findings (issue 31): each refused where it is given, nothing written.
       {"C1: pe-table with no head", {"pe-table", "--heads", "0"}, 2, "pe-table: --heads 0"},
+      {"a theory curve over distance 0 alone",
+       {"theory", "--mc-max-distance", "0"},
+       2,
+       "--mc-max-distance must be >= 1"},
       {"C1: pe-table with negative heads", {"pe-table", "--heads", "-3"}, 2, "--heads -3"},
       {"U1: a negative thread count",
        {"--threads", "-1", "list", "tasks"},

@@ -13,6 +13,7 @@
 #include "experiments/training/trainer.h"
 #include "nn/io/hdf5.h"
 #include "notebooks_cpp/figures.h"
+#include "tests/testing/lexp_process.h"
 #include "tests/testing/tiny_runs.h"
 
 namespace lexp {
@@ -74,6 +75,25 @@ TEST(Passkey, RunsEvaluateEveryLengthDepthCellAndDrawThem) {
   ASSERT_EQ(loss.size(), 2u);
   EXPECT_LT(loss[0], std::log(35.0) - 0.1);
   EXPECT_TRUE(std::filesystem::exists(DrawDepthHeatmap(dir.string())));
+  std::filesystem::remove_all(dir);
+}
+
+// An evaluation at one depth (a grid of L x 1 cells) is drawn without a gnuplot message: "with
+// image" needed a grid of at least 2 x 2 and left the panel empty with a warning.
+TEST(Passkey, OneDepthIsDrawnWithoutAGnuplotMessage) {
+  const RecipeConfig c =
+      testing::TinyCopyRecipe({"task.name=passkey", "task.vocab=0", "train.steps=5",
+                               "eval.lengths=2,8", "eval.depths=50", "probe.lengths=4"});
+  const auto dir = testing::FreshTempDir("passkey_one_depth");
+  RunOptions o;
+  o.out_dir = dir.string();
+  ASSERT_EQ(TrainAndEvaluate(c, "alibi", o).state, "completed");
+  const std::filesystem::path png = DrawDepthHeatmap(dir.string());
+  EXPECT_TRUE(std::filesystem::exists(png));
+  const std::filesystem::path log = std::filesystem::path(png).replace_extension(".log");
+  if (std::filesystem::exists(log)) {
+    EXPECT_EQ(std::filesystem::file_size(log), 0u) << testing::Slurp(log);
+  }
   std::filesystem::remove_all(dir);
 }
 
