@@ -45,12 +45,12 @@ std::string DrawReceptiveField(const std::string& run_dir) {
     std::vector<uint64_t> em;  // [length, distance]
     const auto share = g.ReadDoublesShaped("gradient_share", {kAny, kAny}, &em);
     LEXP_INPUT_CHECK(em[0] > 0, "file '" + path + "': /analysis/receptive_field has no length");
-    const auto n = g.ReadIntsShaped("length", {em[0]});
     const auto T = g.ReadIntsShaped("sequence_length", {em[0]});
     run.c50 = g.ReadDoublesShaped("context_50", {em[0]});
     run.c90 = g.ReadDoublesShaped("context_90", {em[0]});
-    for (auto v : n) run.lengths.push_back(static_cast<double>(v));
-    run.longest = static_cast<int>(n.back());
+    // The figure's one length unit is the token: each evaluation length by its sequence.
+    for (auto v : T) run.lengths.push_back(static_cast<double>(v));
+    run.longest = static_cast<int>(T.back());
     run.share.assign(share.end() - static_cast<long>(em[1]),
                      share.end() - static_cast<long>(em[1] - T.back()));
     runs.push_back(std::move(run));
@@ -62,15 +62,16 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   std::ofstream dat(DatFile(dir, name));
   dat << "# one block per run at its longest evaluation length: distance d from the scored "
          "row (tokens), share of the input gradient there; then one block per run over the "
-         "evaluation lengths: length, distance holding 50% and 90% of the gradient (tokens)\n";
+         "evaluation lengths: sequence length (tokens), distance holding 50% and 90% of the "
+         "gradient (tokens)\n";
   std::string p1, p2;
   const size_t R = runs.size();
   for (size_t k = 0; k < R; ++k) {
-    dat << "# " << runs[k].label << " n = " << runs[k].longest << "\n";
+    dat << "# " << runs[k].label << " " << runs[k].longest << " tokens\n";
     for (size_t d = 0; d < runs[k].share.size(); ++d)
       dat << d << " " << DatNumber(runs[k].share[d]) << "\n";
     dat << "\n\n";
-    p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{} (n = {})'",
+    p1 += fmt::format("{}'{}.dat' index {} using 1:2 with lines ls {} title '{} ({} tokens)'",
                       k ? ", " : "", name, k, k + 1, runs[k].label, runs[k].longest);
   }
   for (size_t k = 0; k < R; ++k) {
@@ -94,11 +95,12 @@ std::string DrawReceptiveField(const std::string& run_dir) {
   s += "set grid\n" + KeyPlacement(static_cast<int>(R));
   s += fmt::format(
       "set arrow 1 from {0},graph 0 to {0},graph 1 nohead dt 2 lw 1.5 lc rgb 'gray30'\n", T0);
-  s += "set logscale y\nset xlabel 'distance d from the scored row (tokens)'\n";
+  s += "set logscale y\nset format y '%g'\nset xlabel 'distance d from the scored row (tokens)'\n";
   s += "set ylabel 'share of the input gradient (log scale)'\n";
   s += "set title 'gradient by distance (dashed: a training sequence)'\nplot " + p1 + "\n";
-  s += "unset logscale y\nunset arrow 1\nset logscale x 2\n";
-  s += "set xlabel 'evaluation length n (log scale)'\nset ylabel 'effective context (tokens)'\n";
+  s += "unset logscale y\nset format y\nunset arrow 1\nset logscale x 2\n";
+  s += "set xlabel 'evaluation sequence length (tokens, log scale)'\nset ylabel 'effective context "
+       "(tokens)'\n";
   s += fmt::format(
       "set title 'distance holding 50% / 90% of the gradient'\nplot {}, {} with lines "
       "dt 3 lc rgb 'black' title 'training sequence ({} tokens)'\n",
