@@ -157,6 +157,15 @@ double JsonNumber(const std::string& line, const std::string& key) {
   return std::stod(line.substr(p + key.size() + 3));
 }
 
+// A string field of the reference's JSON line ("" when absent: an older script).
+std::string JsonString(const std::string& line, const std::string& key) {
+  const std::string head = "\"" + key + "\": \"";
+  const auto p = line.find(head);
+  if (p == std::string::npos) return "";
+  const auto end = line.find('"', p + head.size());
+  return end == std::string::npos ? "" : line.substr(p + head.size(), end - p - head.size());
+}
+
 BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::string& pos,
                       int steps, int threads, const std::string& precision) {
   const std::string script =
@@ -198,6 +207,7 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   r.tokens_per_s = JsonNumber(last, "tokens_per_s");
   r.gflops = JsonNumber(last, "gflops");
   r.peak_rss_mib = JsonNumber(last, "peak_rss_mib");
+  r.blas_core = JsonString(last, "blas_core");
   return r;
 }
 
@@ -281,6 +291,10 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
         print(Row(mine.back()));
         if (opt.compare) {
           theirs.push_back(TimeTorch(opt, *it, pos, steps, threads, opt.precision));
+          if (all.empty() && theirs.size() == 1)
+            print("the reference's products: OpenBLAS core " +
+                  (theirs.back().blas_core.empty() ? std::string("unknown (not OpenBLAS?)")
+                                                   : theirs.back().blas_core));
           print(Row(theirs.back()));
         }
       }
@@ -334,6 +348,12 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
     labels += r.config + "/" + r.pos + "/" + r.impl + "/" + r.precision + "\n";
   }
   w.root().WriteString("measurement", labels);
+  if (opt.compare) {
+    std::string cores;
+    for (const auto& r : all)
+      if (r.impl == "torch") cores += r.blas_core + "\n";
+    w.root().WriteString("reference_blas_core", cores);
+  }
   w.root().WriteDoubles("median_s", med, {n}, "measurement", "s per step");
   w.root().WriteDoubles("min_s", mn, {n}, "measurement", "s per step");
   w.root().WriteDoubles("max_s", mx, {n}, "measurement", "s per step");

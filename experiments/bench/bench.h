@@ -37,6 +37,7 @@ struct BenchResult {
   std::string precision = "fp32";  // fp32 | bf16
   int B = 0, T = 0, steps = 0;
   double median_s = 0, min_s = 0, max_s = 0, tokens_per_s = 0, gflops = 0, peak_rss_mib = 0;
+  std::string blas_core;  // torch: the OpenBLAS core its products ran on ("" if not OpenBLAS)
 };
 
 std::vector<BenchResult> RunBench(const BenchOptions& opt);

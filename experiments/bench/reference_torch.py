@@ -10,13 +10,17 @@ precision (bf16 matrix products, fp32 weights and optimizer state): the speed co
 model.precision = "bf16", not its numerics (here the rotation of bf16 q, k by fp32 tables runs in
 fp32, and products return bf16).
 
-Thread settings must be in the environment before torch loads, so they are applied first.
+Thread settings must be in the environment before torch loads, so they are applied first, and so is
+OpenBLAS's core: on an AVX-512 CPU that OpenBLAS does not recognise (it falls back to SSE3 kernels),
+its SkylakeX kernels are forced; the JSON line's "blas_core" says which core ran. --selftest checks
+that decision without torch.
 """
 import argparse
 import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -42,9 +46,76 @@ def parse():
     return p.parse_args()
 
 
+# OpenBLAS cores without AVX2: on a CPU newer than the library (0.3.21 takes an Emerald Rapids Xeon
+# for a Prescott), OpenBLAS falls back to them and runs SSE3 kernels, 5x below its best there.
+PRE_AVX2_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Atom",
+                  "Katmai", "Coppermine", "Northwood", "Banias", "Opteron", "Barcelona", "Bobcat",
+                  "Bulldozer", "Piledriver", "Steamroller", "Excavator", "Generic"}
+
+
+def openblas_core():
+    """The core OpenBLAS picks in a fresh process (it reads OPENBLAS_CORETYPE when it loads)."""
+    probe = ("import ctypes\n"
+             "f = ctypes.CDLL('libblas.so.3').openblas_get_corename\n"
+             "f.restype = ctypes.c_char_p\n"
+             "print(f().decode())")
+    try:
+        run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return run.stdout.strip() if run.returncode == 0 else ""  # "": the BLAS is not OpenBLAS
+
+
+def cpu_has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return all(x in flags for x in ("avx512f", "avx512dq", "avx512bw", "avx512vl"))
+
+
+def forced_openblas_core(detected, caller_set, avx512):
+    """At its best: an AVX-512 CPU that OpenBLAS does not recognise gets OpenBLAS's SkylakeX kernels.
+    A core set by the caller (OPENBLAS_CORETYPE, as lexp's avx2 preset sets Haswell) is kept."""
+    return "SkylakeX" if not caller_set and avx512 and detected in PRE_AVX2_CORES else None
+
+
+def choose_openblas_core():
+    detected = openblas_core()
+    forced = forced_openblas_core(detected, "OPENBLAS_CORETYPE" in os.environ, cpu_has_avx512())
+    if forced:
+        os.environ["OPENBLAS_CORETYPE"] = forced
+        return "%s (forced: OpenBLAS took this CPU for a %s)" % (forced, detected)
+    return detected
+
+
+def selftest():
+    """The core decision, without torch (ctest: Bench.ReferenceForcesAvx512KernelsOnlyWhenOpenBlasFellBack)."""
+    cases = [  # detected, caller set OPENBLAS_CORETYPE, CPU has AVX-512 -> forced core
+        ("Prescott", False, True, "SkylakeX"),   # Emerald Rapids under OpenBLAS 0.3.21
+        ("Generic", False, True, "SkylakeX"),
+        ("Prescott", True, True, None),          # the avx2 preset's Haswell cap is kept
+        ("Prescott", False, False, None),        # an old CPU: nothing better to force
+        ("Haswell", False, True, None),          # recognised (Zen 4/5 under 0.3.21): left alone
+        ("SkylakeX", False, True, None),
+        ("", False, True, None),                 # not OpenBLAS
+    ]
+    bad = [(c, forced_openblas_core(*c[:3])) for c in cases if forced_openblas_core(*c[:3]) != c[3]]
+    for case, got in bad:
+        print("selftest: %r gave %r" % (case, got))
+    print("selftest: %d of %d cases right" % (len(cases) - len(bad), len(cases)))
+    return 1 if bad else 0
+
+
+if "--selftest" in sys.argv[1:]:
+    sys.exit(selftest())
+
+
 ARGS = parse()
 os.environ["OMP_NUM_THREADS"] = str(ARGS.threads)
 os.environ["OPENBLAS_NUM_THREADS"] = str(ARGS.threads)
+BLAS_CORE = choose_openblas_core()
 import torch  # noqa: E402
 
 torch.set_num_threads(ARGS.threads)
@@ -146,7 +217,7 @@ def main():
     out = {"impl": "torch", "config": ARGS.config, "pos": ARGS.pos, "threads": ARGS.threads,
            "steps": ARGS.steps, "median_s": med, "min_s": min(times), "max_s": max(times),
            "tokens_per_s": batch * seq / med, "gflops": flops / med / 1e9, "peak_rss_mib": peak_rss_mib(),
-           "precision": ARGS.precision, "torch": torch.__version__}
+           "precision": ARGS.precision, "torch": torch.__version__, "blas_core": BLAS_CORE}
     line = json.dumps(out)
     if ARGS.json == "-":
         print(line)
