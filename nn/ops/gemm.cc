@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nn/check.h"
+#include "nn/ops/amx_bf16.h"
 #include "nn/precision.h"
 #include "nn/tensor.h"
 
@@ -197,10 +198,10 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTranspo
     }
 }
 
-// VNNI pairs of op(B) = x^T, x stored [n, k] (row stride ldx): out[(p / 2) 2n + 2j + p % 2] =
-// bf16(x[j * ldx + p]), the last pair's second half 0 when k is odd.
+// VNNI pairs of op(B) = x^T, x stored [n, k] (row stride ldx): out[(p / 2) 2 ld + 2j + p % 2] =
+// bf16(x[j * ldx + p]) (ld >= n pairs per pair row), the last pair's second half 0 when k is odd.
 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTransposedBf16Pairs(
-    const float* x, long ldx, long k, long n, std::uint16_t* out) {
+    const float* x, long ldx, long k, long n, long ld, std::uint16_t* out) {
   const long pairs = (k + 1) / 2, full_pairs = k / 2;
   for (long q0 = 0; q0 < pairs; q0 += kTile)
     for (long j0 = 0; j0 < n; j0 += kTile) {
@@ -215,45 +216,63 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void PackTranspo
         }
         Transpose16x16(r);
         for (long q = 0; q < kTile; ++q)
-          _mm512_storeu_ps(reinterpret_cast<float*>(out + (q0 + q) * 2 * n + 2 * j0), r[q]);
+          _mm512_storeu_ps(reinterpret_cast<float*>(out + (q0 + q) * 2 * ld + 2 * j0), r[q]);
         continue;
       }
       for (long q = 0; q < qe; ++q)
         for (long j = 0; j < je; ++j) {
           const long p = 2 * (q0 + q);
           const float* src = x + (j0 + j) * ldx;
-          out[(q0 + q) * 2 * n + 2 * (j0 + j)] = FloatToBf16Bits(src[p]);
-          out[(q0 + q) * 2 * n + 2 * (j0 + j) + 1] = p + 1 < k ? FloatToBf16Bits(src[p + 1]) : 0;
+          out[(q0 + q) * 2 * ld + 2 * (j0 + j)] = FloatToBf16Bits(src[p]);
+          out[(q0 + q) * 2 * ld + 2 * (j0 + j) + 1] = p + 1 < k ? FloatToBf16Bits(src[p + 1]) : 0;
         }
     }
 }
 
-// op(A) [m, k] as bf16 rows [m, kp] (kp = k rounded up to even, the pad 0): libxsmm's second
-// operand.
-void PackLeftBf16(bool ta, long m, long k, const float* a, long lda, std::uint16_t* av) {
-  const long kp = k + (k & 1);
+// Where the native kernel reads its packed operands: op(A) [m, k] as bf16 rows [rows][kp], op(B)
+// [k, n] as VNNI pairs [kp / 2][cols][2], the pad 0. libxsmm: kp = k rounded up to even, nothing
+// else padded; AMX: whole tiles (nn/ops/amx_bf16.h). Each side's sizes depend on its own
+// dimensions only, so an operand prepared once fits every product it enters.
+struct Bf16Packing {
+  long kp = 0, rows = 0, cols = 0;
+};
+
+Bf16Packing NativeBf16Packing(long m, long n, long k) {
+  if (AmxBf16Usable()) return {AmxDepth(k), AmxRows(m), AmxCols(n)};
+  return {k + (k & 1), m, n};
+}
+
+// op(A) [m, k] as bf16 rows (the kernel's left operand; libxsmm's second).
+void PackLeftBf16(bool ta, long m, long k, const float* a, long lda, const Bf16Packing& to,
+                  std::uint16_t* av) {
   for (long i = 0; i < m; ++i) {
-    std::uint16_t* row = av + i * kp;
+    std::uint16_t* row = av + i * to.kp;
     if (!ta) PackBf16Row(a + i * lda, k, row);
-    if (kp != k) row[k] = 0;
+    std::fill(row + k, row + to.kp, std::uint16_t(0));
   }
-  if (ta) PackTransposedBf16(a, lda, k, m, kp, av);
+  if (ta) PackTransposedBf16(a, lda, k, m, to.kp, av);
+  std::fill(av + m * to.kp, av + to.rows * to.kp, std::uint16_t(0));
 }
 
-// op(B) [k, n] as VNNI pairs [kp / 2][n][2]: libxsmm's first operand.
-void PackRightBf16(bool tb, long k, long n, const float* b, long ldb, std::uint16_t* bv) {
-  const long kp = k + (k & 1);
-  for (long p2 = 0; !tb && p2 < kp / 2; ++p2) {
+// op(B) [k, n] as VNNI pairs (the kernel's right operand; libxsmm's first).
+void PackRightBf16(bool tb, long k, long n, const float* b, long ldb, const Bf16Packing& to,
+                   std::uint16_t* bv) {
+  const long pairs = (k + 1) / 2, ld = 2 * to.cols;
+  for (long p2 = 0; !tb && p2 < pairs; ++p2) {
     const long p = 2 * p2;
-    PackBf16Pairs(b + p * ldb, p + 1 < k ? b + (p + 1) * ldb : nullptr, n, bv + p2 * n * 2);
+    PackBf16Pairs(b + p * ldb, p + 1 < k ? b + (p + 1) * ldb : nullptr, n, bv + p2 * ld);
   }
-  if (tb) PackTransposedBf16Pairs(b, ldb, k, n, bv);
+  if (tb) PackTransposedBf16Pairs(b, ldb, k, n, to.cols, bv);
+  if (to.cols > n)
+    for (long p2 = 0; p2 < pairs; ++p2)
+      std::fill(bv + p2 * ld + 2 * n, bv + (p2 + 1) * ld, std::uint16_t(0));
+  std::fill(bv + pairs * ld, bv + (to.kp / 2) * ld, std::uint16_t(0));
 }
 
-// The native bf16 kernel: libxsmm (column-major) computes C' = op(B)' op(A)', its first operand
+// libxsmm's bf16 kernel: libxsmm (column-major) computes C' = op(B)' op(A)', its first operand
 // op(B)' [n, k] in VNNI pairs, its second op(A)' [k, m] plain; k is padded to even with a zero
 // pair. Null when libxsmm has no kernel for the shape.
-libxsmm_bsmmfunction NativeBf16Kernel(long m, long n, long k, bool accumulate, long ldc) {
+libxsmm_bsmmfunction LibxsmmBf16Kernel(long m, long n, long k, bool accumulate, long ldc) {
   const long kp = k + (k & 1);
   const libxsmm_blasint xlda = n, xldb = kp, xldc = ldc;
   const int flags = LIBXSMM_GEMM_FLAG_VNNI_A | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
@@ -261,25 +280,46 @@ libxsmm_bsmmfunction NativeBf16Kernel(long m, long n, long k, bool accumulate, l
   return libxsmm_bsmmdispatch(n, m, kp, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
 }
 
+// The native bf16 kernel of a shape: AMX tiles where the CPU has them (AVX512_BF16's dot product
+// runs at the fp32 FMA rate there), else libxsmm's; false when neither has one (emulated).
+struct NativeBf16 {
+  long m = 0, n = 0, k = 0;
+  bool accumulate = false, amx = false;
+  long ldc = 0;
+  libxsmm_bsmmfunction xsmm = nullptr;
+  Bf16Packing packing;
+  explicit operator bool() const { return amx || xsmm != nullptr; }
+};
+
+NativeBf16 NativeBf16For(long m, long n, long k, bool accumulate, long ldc) {
+  NativeBf16 f{m, n, k, accumulate, AmxBf16Usable(), ldc, nullptr, NativeBf16Packing(m, n, k)};
+  if (!f.amx) f.xsmm = LibxsmmBf16Kernel(m, n, k, accumulate, ldc);
+  return f;
+}
+
 // The native bf16 product of packed operands (av: PackLeftBf16, bv: PackRightBf16).
-void RunNativeBf16(libxsmm_bsmmfunction f, const std::uint16_t* av, const std::uint16_t* bv,
+void RunNativeBf16(const NativeBf16& f, const std::uint16_t* av, const std::uint16_t* bv,
                    float* c) {
-  f(reinterpret_cast<const libxsmm_bfloat16*>(bv), reinterpret_cast<const libxsmm_bfloat16*>(av),
-    c);
+  if (f.amx) {
+    AmxBf16Gemm(f.m, f.n, f.k, av, bv, f.accumulate, c, f.ldc);
+  } else {
+    f.xsmm(reinterpret_cast<const libxsmm_bfloat16*>(bv),
+           reinterpret_cast<const libxsmm_bfloat16*>(av), c);
+  }
   native_bf16_products.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The native bf16 product; false when libxsmm has no kernel for the shape.
+// The native bf16 product; false when there is no native kernel for the shape.
 bool NativeBf16Gemm(bool ta, bool tb, long m, long n, long k, const float* a, long lda,
                     const float* b, long ldb, bool accumulate, float* c, long ldc) {
-  const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc);
-  if (f == nullptr) return false;
-  const long kp = k + (k & 1);
+  const NativeBf16 f = NativeBf16For(m, n, k, accumulate, ldc);
+  if (!f) return false;
+  const Bf16Packing& to = f.packing;
   thread_local std::vector<std::uint16_t> av, bv;
-  av.resize(static_cast<size_t>(m * kp));
-  bv.resize(static_cast<size_t>(kp * n));
-  PackLeftBf16(ta, m, k, a, lda, av.data());
-  PackRightBf16(tb, k, n, b, ldb, bv.data());
+  av.resize(static_cast<size_t>(to.rows * to.kp));
+  bv.resize(static_cast<size_t>(to.kp * to.cols));
+  PackLeftBf16(ta, m, k, a, lda, to, av.data());
+  PackRightBf16(tb, k, n, b, ldb, to, bv.data());
   RunNativeBf16(f, av.data(), bv.data(), c);
   return true;
 }
@@ -299,7 +339,8 @@ bool Bf16IsNative() {
   if (force_bf16_emulation.load(std::memory_order_relaxed)) return false;
 #ifdef LEXP_HAVE_LIBXSMM
   InitGemmBackends();
-  static const bool native = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX;
+  static const bool native =
+      libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX || AmxBf16Usable();
   return native;
 #else
   return false;
@@ -307,8 +348,8 @@ bool Bf16IsNative() {
 }
 
 const char* Bf16BackendName() {
-  return Bf16IsNative() ? "native (AVX512_BF16)"
-                        : "emulated (fp32 products of bf16-rounded operands)";
+  if (!Bf16IsNative()) return "emulated (fp32 products of bf16-rounded operands)";
+  return AmxBf16Usable() ? "native (AMX tiles)" : "native (AVX512_BF16)";
 }
 
 void ForceBf16Emulation(bool on) { force_bf16_emulation.store(on, std::memory_order_relaxed); }
@@ -397,14 +438,16 @@ void GemmOperand<S>::Prepare(GemmSide side, bool transposed, long rows, long col
   if (converted_) {
 #ifdef LEXP_HAVE_LIBXSMM
     if constexpr (std::is_same_v<S, float>) {
-      const long even_cols = cols + (cols & 1), even_rows = rows + (rows & 1);
-      // resize keeps the capacity and zeroes only what grows.
-      bf16_.resize(static_cast<size_t>(side == GemmSide::kLeft ? rows * even_cols
-                                                               : even_rows * cols));
+      // The packing of this side's dimensions (rows x cols is op(A) [m, k] or op(B) [k, n]).
+      const Bf16Packing to = side == GemmSide::kLeft ? NativeBf16Packing(rows, 0, cols)
+                                                     : NativeBf16Packing(0, cols, rows);
+      // resize keeps the capacity; the packing writes every element, pad included.
+      bf16_.resize(static_cast<size_t>(side == GemmSide::kLeft ? to.rows * to.kp
+                                                               : to.kp * to.cols));
       if (side == GemmSide::kLeft)
-        PackLeftBf16(transposed, rows, cols, x, ld, bf16_.data());
+        PackLeftBf16(transposed, rows, cols, x, ld, to, bf16_.data());
       else
-        PackRightBf16(transposed, rows, cols, x, ld, bf16_.data());
+        PackRightBf16(transposed, rows, cols, x, ld, to, bf16_.data());
     }
 #endif
     return;
@@ -438,10 +481,10 @@ void Gemm(bool ta, long m, const S* a, long lda, const GemmOperand<S>& b, bool a
 #ifdef LEXP_HAVE_LIBXSMM
   if constexpr (std::is_same_v<S, float>) {
     if (b.converted() && m > 0 && n > 0 && k > 0) {
-      if (const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc)) {
+      if (const NativeBf16 f = NativeBf16For(m, n, k, accumulate, ldc)) {
         thread_local std::vector<std::uint16_t> av;
-        av.resize(static_cast<size_t>(m * (k + (k & 1))));
-        PackLeftBf16(ta, m, k, a, lda, av.data());
+        av.resize(static_cast<size_t>(f.packing.rows * f.packing.kp));
+        PackLeftBf16(ta, m, k, a, lda, f.packing, av.data());
         RunNativeBf16(f, av.data(), b.bf16(), c);
         return;
       }
@@ -459,10 +502,10 @@ void Gemm(const GemmOperand<S>& a, bool tb, long n, const S* b, long ldb, bool a
 #ifdef LEXP_HAVE_LIBXSMM
   if constexpr (std::is_same_v<S, float>) {
     if (a.converted() && m > 0 && n > 0 && k > 0) {
-      if (const libxsmm_bsmmfunction f = NativeBf16Kernel(m, n, k, accumulate, ldc)) {
+      if (const NativeBf16 f = NativeBf16For(m, n, k, accumulate, ldc)) {
         thread_local std::vector<std::uint16_t> bv;
-        bv.resize(static_cast<size_t>((k + (k & 1)) * n));
-        PackRightBf16(tb, k, n, b, ldb, bv.data());
+        bv.resize(static_cast<size_t>(f.packing.kp * f.packing.cols));
+        PackRightBf16(tb, k, n, b, ldb, f.packing, bv.data());
         RunNativeBf16(f, a.bf16(), bv.data(), c);
         return;
       }

@@ -32,15 +32,19 @@ const char* GemmJitTarget();
 void InitGemmBackends();
 
 // bf16 products (the `matmul` or `logits` part of the active PrecisionPolicy, nn/precision.h, set to
-// bf16): native on a CPU with AVX512_BF16 (libxsmm's kernels for its `cpx` target and later:
-// bf16 operands, the second one packed in VNNI pairs, fp32 accumulation; 393 against 197 GFLOP/s
-// for fp32 on one Zen 5 core, a 64x64x128 product), emulated elsewhere (both operands rounded to
-// bf16, then the fp32 product: every product of two bf16 is exact in fp32, so the two differ in
-// the order of the fp32 additions, and in denormals, which the native instructions flush to zero).
-// The same shape always takes the same path (a shape libxsmm has no bf16 kernel for is emulated
-// on every CPU).
+// bf16): native where the CPU has them, emulated elsewhere. Native: bf16 operands, fp32
+// accumulation, on AMX tiles where the CPU has AMX-BF16 (nn/ops/amx_bf16.h; AVX512_BF16's dot
+// product runs at the fp32 FMA rate on those Intel CPUs, the tiles at several times it: lexp's S
+// step 2.0x its fp32 speed on an Emerald Rapids Xeon, against 0.86x with AVX512_BF16), else with
+// libxsmm's AVX512_BF16 kernels for its `cpx` target and later (the second operand packed in VNNI
+// pairs; 393 against 197 GFLOP/s for fp32 on one Zen 5 core, a 64x64x128 product). Emulated: both
+// operands rounded to bf16, then the fp32 product: every product of two bf16 is exact in fp32, so
+// the kernels differ in the order of the fp32 additions, and in denormals, which the native
+// instructions flush to zero. The same shape always takes the same path on one CPU (a shape
+// libxsmm has no bf16 kernel for is emulated there).
 bool Bf16IsNative();
-// "native (AVX512_BF16)" or "emulated (fp32 products of bf16-rounded operands)".
+// "native (AMX tiles)", "native (AVX512_BF16)" or "emulated (fp32 products of bf16-rounded
+// operands)".
 const char* Bf16BackendName();
 // Tests: bf16 products emulated even where the CPU has AVX512_BF16 (process-wide).
 void ForceBf16Emulation(bool on);
