@@ -85,6 +85,7 @@ TEST(PromptCompression, ATrainedRunAtRatioZeroIsItsOwnEvaluation) {
   EXPECT_EQ(pc.input_tokens[3], 12 + 7 - 9) << "half of the 18 context tokens dropped";
   EXPECT_THROW(MeasurePromptCompression(reader, reader, {0.5}, {}), InputError)
       << "a compressor must be trained on its prompts";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ class Report : public ::testing::Test {
                   .size(),
               2u);
   }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
   static fs::path dir_;
 };
 fs::path Report::dir_;
@@ -148,6 +149,7 @@ TEST(ReportPageInput, AClaimDirectoryLeadsWithItsVerdict) {
             std::string::npos)
       << page.substr(0, 2000);
   EXPECT_NE(page.find("1 of 1 comparisons against the claim"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 TEST(ReportPageInput, NotADirectoryIsAnInputError) {
