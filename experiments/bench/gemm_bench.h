@@ -12,6 +12,7 @@ namespace lexp {
 struct GemmBenchOptions {
   std::vector<std::string> configs = {"T", "S", "E2048"};
   double seconds_per_point = 0.2;  // timing budget of one (shape, backend) point
+  bool peak = true;                // also time a 2048^3 sgemm (the machine's peak)
   std::string out_file;            // HDF5 results (default data/bench/gemm-<time>.h5)
   std::function<void(const std::string&)> print;
 };
