@@ -94,6 +94,16 @@ class LexpBf16Backend : public Backend {
                                             : "bf16 emulated";
   }
   bool Bf16() const override { return true; }
+  // n/a when the kernel named did not compute the product (libxsmm has no kernel for the shape:
+  // emulated).
+  bool Prepare(const GemmShape& s, const Operands& o) override {
+    const long amx_before = AmxBf16Products(), native_before = NativeBf16Products();
+    Run(s, o);
+    const bool amx = AmxBf16Products() > amx_before, native = NativeBf16Products() > native_before;
+    return kernel_ == Kernel::kAmx          ? amx
+           : kernel_ == Kernel::kAvx512Bf16 ? native && !amx
+                                            : !native;
+  }
   void Run(const GemmShape& s, const Operands& o) override {
     ForceAmxOff(kernel_ != Kernel::kAmx);
     ForceBf16Emulation(kernel_ == Kernel::kEmulated);

@@ -6,7 +6,8 @@
 
 #include "nn/check.h"
 
-#if defined(__x86_64__) && defined(__AVX512F__)
+// The tiles multiply the operands the native bf16 path packs, which builds with libxsmm have.
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(LEXP_HAVE_LIBXSMM)
 #define LEXP_AMX 1
 #include <cpuid.h>
 #include <immintrin.h>
@@ -42,8 +43,11 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// Nothing else in lexp touches the tiles (libxsmm 1.17 has no AMX kernels), so a thread's
+// configuration stays until it ends; code that loads another configuration or releases the tiles
+// on lexp's threads (a later libxsmm, oneDNN) would need this configured before every product.
 __attribute__((target("amx-tile"))) void ConfigureThisThread() {
-  thread_local bool configured = false;  // a thread's tile configuration stays until released
+  thread_local bool configured = false;
   if (configured) return;
   TileConfig cfg;
   for (int t = 0; t < 8; ++t) {

@@ -10,7 +10,8 @@
 namespace lexp {
 
 // The CPU has AMX-TILE and AMX-BF16 and the kernel granted this process the tile state
-// (arch_prctl ARCH_REQ_XCOMP_PERM); asked once. False in builds without AVX-512.
+// (arch_prctl ARCH_REQ_XCOMP_PERM); asked once. False in builds without AVX-512 or without libxsmm
+// (the native bf16 path whose packed operands the tiles read), and while ForceAmxOff is on.
 bool AmxBf16Usable();
 
 // The packed operands' padded sizes: op(A) as bf16 rows [AmxRows(m)][AmxDepth(k)], op(B) as VNNI
@@ -28,8 +29,9 @@ void AmxBf16Gemm(long m, long n, long k, const std::uint16_t* a, const std::uint
 
 // Products computed on AMX tiles in this process (tests: the AMX path ran).
 long AmxBf16Products();
-// Tests: AmxBf16Usable() false even where the CPU has AMX (process-wide), so that the AVX512_BF16
-// kernel is tested on such a CPU too. Set it only while no prepared operand is alive.
+// Tests and `lexp bench --gemm`: AmxBf16Usable() false even where the CPU has AMX (process-wide),
+// so that the AVX512_BF16 kernel is timed and tested on such a CPU too. A GemmOperand prepared
+// before a switch is refused by the products after it (its packing is for the other kernel).
 void ForceAmxOff(bool on);
 
 }  // namespace lexp

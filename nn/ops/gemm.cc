@@ -237,8 +237,8 @@ struct Bf16Packing {
   long kp = 0, rows = 0, cols = 0;
 };
 
-Bf16Packing NativeBf16Packing(long m, long n, long k) {
-  if (AmxBf16Usable()) return {AmxDepth(k), AmxRows(m), AmxCols(n)};
+Bf16Packing NativeBf16Packing(long m, long n, long k, bool amx) {
+  if (amx) return {AmxDepth(k), AmxRows(m), AmxCols(n)};
   return {k + (k & 1), m, n};
 }
 
@@ -292,7 +292,8 @@ struct NativeBf16 {
 };
 
 NativeBf16 NativeBf16For(long m, long n, long k, bool accumulate, long ldc) {
-  NativeBf16 f{m, n, k, accumulate, AmxBf16Usable(), ldc, nullptr, NativeBf16Packing(m, n, k)};
+  const bool amx = AmxBf16Usable();  // read once: the kernel and its packing agree
+  NativeBf16 f{m, n, k, accumulate, amx, ldc, nullptr, NativeBf16Packing(m, n, k, amx)};
   if (!f.amx) f.xsmm = LibxsmmBf16Kernel(m, n, k, accumulate, ldc);
   return f;
 }
@@ -339,9 +340,8 @@ bool Bf16IsNative() {
   if (force_bf16_emulation.load(std::memory_order_relaxed)) return false;
 #ifdef LEXP_HAVE_LIBXSMM
   InitGemmBackends();
-  static const bool native =
-      libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX || AmxBf16Usable();
-  return native;
+  static const bool libxsmm_native = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512_CPX;
+  return libxsmm_native || AmxBf16Usable();
 #else
   return false;
 #endif
@@ -435,12 +435,15 @@ void GemmOperand<S>::Prepare(GemmSide side, bool transposed, long rows, long col
   ld_ = ld;
   transposed_ = transposed;
   converted_ = PrepareConverts();
+  amx_packed_ = false;
   if (converted_) {
 #ifdef LEXP_HAVE_LIBXSMM
     if constexpr (std::is_same_v<S, float>) {
       // The packing of this side's dimensions (rows x cols is op(A) [m, k] or op(B) [k, n]).
-      const Bf16Packing to = side == GemmSide::kLeft ? NativeBf16Packing(rows, 0, cols)
-                                                     : NativeBf16Packing(0, cols, rows);
+      amx_packed_ = AmxBf16Usable();
+      const Bf16Packing to = side == GemmSide::kLeft
+                                 ? NativeBf16Packing(rows, 0, cols, amx_packed_)
+                                 : NativeBf16Packing(0, cols, rows, amx_packed_);
       // resize keeps the capacity; the packing writes every element, pad included.
       bf16_.resize(static_cast<size_t>(side == GemmSide::kLeft ? to.rows * to.kp
                                                                : to.kp * to.cols));
@@ -482,6 +485,7 @@ void Gemm(bool ta, long m, const S* a, long lda, const GemmOperand<S>& b, bool a
   if constexpr (std::is_same_v<S, float>) {
     if (b.converted() && m > 0 && n > 0 && k > 0) {
       if (const NativeBf16 f = NativeBf16For(m, n, k, accumulate, ldc)) {
+        LEXP_CHECK(f.amx == b.amx_packed(), "GemmOperand packed for another bf16 kernel");
         thread_local std::vector<std::uint16_t> av;
         av.resize(static_cast<size_t>(f.packing.rows * f.packing.kp));
         PackLeftBf16(ta, m, k, a, lda, f.packing, av.data());
@@ -503,6 +507,7 @@ void Gemm(const GemmOperand<S>& a, bool tb, long n, const S* b, long ldb, bool a
   if constexpr (std::is_same_v<S, float>) {
     if (a.converted() && m > 0 && n > 0 && k > 0) {
       if (const NativeBf16 f = NativeBf16For(m, n, k, accumulate, ldc)) {
+        LEXP_CHECK(f.amx == a.amx_packed(), "GemmOperand packed for another bf16 kernel");
         thread_local std::vector<std::uint16_t> bv;
         bv.resize(static_cast<size_t>(f.packing.kp * f.packing.cols));
         PackRightBf16(tb, k, n, b, ldb, f.packing, bv.data());

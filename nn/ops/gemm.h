@@ -35,7 +35,8 @@ void InitGemmBackends();
 // bf16): native where the CPU has them, emulated elsewhere. Native: bf16 operands, fp32
 // accumulation, on AMX tiles where the CPU has AMX-BF16 (nn/ops/amx_bf16.h; AVX512_BF16's dot
 // product runs at the fp32 FMA rate on those Intel CPUs, the tiles at several times it: lexp's S
-// step 2.0x its fp32 speed on an Emerald Rapids Xeon, against 0.86x with AVX512_BF16), else with
+// step 1.75x / 2.17x its fp32 speed (rope / alibi) on an Emerald Rapids Xeon, against 0.86x with
+// AVX512_BF16), else with
 // libxsmm's AVX512_BF16 kernels for its `cpx` target and later (the second operand packed in VNNI
 // pairs; 393 against 197 GFLOP/s for fp32 on one Zen 5 core, a 64x64x128 product). Emulated: both
 // operands rounded to bf16, then the fp32 product: every product of two bf16 is exact in fp32, so
@@ -46,7 +47,7 @@ bool Bf16IsNative();
 // "native (AMX tiles)", "native (AVX512_BF16)" or "emulated (fp32 products of bf16-rounded
 // operands)".
 const char* Bf16BackendName();
-// Tests: bf16 products emulated even where the CPU has AVX512_BF16 (process-wide).
+// Tests: bf16 products emulated even where the CPU has AVX512_BF16 or AMX (process-wide).
 void ForceBf16Emulation(bool on);
 // Products the native bf16 kernel computed in this process (tests: the native path ran and did
 // not fall back to the emulation).
@@ -87,13 +88,18 @@ class GemmOperand {
   const S* data() const { return data_; }
   long ld() const { return ld_; }
   bool transposed() const { return transposed_; }
-  // The bf16 copy (rows [rows, cols rounded up to even], or pairs [rows / 2][cols][2]), or null.
+  // The bf16 copy in the native kernel's packing (libxsmm: rows [rows][cols rounded up to even],
+  // or pairs [ceil(rows / 2)][cols][2]; AMX tiles: padded to whole tiles, nn/ops/amx_bf16.h), or
+  // null.
   const std::uint16_t* bf16() const { return converted_ ? bf16_.data() : nullptr; }
   bool converted() const { return converted_; }
+  // The copy is packed for AMX tiles (checked at every product: a packing for one kernel read by
+  // the other would read past it or at the wrong strides).
+  bool amx_packed() const { return amx_packed_; }
 
  private:
   long rows_ = 0, cols_ = 0, ld_ = 0;
-  bool transposed_ = false, converted_ = false;
+  bool transposed_ = false, converted_ = false, amx_packed_ = false;
   const S* data_ = nullptr;
   std::vector<S> transpose_;
   std::vector<std::uint16_t> bf16_;

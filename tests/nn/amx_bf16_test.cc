@@ -80,7 +80,7 @@ TEST_F(AmxBf16, TilesAgreeWithAvx512Bf16ToFp32Accumulation) {
   for (const Case& s : Cases()) {
     const long lda = (s.ta ? s.m : s.k) + 3, ldb = (s.tb ? s.k : s.n) + 2, ldc = s.n + 5;
     const auto a = Normal((s.ta ? s.k : s.m) * lda, rng), b = Normal((s.tb ? s.n : s.k) * ldb, rng);
-    const auto c0 = Normal(s.m * ldc, rng);
+    const auto c0 = Normal((s.m + 2) * ldc, rng);  // two guard rows below C
     const long amx_before = AmxBf16Products();
     const std::vector<float> tiles = Product(s, a, b, c0);
     EXPECT_EQ(AmxBf16Products(), amx_before + 1);
@@ -105,7 +105,31 @@ TEST_F(AmxBf16, TilesAgreeWithAvx512Bf16ToFp32Accumulation) {
       for (long j = s.n; j < ldc; ++j)
         ASSERT_EQ(tiles[i * ldc + j], c0[i * ldc + j]) << at << ": wrote beyond column n";
     }
+    for (long i = s.m * ldc; i < (s.m + 2) * ldc; ++i)
+      ASSERT_EQ(tiles[i], c0[i]) << at << ": wrote below row m";
   }
+}
+
+// A shared operand prepared for the tiles is refused by libxsmm's kernel (AMX switched off after
+// it was prepared) rather than read at the wrong strides.
+TEST_F(AmxBf16, AnOperandPackedForTheTilesIsRefusedByTheOtherKernel) {
+  ForceAmxOff(true);
+  const bool other_native = Bf16IsNative();
+  ForceAmxOff(false);
+  if (!other_native) GTEST_SKIP() << "libxsmm has no AVX512_BF16 kernels in this build";
+  PrecisionPolicy policy;
+  policy.matmul = Precision::kBf16;
+  const PrecisionScope scope(policy);
+  Rng rng(34);
+  const long m = 20, n = 24, k = 40;
+  const auto a = Normal(m * k, rng), b = Normal(k * n, rng);
+  std::vector<float> c(static_cast<size_t>(m * n));
+  GemmOperand<float> pb;
+  pb.Prepare(GemmSide::kRight, false, k, n, b.data(), n);
+  ASSERT_TRUE(pb.amx_packed());
+  Gemm<float>(false, m, a.data(), k, pb, false, c.data(), n);  // the tiles read it
+  ForceAmxOff(true);
+  EXPECT_THROW(Gemm<float>(false, m, a.data(), k, pb, false, c.data(), n), std::exception);
 }
 
 // A block of C computed alone (its rows of A, its columns of B) has the bits it has inside the
