@@ -81,7 +81,18 @@ samples = 1
     EXPECT_GE(e.ended, 0.99) << "n=" << e.length;
     EXPECT_GE(e.token_accuracy, 0.98) << "n=" << e.length;
   }
-  EXPECT_LT(s.final_train_loss, 0.05);
+  // The training loss over the last 100 steps: one step's batch (32 sequences of at most 6
+  // tokens) moves by 0.03 for one token the model is unsure of, so the last step alone is noise
+  // (0.081 once, after a change of summation order, with every accuracy above 99%).
+  std::vector<double> loss;
+  {
+    h5::Reader r(s.path);
+    loss = r.root().OpenGroup("train").ReadDoubles("loss");
+  }
+  ASSERT_EQ(loss.size(), 3000u);
+  double last_100 = 0;
+  for (size_t i = loss.size() - 100; i < loss.size(); ++i) last_100 += loss[i] / 100;
+  EXPECT_LT(last_100, 0.05);
   fs::remove_all(dir);
 }
 
