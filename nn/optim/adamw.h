@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "nn/check.h"
 #include "nn/parallel.h"
 #include "nn/position_hooks.h"
@@ -82,17 +84,32 @@ class AdamW {
     ParallelFor(static_cast<long>(chunks_.size()), [&](long c) {
       const Chunk& chunk = chunks_[static_cast<size_t>(c)];
       const auto& p = params[chunk.param];
-      double* m = m_[chunk.param].data();
-      double* v = v_[chunk.param].data();
-      {
-        for (long i = chunk.i0; i < chunk.i1; ++i) {
-          const double g = static_cast<double>(p.grad[i]) * clip;
-          double w = static_cast<double>(p.value[i]);
-          w -= lr * cfg_.weight_decay * w;
-          m[i] = cfg_.beta1 * m[i] + (1 - cfg_.beta1) * g;
-          v[i] = cfg_.beta2 * v[i] + (1 - cfg_.beta2) * g * g;
-          w -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + cfg_.eps);
-          p.value[i] = static_cast<S>(w);
+      // In blocks whose square roots go through Eigen's packets: std::sqrt in a loop is a call
+      // that may set errno, which keeps the loop from vectorising. The same IEEE operations in
+      // the same order, lane by lane: the same bits as one element at a time.
+      const S* __restrict grad = p.grad;
+      S* __restrict value = p.value;
+      double* __restrict m = m_[chunk.param].data();
+      double* __restrict v = v_[chunk.param].data();
+      const double beta1 = cfg_.beta1, beta2 = cfg_.beta2, decay = cfg_.weight_decay,
+                   eps = cfg_.eps;
+      constexpr long kBlock = 256;
+      alignas(64) double root[kBlock];
+      for (long b0 = chunk.i0; b0 < chunk.i1; b0 += kBlock) {
+        const long b1 = std::min(chunk.i1, b0 + kBlock);
+        for (long i = b0; i < b1; ++i) {
+          const double g = static_cast<double>(grad[i]) * clip;
+          m[i] = beta1 * m[i] + (1 - beta1) * g;
+          v[i] = beta2 * v[i] + (1 - beta2) * g * g;
+          root[i - b0] = v[i] / bc2;
+        }
+        Eigen::Map<Eigen::ArrayXd> r(root, b1 - b0);
+        r = r.sqrt();
+        for (long i = b0; i < b1; ++i) {
+          double w = static_cast<double>(value[i]);
+          w -= lr * decay * w;
+          w -= lr * (m[i] / bc1) / (root[i - b0] + eps);
+          value[i] = static_cast<S>(w);
         }
       }
     });
