@@ -65,6 +65,18 @@ void RotatePairsBf16Row(float* __restrict a, float* __restrict b, int P, const f
   }
 }
 
+// One row of RotatePairs in the model's precision: pairs (a[k * stride], b[k * stride]), which no
+// two pointers share, so the half pairing's loop vectorises (the same operations lane by lane).
+template <typename S, int stride>
+void RotatePairsRow(S* __restrict a, S* __restrict b, int P, const S* __restrict ct,
+                    const S* __restrict st, S sign) {
+  for (int k = 0; k < P; ++k) {
+    const S x0 = a[k * stride], x1 = b[k * stride], sn = sign * st[k];
+    a[k * stride] = x0 * ct[k] - x1 * sn;
+    b[k * stride] = x0 * sn + x1 * ct[k];
+  }
+}
+
 // Rotates P pairs of every row t of x ([T, >= 2P], leading dimension ld) by the tables c, s ([T,
 // P]): x0' = x0 c - sign x1 s;  x1' = sign x0 s + x1 c. Pairs are (k, k+P) ("half") or (2k, 2k+1).
 // sign = -1 applies the transpose (the backward of a rotation, scaled or not).
@@ -74,7 +86,6 @@ void RotatePairsBf16Row(float* __restrict a, float* __restrict b, int P, const f
 // gradient kept in fp32.
 template <typename S>
 void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, const S* s, S sign) {
-  const int stride = interleaved ? 2 : 1;
   const int second = interleaved ? 1 : P;
   if constexpr (std::is_same_v<S, float>) {
     if (ActivePrecision().rotary == Precision::kBf16) {
@@ -94,13 +105,10 @@ void RotatePairs(S* x, long ld, int T, int P, bool interleaved, const S* c, cons
     S* r = x + static_cast<long>(t) * ld;
     const S* ct = c + static_cast<long>(t) * P;
     const S* st = s + static_cast<long>(t) * P;
-    for (int k = 0; k < P; ++k) {
-      S& a = r[k * stride];
-      S& b = r[k * stride + second];
-      const S x0 = a, x1 = b, sn = sign * st[k];
-      a = x0 * ct[k] - x1 * sn;
-      b = x0 * sn + x1 * ct[k];
-    }
+    if (interleaved)
+      RotatePairsRow<S, 2>(r, r + second, P, ct, st, sign);
+    else
+      RotatePairsRow<S, 1>(r, r + second, P, ct, st, sign);
   }
 }
 
