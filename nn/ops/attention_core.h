@@ -225,11 +225,6 @@ void ComputeLogits(const PositionEncoding<S>& enc, const AttentionContext& ctx, 
               -std::numeric_limits<S>::infinity());
 }
 
-// Softmax of query i's logits row[0, je - jb) (keys [jb, je), masked keys -inf) in place: masked
-// keys get exactly 0. A contiguous pattern's row is normalised over its visible keys only (a
-// causal block: half the exponentials), other patterns over the block's keys, masked after. NaN
-// logits (a diverging run) pass through, so the loss reports them; so do rows whose every visible
-// logit overflowed to -inf. Writes log sum_j exp(a_ij) to *lse when not null.
 // v[i] = exp(v[i] - shift) for i in [0, n), every element by the same packet code wherever v
 // starts (nn/ops/packet_map.h), so a row's probabilities do not depend on its alignment.
 template <typename S>
@@ -242,6 +237,13 @@ void ExpShiftedInPlace(S* v, long n, S shift) {
   });
 }
 
+// Softmax of query i's logits row[0, je - jb) (keys [jb, je), masked keys -inf) in place: masked
+// keys get exactly 0. A contiguous pattern's row is normalised over its visible keys only (a
+// causal block: half the exponentials), other patterns over the block's keys, masked after. NaN
+// logits (a diverging run) pass through, so the loss reports them; so do rows whose every visible
+// logit overflowed to -inf. Writes log sum_j exp(a_ij) to *lse when not null.
+// Where packets have lane masks, a contiguous row's max, exponentials with their sum and division
+// are three packet passes (nn/ops/packet_map.h).
 template <typename S>
 void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, int je, S* row,
                        S* lse) {
@@ -252,6 +254,25 @@ void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, in
     pattern.KeyBounds(i, T, &vb, &ve);
     vb = std::max(vb, jb);
     ve = std::max(vb, std::min(ve, je));
+  }
+  if constexpr (kMaskedPackets<S>) {
+    if (pattern.Contiguous()) {  // max, exponentials with their sum, division: packet passes
+      S* visible = row + (vb - jb);
+      const PacketSpan<S> span(ve - vb);
+      const S mx = ve > vb ? SpanMax(visible, span) : neg_inf;
+      if (mx == neg_inf) {
+        LEXP_CHECK(SeesAKey(pattern, i, T), "attention: a query sees no key");
+        block_row.setConstant(std::numeric_limits<S>::quiet_NaN());
+        if (lse != nullptr) *lse = std::numeric_limits<S>::quiet_NaN();
+        return;
+      }
+      const S sum = SpanExpShiftedSum(visible, span, mx);
+      block_row.head(vb - jb).setZero();  // masked keys: exactly 0
+      block_row.tail(je - ve).setZero();
+      SpanDivide(visible, span, sum);
+      if (lse != nullptr) *lse = mx + std::log(sum);
+      return;
+    }
   }
   auto visible = block_row.segment(vb - jb, ve - vb);
   const S mx = ve > vb ? visible.maxCoeff() : neg_inf;

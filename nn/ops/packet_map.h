@@ -1,11 +1,15 @@
-// Element-wise kernels over a flat range in SIMD packets, the last partial packet padded through a
-// small buffer: every element goes through the same packet code, so its bits depend neither on the
-// range's alignment nor on where a caller's chunk of rows begins or ends (Eigen's array expressions
-// peel misaligned heads and odd tails into scalar code, whose exp is libm's, not the packet one).
+// Element-wise kernels over a flat range in SIMD packets, the last partial packet loaded and stored
+// under a lane mask (or, where packets have no masks, padded through a small buffer): every element
+// goes through the same packet code, so its bits depend neither on the range's alignment nor on
+// where a caller's chunk of rows begins or ends (Eigen's array expressions peel misaligned heads
+// and odd tails into scalar code, whose exp is libm's, not the packet one).
 #pragma once
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace lexp {
 
@@ -14,6 +18,20 @@ using PacketOf = typename Eigen::internal::packet_traits<S>::type;
 
 template <typename S>
 inline constexpr int kPacketSize = Eigen::internal::unpacket_traits<PacketOf<S>>::size;
+
+// True when S's packets load and store under a lane mask (float with AVX or AVX-512).
+template <typename S>
+inline constexpr bool kMaskedPackets =
+    Eigen::internal::unpacket_traits<PacketOf<S>>::masked_load_available &&
+    Eigen::internal::unpacket_traits<PacketOf<S>>::masked_store_available;
+
+// A lane mask of S's packets (Eigen's mask_t: one bit a lane) and the mask of the first `lanes`.
+template <typename S>
+using PacketMask = std::conditional_t<(kPacketSize<S> > 8), std::uint16_t, std::uint8_t>;
+template <typename S>
+PacketMask<S> TailMask(long lanes) {
+  return static_cast<PacketMask<S>>((1u << lanes) - 1);
+}
 
 // For i in [0, n) in packets: loads packet i of each input, body(in, out) fills one packet per
 // output, stores them. Body: void(const Packet (&in)[kIn], Packet (&out)[kOut]).
@@ -32,6 +50,13 @@ void MapPackets(long n, const S* const (&ins)[kIn], S* const (&outs)[kOut], cons
   }
   if (i == n) return;
   const long rest = n - i;
+  if constexpr (kMaskedPackets<S>) {  // the tail under a mask: its other lanes read as 0
+    const auto mask = TailMask<S>(rest);
+    for (int a = 0; a < kIn; ++a) in[a] = Eigen::internal::ploadu<P>(ins[a] + i, mask);
+    body(in, out);
+    for (int a = 0; a < kOut; ++a) pstoreu(outs[a] + i, out[a], mask);
+    return;
+  }
   alignas(64) S buffer[kP];
   for (int a = 0; a < kIn; ++a) {
     std::fill(buffer, buffer + kP, S(0));
@@ -43,6 +68,70 @@ void MapPackets(long n, const S* const (&ins)[kIn], S* const (&outs)[kOut], cons
     pstoreu(buffer, out[a]);
     std::copy(buffer, buffer + rest, outs[a] + i);
   }
+}
+
+}  // namespace lexp
+
+namespace lexp {
+
+// The fused passes of a softmax over n contiguous values, each in packets with the last one under a
+// mask (kMaskedPackets<S> only): SpanMax, SpanExpShiftedSum (v = exp(v - shift), returning the
+// sum), SpanDivide. The elements' values are those of the packet code wherever v starts; the sum
+// adds lane by lane, then across the lanes.
+template <typename S>
+struct PacketSpan {
+  using P = PacketOf<S>;
+  explicit PacketSpan(long n)
+      : full(n - n % kPacketSize<S>),
+        rest(n % kPacketSize<S>),
+        mask(TailMask<S>(rest)),
+        in_tail(Eigen::internal::pcmp_lt(Eigen::internal::plset<P>(S(0)),
+                                         Eigen::internal::pset1<P>(static_cast<S>(rest)))) {}
+  long full, rest;
+  PacketMask<S> mask;
+  P in_tail;  // all bits set in the tail's lanes
+};
+
+template <typename S>
+S SpanMax(const S* v, const PacketSpan<S>& span) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  const P neg_inf = pk::pset1<P>(-std::numeric_limits<S>::infinity());
+  P mx = neg_inf;
+  for (long i = 0; i < span.full; i += kPacketSize<S>) mx = pk::pmax(mx, pk::ploadu<P>(v + i));
+  if (span.rest > 0)
+    mx = pk::pmax(mx, pk::pselect(span.in_tail, pk::ploadu<P>(v + span.full, span.mask), neg_inf));
+  return pk::predux_max(mx);
+}
+
+template <typename S>
+S SpanExpShiftedSum(S* v, const PacketSpan<S>& span, S shift) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  const P shift_packet = pk::pset1<P>(shift);
+  P acc = pk::pset1<P>(S(0));
+  for (long i = 0; i < span.full; i += kPacketSize<S>) {
+    const P e = pk::pexp(pk::psub(pk::ploadu<P>(v + i), shift_packet));
+    pk::pstoreu(v + i, e);
+    acc = pk::padd(acc, e);
+  }
+  if (span.rest > 0) {
+    const P e = pk::pexp(pk::psub(pk::ploadu<P>(v + span.full, span.mask), shift_packet));
+    pk::pstoreu(v + span.full, e, span.mask);
+    acc = pk::padd(acc, pk::pand(e, span.in_tail));
+  }
+  return pk::predux(acc);
+}
+
+template <typename S>
+void SpanDivide(S* v, const PacketSpan<S>& span, S divisor) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  const P d = pk::pset1<P>(divisor);
+  for (long i = 0; i < span.full; i += kPacketSize<S>)
+    pk::pstoreu(v + i, pk::pdiv(pk::ploadu<P>(v + i), d));
+  if (span.rest > 0)
+    pk::pstoreu(v + span.full, pk::pdiv(pk::ploadu<P>(v + span.full, span.mask), d), span.mask);
 }
 
 }  // namespace lexp

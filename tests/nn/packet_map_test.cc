@@ -1,9 +1,12 @@
-// The packet kernels (nn/ops/packet_map.h) of GELU and of the softmax's exp: every length (whole
-// packets and a padded tail), every start alignment, in place or not, gives the closed form to
+// The packet kernels (nn/ops/packet_map.h) of GELU and of the softmax: every length (whole packets
+// and a masked or padded tail), every start alignment, in place or not, gives the closed form to
 // float rounding and the same bits wherever the range starts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "nn/ops/attention_core.h"
@@ -72,6 +75,67 @@ TEST(PacketMap, ShiftedExpMatchesStdExpAndKeepsItsBitsAtAnyStart) {
     }
     for (int i = 0; i < 5; ++i) EXPECT_EQ(shifted[i], 0.0f) << "written before the range";
     for (long i = n + 5; i < n + 9; ++i) EXPECT_EQ(shifted[i], 0.0f) << "written after the range";
+  }
+}
+
+// One causal query's softmax row (SoftmaxVisibleRow: on AVX packets, max, exponentials with their
+// sum and division in packet passes, the last packet under a lane mask): every visible length
+// (whole packets and every tail), every start of the block, against a double softmax; the keys
+// the query does not see are exactly 0 and nothing outside the block is written.
+TEST(PacketMap, SoftmaxRowMatchesADoubleSoftmaxAtEveryLengthAndStart) {
+  const AttentionPattern causal(true);
+  const int T = 80;
+  for (int i = 0; i < 70; ++i) {
+    for (int jb : {0, 1, 3}) {
+      if (jb > i) continue;
+      const int je = std::min(T, i + 9);  // keys past the query: masked
+      SCOPED_TRACE("query " + std::to_string(i) + ", block [" + std::to_string(jb) + ", " +
+                   std::to_string(je) + ")");
+      const std::vector<float> v = Values(je - jb, 3);
+      std::vector<float> buf(static_cast<size_t>(je - jb) + 8, -7.0f);
+      std::copy(v.begin(), v.end(), buf.begin() + 4);
+      float lse = 0;
+      attention_detail::SoftmaxVisibleRow(causal, i, T, jb, je, buf.data() + 4, &lse);
+      double mx = -1e300, sum = 0;
+      for (int j = jb; j <= i; ++j) mx = std::max(mx, double(v[j - jb]));
+      for (int j = jb; j <= i; ++j) sum += std::exp(double(v[j - jb]) - mx);
+      for (int j = jb; j < je; ++j) {
+        const double want = j <= i ? std::exp(double(v[j - jb]) - mx) / sum : 0.0;
+        if (j > i)
+          EXPECT_EQ(buf[4 + j - jb], 0.0f) << "masked key " << j;
+        else
+          EXPECT_NEAR(buf[4 + j - jb], want, 1e-6 * want + 1e-9) << "key " << j;
+      }
+      EXPECT_NEAR(lse, mx + std::log(sum), 1e-5);
+      for (int k = 0; k < 4; ++k) EXPECT_EQ(buf[k], -7.0f) << "written before the block";
+      for (size_t k = 4 + (je - jb); k < buf.size(); ++k)
+        EXPECT_EQ(buf[k], -7.0f) << "written after the block";
+    }
+  }
+}
+
+// A row whose visible logits are all -inf (overflowed) or hold a NaN (a diverging run) passes
+// the NaN on, so the loss reports it; an -inf beside finite logits is a probability of 0.
+TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
+  const AttentionPattern causal(true);
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int n : {1, 7, 16, 17, 33}) {
+    std::vector<float> all_inf(n, -inf), with_nan = Values(n, 4), one_inf = Values(n, 5);
+    with_nan[n / 2] = std::numeric_limits<float>::quiet_NaN();
+    one_inf[n - 1] = -inf;
+    float lse = 0;
+    attention_detail::SoftmaxVisibleRow(causal, n - 1, n, 0, n, all_inf.data(), &lse);
+    for (float p : all_inf) EXPECT_TRUE(std::isnan(p)) << "n " << n;
+    EXPECT_TRUE(std::isnan(lse));
+    attention_detail::SoftmaxVisibleRow(causal, n - 1, n, 0, n, with_nan.data(), &lse);
+    EXPECT_TRUE(std::isnan(with_nan[n / 2])) << "n " << n;
+    EXPECT_TRUE(std::isnan(lse)) << "n " << n;
+    if (n == 1) continue;
+    attention_detail::SoftmaxVisibleRow(causal, n - 1, n, 0, n, one_inf.data(), &lse);
+    EXPECT_EQ(one_inf[n - 1], 0.0f) << "n " << n;
+    double total = 0;
+    for (float p : one_inf) total += p;
+    EXPECT_NEAR(total, 1.0, 1e-6) << "n " << n;
   }
 }
 
