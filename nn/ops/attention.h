@@ -1,7 +1,8 @@
 // Scaled dot-product multi-head attention with the encoding's sites 3-6 plugged in
 // (Vaswani et al. 2017, arXiv:1706.03762, eq. 1). Work is split into independent (sequence, head)
-// tasks, and each task into blocks of 64 queries that only touch the keys their pattern allows, so
-// a causal mask costs about half of the dense product.
+// tasks, and each task into blocks of queries (32 when the probabilities are kept, 64 streaming)
+// that only touch the keys their pattern allows, so a causal mask costs about half of the dense
+// product.
 //
 // Two paths with the same result:
 //  * materialised: keeps the [T, T] probabilities of every task (training, and probes that capture
@@ -78,8 +79,9 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       kt = sc.kt.data();
       ldkt = sc.kt.cols();
     }
-    for (int i0 = sh.first_query; i0 < T; i0 += kQueryBlock) {
-      const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
+    const int query_block = materialize ? kMaterialisedQueryBlock : kQueryBlock;
+    for (int i0 = sh.first_query; i0 < T; i0 += query_block) {
+      const int i1 = std::min(T, i0 + query_block), n = i1 - i0;
       int jb, je;
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
       if (materialize) {
@@ -235,8 +237,8 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
     Resize(sc.a, kQueryBlock, T);
     if (split) Resize(sc.mem, kQueryBlock, T);
     TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
-    for (int i0 = 0; i0 < T; i0 += kQueryBlock) {
-      const int i1 = std::min(T, i0 + kQueryBlock), n = i1 - i0;
+    for (int i0 = 0; i0 < T; i0 += kMaterialisedQueryBlock) {
+      const int i1 = std::min(T, i0 + kMaterialisedQueryBlock), n = i1 - i0;
       int jb, je;
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
       const int m = je - jb;
@@ -276,6 +278,9 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
                               T, static_cast<int>(task));
       }
+      // Without site 4's term, a scale or memory keys, d_a's 1/sqrt(D) is applied in the same pass
+      // (the same two roundings an element as in two passes).
+      const bool scale_now = !has_term && !has_scale && mm == 0 && landmark == 0;
       for (int r = 0; r < n; ++r) {
         if (landmark > 0) {
           LandmarkSoftmaxBackwardRow(i0 + r, landmark, cache.group.row(task * T + i0 + r).data(),
@@ -284,7 +289,10 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         }
         S dot = dA.row(r).dot(P.row(r));
         if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
-        dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
+        if (scale_now)
+          dA.row(r).array() = (P.row(r).array() * (dA.row(r).array() - dot)) * inv_sqrt_d;
+        else
+          dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
       }
       // d_a's memory part, kept apart from here on (site 4's backward is linear in d_a).
       if (mm > 0) split_memory(dA, true);
@@ -304,7 +312,7 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
           if (mm > 0) sc.mem.row(r).head(mm) *= scale;
         }
       }
-      dA *= inv_sqrt_d;
+      if (!scale_now) dA *= inv_sqrt_d;
       Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ.data() + i0 * C,
               C);  // d_q += d_a k
       Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * C,

@@ -21,6 +21,9 @@
 namespace lexp {
 
 inline constexpr int kQueryBlock = 64;
+// The materialised path (training) cuts a causal task's queries finer: its blocks then skip the
+// keys no query of theirs sees, a quarter of a [64, 64] task's products and row work.
+inline constexpr int kMaterialisedQueryBlock = 32;
 inline constexpr int kKeyBlock = 256;
 
 struct AttentionShape {
