@@ -219,6 +219,10 @@ class Transformer {
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
+  // BlockBackward's attention gradient into d_qkv_ through separate d_q_, d_k_, d_v_: for memory
+  // keys, a kNN memory or head mixing (otherwise attention writes d_qkv_ itself).
+  void AttentionGradToQkv(int l, BlockCache<S>& c, const AttentionShape& sh, bool knn,
+                          bool memory, bool fuse_qk);
   // Site 3 on rows [first_row, T) of every (sequence, head) of each matrix of queries or keys,
   // sequences `stride` rows apart, all in one parallel region.
   struct QKRows {

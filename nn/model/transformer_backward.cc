@@ -51,6 +51,42 @@ void Transformer<S>::KnnMergeBackward(BlockCache<S>& c) {
 
 
 template <typename S>
+void Transformer<S>::AttentionGradToQkv(int l, BlockCache<S>& c, const AttentionShape& sh, bool knn,
+                                        bool memory, bool fuse_qk) {
+  const long N = d_att_.rows(), C = cfg_.d_model;
+  std::vector<Mat<S>*> accumulated = {&d_q_, &d_k_, &d_v_};
+  if (memory) accumulated.insert(accumulated.end(), {&d_k_mem_, &d_v_mem_});
+  for (Mat<S>* m : accumulated) Resize(*m, N, C);
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    for (Mat<S>* m : accumulated) m->middleRows(r0, r1 - r0).setZero();
+  });
+  const int el = EncodingLayer(l);
+  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
+                    d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr, fuse_qk);
+  if (enc_->Uses(kSiteQKTransform) && !fuse_qk) {
+    if (memory)
+      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}, {&d_k_mem_, false}}, B_, T_, T_, pos_,
+                       true);
+    else
+      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}}, B_, T_, T_, pos_, true);
+  }
+  // The memory's retrieval read q (and k, v) before the encoding's transform; a differentiable
+  // memory (model.knn_memory_gradient) sends its keys and values their gradient too.
+  if (knn) {
+    const bool grad = cfg_.knn.memory_gradient;
+    KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_,
+                      grad ? &d_k_ : nullptr, grad ? &d_v_ : nullptr,
+                      cfg_.knn.source_layer >= 0 ? &mem_qkv_ : nullptr);
+  }
+  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
+    auto rows = d_qkv_.middleRows(r0, r1 - r0);
+    rows.leftCols(C) = d_q_.middleRows(r0, r1 - r0);
+    rows.middleCols(C, C) = d_k_.middleRows(r0, r1 - r0);
+    rows.rightCols(C) = d_v_.middleRows(r0, r1 - r0);
+  });
+}
+
+template <typename S>
 void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   // On entry d_x = dL/dx_out; on exit dL/dx_in.
   auto& p = p_.blocks[l];
@@ -94,40 +130,21 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   // A pattern with memory keys (Transformer-XL's recurrence) sends what queries read from their
   // memory to d_k_mem_ / d_v_mem_: the weights see it, the memory's states do not.
   const bool memory = ActivePattern().HasMemory();
-  std::vector<Mat<S>*> accumulated = {&d_q_, &d_k_, &d_v_};
-  if (memory) accumulated.insert(accumulated.end(), {&d_k_mem_, &d_v_mem_});
-  for (Mat<S>* m : accumulated) Resize(*m, N, C);
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    for (Mat<S>* m : accumulated) m->middleRows(r0, r1 - r0).setZero();
-  });
   const int el = EncodingLayer(l);
   // The query/key transform's backward runs in each attention task, on the gradients that task
   // just wrote, where the pattern allows (ApplyQKTransform afterwards otherwise).
   const bool fuse_qk = enc_->Uses(kSiteQKTransform) && !memory && !enc_->Uses(kSiteHeadMix);
-  AttentionBackward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_, d_q_, d_k_,
-                    d_v_, memory ? &d_k_mem_ : nullptr, memory ? &d_v_mem_ : nullptr, fuse_qk);
-  if (enc_->Uses(kSiteQKTransform) && !fuse_qk) {
-    if (memory)
-      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}, {&d_k_mem_, false}}, B_, T_, T_, pos_,
-                       true);
-    else
-      ApplyQKTransform(el, {{&d_q_, true}, {&d_k_, false}}, B_, T_, T_, pos_, true);
-  }
-  // The memory's retrieval read q (and k, v) before the encoding's transform; a differentiable
-  // memory (model.knn_memory_gradient) sends its keys and values their gradient too.
-  if (knn) {
-    const bool grad = cfg_.knn.memory_gradient;
-    KnnMemoryBackward(c.qkv, B_, T_, cfg_.n_heads, knn_, d_knn_mem_, d_knn_lse_, d_q_,
-                      grad ? &d_k_ : nullptr, grad ? &d_v_ : nullptr,
-                      cfg_.knn.source_layer >= 0 ? &mem_qkv_ : nullptr);
-  }
   Resize(d_qkv_, N, 3 * C);
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    auto rows = d_qkv_.middleRows(r0, r1 - r0);
-    rows.leftCols(C) = d_q_.middleRows(r0, r1 - r0);
-    rows.middleCols(C, C) = d_k_.middleRows(r0, r1 - r0);
-    rows.rightCols(C) = d_v_.middleRows(r0, r1 - r0);
-  });
+  if (!memory && !knn && !enc_->Uses(kSiteHeadMix)) {
+    // Each attention task zeroes and writes its head's columns of d_qkv's thirds directly.
+    AttentionBackwardInto(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_,
+                          QkvGradOut<S>{d_qkv_.data(), d_qkv_.data() + C, d_qkv_.data() + 2 * C,
+                                        3 * C},
+                          true, static_cast<Mat<S>*>(nullptr), static_cast<Mat<S>*>(nullptr),
+                          fuse_qk);
+  } else {
+    AttentionGradToQkv(l, c, sh, knn, memory, fuse_qk);
+  }
   d_x.swap(d_mid_);  // residual path (d_mid_ is not read again)
   if (!memory) {
     if (cfg_.pre_ln) {
@@ -209,10 +226,16 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
 
 template void Transformer<float>::KnnMergeBackward(BlockCache<float>& c);
 template void Transformer<float>::BlockBackward(int l, const Mat<float>& x_in, Mat<float>& d_x);
+template void Transformer<float>::AttentionGradToQkv(int l, BlockCache<float>& c,
+                                                     const AttentionShape& sh, bool knn,
+                                                     bool memory, bool fuse_qk);
 template void Transformer<float>::Backward(
     const std::vector<int>& tokens, const Mat<float>& d_logits);
 template void Transformer<double>::KnnMergeBackward(BlockCache<double>& c);
 template void Transformer<double>::BlockBackward(int l, const Mat<double>& x_in, Mat<double>& d_x);
+template void Transformer<double>::AttentionGradToQkv(int l, BlockCache<double>& c,
+                                                     const AttentionShape& sh, bool knn,
+                                                     bool memory, bool fuse_qk);
 template void Transformer<double>::Backward(
     const std::vector<int>& tokens, const Mat<double>& d_logits);
 

@@ -191,22 +191,28 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
 // query/key transform (TransformQKBackward) as soon as they are whole, while they are in the
 // cache of the thread that wrote them; the same bits as applying it to d_q and d_k afterwards (no
 // memory keys, no head mixing).
+// AttentionBackwardInto writes d_q, d_k, d_v where `out` says (the thirds of a [B*T, 3C] d_qkv:
+// ld 3C), each task zeroing its own rows and columns first when zero_first (no head mixing).
 template <typename S>
-void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
-                       const std::vector<double>& pos, const AttentionPattern& pattern_all,
-                       PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
-                       const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v,
-                       Mat<S>* d_k_mem = nullptr, Mat<S>* d_v_mem = nullptr,
-                       bool qk_transform_backward = false) {
+struct QkvGradOut {
+  S* q;
+  S* k;
+  S* v;
+  long ld;  // between rows of each of q, k, v
+};
+
+template <typename S>
+void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
+                           const AttentionShape& sh, const std::vector<double>& pos,
+                           const AttentionPattern& pattern_all, PositionEncoding<S>& enc,
+                           int layer, AttentionCache<S>& cache, const Mat<S>& d_out,
+                           const QkvGradOut<S>& out, bool zero_first, Mat<S>* d_k_mem,
+                           Mat<S>* d_v_mem, bool qk_transform_backward) {
   using namespace attention_detail;
   LEXP_CHECK(!qk_transform_backward || (!enc.Uses(kSiteHeadMix) && !pattern_all.HasMemory()),
              "attention backward: the query/key transform is fused only without memory keys or "
              "head mixing");
-  if (enc.Uses(kSiteHeadMix)) {
-    HeadMixAttentionBackward(q, k, v, sh, pos, pattern_all, enc, layer, cache, d_out, d_q, d_k,
-                             d_v);
-    return;
-  }
+  LEXP_CHECK(!enc.Uses(kSiteHeadMix), "attention backward: head mixing writes separate matrices");
   LEXP_CHECK(cache.materialized, "attention backward needs the materialised forward");
   const int T = sh.T, D = sh.D;
   const long C = sh.C();
@@ -217,20 +223,25 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
   const bool split = pattern_all.HasMemory();
   const bool has_d_lse = cache.d_lse.size() > 0;
   const int landmark = pattern_all.LandmarkBlock();
-  LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr),
-             "attention backward: a pattern with memory keys needs the memory gradients");
+  LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr && out.ld == C),
+             "attention backward: a pattern with memory keys needs the memory gradients, and "
+             "d_q, d_k, d_v as separate matrices");
   if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
   ParallelFor(sh.Tasks(), [&](long task) {
     const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
     const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    const long ldo = out.ld, out_base = static_cast<long>(b) * T * ldo + static_cast<long>(h) * D;
     ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> dO(d_out.data() + base, T, D, Eigen::OuterStride<>(C));
-    Rows<S> dQ(d_q.data() + base, T, D, Eigen::OuterStride<>(C));
-    S* dK = d_k.data() + base;
-    S* dV = d_v.data() + base;
+    S* dQ = out.q + out_base;
+    S* dK = out.k + out_base;
+    S* dV = out.v + out_base;
+    if (zero_first) {
+      for (S* d : {dQ, dK, dV}) Rows<S>(d, T, D, Eigen::OuterStride<>(ldo)).setZero();
+    }
     S* dK_mem = split ? d_k_mem->data() + base : nullptr;
     S* dV_mem = split ? d_v_mem->data() + base : nullptr;
     AttentionScratch<S>& sc = cache.scratch.local();
@@ -265,14 +276,14 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
                 dV_mem + jb * C, C);
         for (int r = 0; r < n; ++r) sc.mem.row(r).head(mm) = P.row(r).head(mm) - sc.mem.row(r).head(mm);
-        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true, dV + jb * C,
-                C);
+        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
+                dV + jb * ldo, ldo);
         if (mm < m)
           Gemm<S>(true, false, m - mm, D, n, P.data() + mm, T, dO.data() + i0 * C, C, true,
-                  dV + mem_end * C, C);
+                  dV + mem_end * ldo, ldo);
       } else {
-        Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV + jb * C,
-                C);  // d_v += p^T d_o
+        Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV + jb * ldo,
+                ldo);  // d_v += p^T d_o
       }
       if (has_value_term) {
         enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
@@ -299,10 +310,10 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
       if (has_term) {
         const HeadQK<S> qk{q.data() + base, k.data() + base, C};
         enc.LogitTermBackward(ctx, i0, i1, jb, je, qk, sc.a.data(), T,
-                              HeadQKGrad<S>{d_q.data() + base, dK, C}, static_cast<int>(task));
+                              HeadQKGrad<S>{dQ, dK, ldo}, static_cast<int>(task));
         if (mm > 0)
           enc.LogitTermBackward(ctx, i0, i1, jb, mem_end, qk, sc.mem.data(), T,
-                                HeadQKGrad<S>{d_q.data() + base, dK_mem, C},
+                                HeadQKGrad<S>{dQ, dK_mem, C},  // split: ldo = C
                                 static_cast<int>(task));
       }
       if (has_scale) {
@@ -313,14 +324,14 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
         }
       }
       if (!scale_now) dA *= inv_sqrt_d;
-      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ.data() + i0 * C,
-              C);  // d_q += d_a k
-      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * C,
-              C);  // d_k += d_a^T q
+      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ + i0 * ldo,
+              ldo);  // d_q += d_a k
+      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * ldo,
+              ldo);  // d_k += d_a^T q
       if (mm > 0) {
         sc.mem.topLeftCorner(n, mm) *= inv_sqrt_d;
         Gemm<S>(false, false, n, D, mm, sc.mem.data(), T, K.data() + jb * C, C, true,
-                dQ.data() + i0 * C, C);  // d_q += d_a_mem k_mem
+                dQ + i0 * ldo, ldo);  // d_q += d_a_mem k_mem
         Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, Q.data() + i0 * C, C, true,
                 dK_mem + jb * C, C);  // d_k_mem += d_a_mem^T q
       }
@@ -328,11 +339,31 @@ void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const 
     if (qk_transform_backward) {  // this head's d_q and d_k are whole: only this task wrote them
       AttentionContext whole{layer, h, sh.H, D, T, pos.data(), &pattern_all,
                              pattern_all.PlainDistance()};
-      enc.TransformQKBackward(whole, true, d_q.data() + base, C);
-      enc.TransformQKBackward(whole, false, dK, C);
+      enc.TransformQKBackward(whole, true, dQ, ldo);
+      enc.TransformQKBackward(whole, false, dK, ldo);
     }
   });
   if (has_term || has_value_term) enc.EndBackward();
+}
+
+// d_q, d_k, d_v: [B*T, C] each, accumulated.
+template <typename S>
+void AttentionBackward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
+                       const std::vector<double>& pos, const AttentionPattern& pattern_all,
+                       PositionEncoding<S>& enc, int layer, AttentionCache<S>& cache,
+                       const Mat<S>& d_out, Mat<S>& d_q, Mat<S>& d_k, Mat<S>& d_v,
+                       Mat<S>* d_k_mem = nullptr, Mat<S>* d_v_mem = nullptr,
+                       bool qk_transform_backward = false) {
+  if (enc.Uses(kSiteHeadMix)) {
+    LEXP_CHECK(!qk_transform_backward,
+               "attention backward: the query/key transform is fused only without head mixing");
+    HeadMixAttentionBackward(q, k, v, sh, pos, pattern_all, enc, layer, cache, d_out, d_q, d_k,
+                             d_v);
+    return;
+  }
+  AttentionBackwardInto(q, k, v, sh, pos, pattern_all, enc, layer, cache, d_out,
+                        QkvGradOut<S>{d_q.data(), d_k.data(), d_v.data(), sh.C()}, false, d_k_mem,
+                        d_v_mem, qk_transform_backward);
 }
 
 }  // namespace lexp
