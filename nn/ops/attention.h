@@ -292,7 +292,21 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
       // Without site 4's term, a scale or memory keys, d_a's 1/sqrt(D) is applied in the same pass
       // (the same two roundings an element as in two passes).
       const bool scale_now = !has_term && !has_scale && mm == 0 && landmark == 0;
-      for (int r = 0; r < n; ++r) {
+      bool rows_done = false;
+      if constexpr (kMaskedPackets<S>) {
+        if (landmark == 0) {  // packet passes over each row, the last packet under a mask
+          rows_done = true;
+          const PacketSpan<S> span(m);
+          for (int r = 0; r < n; ++r) {
+            S* d = sc.a.data() + static_cast<long>(r) * T;
+            const S* pr = P.data() + static_cast<long>(r) * T;
+            S dot = SpanDot(d, pr, span);
+            if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
+            SpanSoftmaxGrad(d, pr, span, dot, scale_now ? inv_sqrt_d : S(1));
+          }
+        }
+      }
+      for (int r = 0; r < n && !rows_done; ++r) {
         if (landmark > 0) {
           LandmarkSoftmaxBackwardRow(i0 + r, landmark, cache.group.row(task * T + i0 + r).data(),
                                      je, sc.a.data() + static_cast<long>(r) * T);

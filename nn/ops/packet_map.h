@@ -74,10 +74,10 @@ void MapPackets(long n, const S* const (&ins)[kIn], S* const (&outs)[kOut], cons
 
 namespace lexp {
 
-// The fused passes of a softmax over n contiguous values, each in packets with the last one under a
-// mask (kMaskedPackets<S> only): SpanMax, SpanExpShiftedSum (v = exp(v - shift), returning the
-// sum), SpanDivide. The elements' values are those of the packet code wherever v starts; the sum
-// adds lane by lane, then across the lanes.
+// The fused passes of a softmax and of its backward over n contiguous values, each in packets with
+// the last one under a mask (kMaskedPackets<S> only): SpanMax, SpanExpShiftedSum (v = exp(v -
+// shift), returning the sum), SpanDivide; SpanDot, SpanSoftmaxGrad. The elements' values are those
+// of the packet code wherever v starts; sums add lane by lane, then across the lanes.
 template <typename S>
 struct PacketSpan {
   using P = PacketOf<S>;
@@ -121,6 +121,38 @@ S SpanExpShiftedSum(S* v, const PacketSpan<S>& span, S shift) {
     acc = pk::padd(acc, pk::pand(e, span.in_tail));
   }
   return pk::predux(acc);
+}
+
+// sum_i a[i] b[i] over the span (lanes, then across: the masked tail's lanes load as 0).
+template <typename S>
+S SpanDot(const S* a, const S* b, const PacketSpan<S>& span) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  P acc = pk::pset1<P>(S(0));
+  for (long i = 0; i < span.full; i += kPacketSize<S>)
+    acc = pk::padd(acc, pk::pmul(pk::ploadu<P>(a + i), pk::ploadu<P>(b + i)));
+  if (span.rest > 0)
+    acc = pk::padd(acc, pk::pmul(pk::ploadu<P>(a + span.full, span.mask),
+                                 pk::ploadu<P>(b + span.full, span.mask)));
+  return pk::predux(acc);
+}
+
+// The softmax's backward on a row: d[i] = (p[i] (d[i] - dot)) scale.
+template <typename S>
+void SpanSoftmaxGrad(S* d, const S* p, const PacketSpan<S>& span, S dot, S scale) {
+  namespace pk = Eigen::internal;
+  using P = PacketOf<S>;
+  const P dot_packet = pk::pset1<P>(dot), scale_packet = pk::pset1<P>(scale);
+  const auto grad = [&](const P& dv, const P& pv) {
+    return pk::pmul(pk::pmul(pv, pk::psub(dv, dot_packet)), scale_packet);
+  };
+  for (long i = 0; i < span.full; i += kPacketSize<S>)
+    pk::pstoreu(d + i, grad(pk::ploadu<P>(d + i), pk::ploadu<P>(p + i)));
+  if (span.rest > 0)
+    pk::pstoreu(d + span.full,
+                grad(pk::ploadu<P>(d + span.full, span.mask),
+                     pk::ploadu<P>(p + span.full, span.mask)),
+                span.mask);
 }
 
 template <typename S>

@@ -114,6 +114,33 @@ TEST(PacketMap, SoftmaxRowMatchesADoubleSoftmaxAtEveryLengthAndStart) {
   }
 }
 
+// The softmax backward's row pass (SpanDot, SpanSoftmaxGrad): every length and start against the
+// double formula d = (p (d - p.d)) scale; nothing written outside the span.
+TEST(PacketMap, SoftmaxGradRowMatchesTheFormulaAtEveryLengthAndStart) {
+  for (long n = 1; n <= 70; ++n) {
+    for (long offset : {0, 1, 5}) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", offset " + std::to_string(offset));
+      const std::vector<float> p = Values(n, 6), d0 = Values(n, 7);
+      std::vector<float> pb(n + offset + 20, 9.0f), db(n + offset + 20, -7.0f);
+      std::copy(p.begin(), p.end(), pb.begin() + offset);
+      std::copy(d0.begin(), d0.end(), db.begin() + offset);
+      const PacketSpan<float> span(n);
+      const float dot = SpanDot(db.data() + offset, pb.data() + offset, span);
+      double want_dot = 0;
+      for (long i = 0; i < n; ++i) want_dot += double(p[i]) * d0[i];
+      EXPECT_NEAR(dot, want_dot, 1e-5 * (1 + std::abs(want_dot)));
+      SpanSoftmaxGrad(db.data() + offset, pb.data() + offset, span, dot, 0.25f);
+      for (long i = 0; i < n; ++i) {
+        const double want = double(p[i]) * (double(d0[i]) - dot) * 0.25;
+        EXPECT_NEAR(db[offset + i], want, 1e-6 * (1 + std::abs(want))) << i;
+      }
+      for (long i = 0; i < offset; ++i) EXPECT_EQ(db[i], -7.0f) << "written before the span";
+      for (long i = n + offset; i < static_cast<long>(db.size()); ++i)
+        EXPECT_EQ(db[i], -7.0f) << "written after the span";
+    }
+  }
+}
+
 // A row whose visible logits are all -inf (overflowed) or hold a NaN (a diverging run) passes
 // the NaN on, so the loss reports it; an -inf beside finite logits is a probability of 0.
 TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
