@@ -110,12 +110,15 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
                        c.gelu_slope.middleRows(r0, r1 - r0).array();
                  });
   if (cfg_.pre_ln) {
-    // LN2's input gradient added to d_mid_ (no longer read as d_y2) chunk by chunk of d_h_.
+    // LN2's input gradient added to d_mid_ (no longer read as d_y2), and its parameters' partial
+    // sums, chunk by chunk of d_h_.
+    LayerNormParamPartials<S> ln2_sums(N, C);
     LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_,
                    [&](long r0, long r1) {
                      LayerNormInputGradRows(p.ln2, c.ln2, d_h_, d_mid_, r0, r1);
+                     ln2_sums.AddChunk(c.ln2, d_h_, r0, r1);
                    });
-    LayerNormParamGrad(c.ln2, d_h_, g.ln2);
+    ln2_sums.Finish(g.ln2);
   } else {
     LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1, GradWrite::kAdd,
                    &linear_scratch_);  // m_in = x_mid
@@ -148,12 +151,14 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   d_x.swap(d_mid_);  // residual path (d_mid_ is not read again)
   if (!memory) {
     if (cfg_.pre_ln) {
-      // LN1's input gradient added to d_x chunk by chunk of d_h_.
+      // LN1's input gradient added to d_x, and its parameters' partial sums, chunk by chunk of d_h_.
+      LayerNormParamPartials<S> ln1_sums(N, C);
       LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_,
                      [&](long r0, long r1) {
                        LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
+                       ln1_sums.AddChunk(c.ln1, d_h_, r0, r1);
                      });
-      LayerNormParamGrad(c.ln1, d_h_, g.ln1);
+      ln1_sums.Finish(g.ln1);
     } else {
       LinearBackward(x_in, p.qkv, d_qkv_, &d_x, g.qkv, GradWrite::kAdd, &linear_scratch_);
     }

@@ -2,6 +2,7 @@
 // PyTorch, with learnable gain and bias.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/parallel.h"
@@ -70,22 +71,46 @@ void LayerNormInputGradRows(const LayerNormParams<S>& p, const LayerNormCache<S>
   }
 }
 
-// d_g += sum_rows d_y * xhat;  d_b += sum_rows d_y. Column chunks keep the summation order fixed,
-// and rows are walked in order with the chunk's columns contiguous.
+// d_g += sum_rows d_y * xhat;  d_b += sum_rows d_y, in two steps: each chunk of kRowGrain rows is
+// summed in order into its own partial (AddChunk, which a caller may run right after writing the
+// chunk's d_y), then the partials are added in chunk order (Finish): the bits depend on the chunk
+// size, not on the thread count.
+template <typename S>
+class LayerNormParamPartials {
+ public:
+  LayerNormParamPartials(long rows, long C) : C_(C) {
+    Resize(sums_, std::max(1L, (rows + kRowGrain - 1) / kRowGrain), 2 * C);
+  }
+  // Rows [r0, r1) of one chunk: r0 a multiple of kRowGrain, r1 - r0 <= kRowGrain.
+  void AddChunk(const LayerNormCache<S>& cache, const Mat<S>& d_y, long r0, long r1) {
+    auto sg = sums_.row(r0 / kRowGrain).head(C_);
+    auto sb = sums_.row(r0 / kRowGrain).tail(C_);
+    sg.setZero();
+    sb.setZero();
+    for (long r = r0; r < r1; ++r) {
+      sg += d_y.row(r).cwiseProduct(cache.xhat.row(r));
+      sb += d_y.row(r);
+    }
+  }
+  void Finish(LayerNormParams<S>& d_p) const {
+    for (long c = 0; c < sums_.rows(); ++c) {
+      d_p.g += sums_.row(c).head(C_);
+      d_p.b += sums_.row(c).tail(C_);
+    }
+  }
+
+ private:
+  long C_;
+  Mat<S> sums_;  // [chunks, 2C]: each chunk's d_g partial, then its d_b partial
+};
+
 template <typename S>
 void LayerNormParamGrad(const LayerNormCache<S>& cache, const Mat<S>& d_y,
                         LayerNormParams<S>& d_p) {
-  const long N = d_y.rows(), C = d_y.cols();
-  ParallelChunks(C, kColGrain, [&](long c0, long c1) {
-    const long n = c1 - c0;
-    RowVec<S> sg = RowVec<S>::Zero(n), sb = RowVec<S>::Zero(n);
-    for (long r = 0; r < N; ++r) {
-      sg += d_y.row(r).segment(c0, n).cwiseProduct(cache.xhat.row(r).segment(c0, n));
-      sb += d_y.row(r).segment(c0, n);
-    }
-    d_p.g.segment(c0, n) += sg;
-    d_p.b.segment(c0, n) += sb;
-  });
+  LayerNormParamPartials<S> partials(d_y.rows(), d_y.cols());
+  ParallelChunks(d_y.rows(), kRowGrain,
+                 [&](long r0, long r1) { partials.AddChunk(cache, d_y, r0, r1); });
+  partials.Finish(d_p);
 }
 
 template <typename S>

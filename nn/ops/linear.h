@@ -78,6 +78,7 @@ struct LinearScratch {
   // weight gradient (converted to bf16 once per group, not once per chunk).
   std::vector<GemmOperand<S>> x_t;
   std::vector<S> partial;  // [groups - 1, in, out] the weight-gradient partials of groups 1...
+  std::vector<S> bias_partial;  // [groups, out] the bias-gradient partials of every group
 };
 
 // d_x += d_y W^T (or =, without add) on rows [r0, r1); w_t: W^T prepared (LinearScratch), or null
@@ -107,7 +108,8 @@ struct NoRowWork {
 
 // Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y.
 // d_W is summed as d_W + P_0 + P_1 + ... over the row groups g (P_g = x_g^T d_y_g), always in that
-// order, so the bits do not depend on the thread count. d_x may be null when the input needs no
+// order, and d_b likewise from each group's rows summed in order (in the group's task), so the bits
+// do not depend on the thread count. d_x may be null when the input needs no
 // gradient. Without scratch, d_x uses the transposed (NT) product and the groups are not split.
 // after_dx(r0, r1) runs on the rows of d_x just written, while they are in cache (the next
 // layer's row-wise backward: GELU's slope, say), in the same parallel region.
@@ -144,6 +146,9 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
       for (long t = 0; t < tasks; ++t) prepare(t);
   }
   if (groups > 1) scratch->partial.resize((groups - 1) * in * out);
+  std::vector<S> own_bias_partial;
+  std::vector<S>& bias_partial = scratch != nullptr ? scratch->bias_partial : own_bias_partial;
+  bias_partial.resize(groups * out);
   const long col_chunks = (out + kWeightGradColGrain - 1) / kWeightGradColGrain;
   const long dx_tasks = d_x != nullptr ? (rows + kRowGrain - 1) / kRowGrain : 0;
 
@@ -161,6 +166,10 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     else
       Gemm<S>(true, false, in, c1 - c0, r1 - r0, x.data() + r0 * in, in,
               d_y.data() + r0 * out + c0, out, g == 0, dst, out);
+    // The group's d_b partial, row after row: contiguous, vectorised reads of the row-major d_y.
+    Eigen::Map<RowVec<S>> db(bias_partial.data() + g * out + c0, c1 - c0);
+    db.setZero();
+    for (long r = r0; r < r1; ++r) db += d_y.row(r).segment(c0, c1 - c0);
   };
   // One parallel region for both products: they are independent.
   ParallelFor(dx_tasks + groups * col_chunks, [&](long t) {
@@ -175,9 +184,9 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     for (long g = 1; g < groups; ++g)
       d_p.w.middleCols(c0, c1 - c0) +=
           MatMap<S>(scratch->partial.data() + (g - 1) * in * out, in, out).middleCols(c0, c1 - c0);
-    // Summed row after row: contiguous, vectorised reads of the row-major d_y.
     auto db = d_p.b.segment(c0, c1 - c0);
-    for (long r = 0; r < rows; ++r) db += d_y.row(r).segment(c0, c1 - c0);
+    for (long g = 0; g < groups; ++g)
+      db += Eigen::Map<const RowVec<S>>(bias_partial.data() + g * out + c0, c1 - c0);
   });
 }
 
