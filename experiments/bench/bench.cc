@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -151,6 +152,12 @@ std::string TorchInstructionSetLimit() {
   return "";
 }
 
+// OPENBLAS_CORETYPE as this process's environment sets it ("" when unset).
+std::string InheritedOpenBlasCore() {
+  const char* core = std::getenv("OPENBLAS_CORETYPE");
+  return core == nullptr ? std::string() : std::string(core);
+}
+
 double JsonNumber(const std::string& line, const std::string& key) {
   const auto p = line.find("\"" + key + "\":");
   LEXP_CHECK(p != std::string::npos, "reference output has no '" + key + "': " + line);
@@ -176,11 +183,15 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   const std::string tcmalloc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4";
   const std::string preload =
       std::filesystem::exists(tcmalloc) ? "LD_PRELOAD=" + tcmalloc + " " : std::string();
+  // Without the avx2 preset's cap, an OPENBLAS_CORETYPE inherited from the environment is not
+  // passed on (it may hold OpenBLAS below the CPU: a machine that sets Haswell on a Zen 5 made
+  // the reference 1.2-1.55x slower); the reference then picks its best core itself.
+  const std::string limit = TorchInstructionSetLimit();
   const std::string cmd = fmt::format(
-      "OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
+      "{}OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
       "--precision {} --json - 2>&1",
-      TorchInstructionSetLimit(), preload, opt.python, script, c.name, pos, threads, steps,
-      opt.warmup, precision);
+      limit.empty() ? "env -u OPENBLAS_CORETYPE " : "", limit, preload, opt.python, script, c.name,
+      pos, threads, steps, opt.warmup, precision);
   const ShellResult run = RunShell(cmd);
   LEXP_CHECK(run.ran, "cannot run " + cmd);
   const std::string& out = run.output;
@@ -294,7 +305,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
           if (all.empty() && theirs.size() == 1)
             print("the reference's products: OpenBLAS core " +
                   (theirs.back().blas_core.empty() ? std::string("unknown (not OpenBLAS?)")
-                                                   : theirs.back().blas_core));
+                                                   : theirs.back().blas_core) +
+                  (InheritedOpenBlasCore().empty() || !TorchInstructionSetLimit().empty()
+                       ? std::string()
+                       : " (this environment's OPENBLAS_CORETYPE=" + InheritedOpenBlasCore() +
+                             " not passed on: the reference picks its best core)"));
           print(Row(theirs.back()));
         }
       }
