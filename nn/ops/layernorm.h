@@ -79,7 +79,7 @@ template <typename S>
 class LayerNormParamPartials {
  public:
   LayerNormParamPartials(long rows, long C) : C_(C) {
-    Resize(sums_, std::max(1L, (rows + kRowGrain - 1) / kRowGrain), 2 * C);
+    sums_.setZero((rows + kRowGrain - 1) / kRowGrain, 2 * C);  // no rows: no partial
   }
   // Rows [r0, r1) of one chunk: r0 a multiple of kRowGrain, r1 - r0 <= kRowGrain.
   void AddChunk(const LayerNormCache<S>& cache, const Mat<S>& d_y, long r0, long r1) {

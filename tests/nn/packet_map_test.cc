@@ -117,6 +117,9 @@ TEST(PacketMap, SoftmaxRowMatchesADoubleSoftmaxAtEveryLengthAndStart) {
 // The softmax backward's row pass (SpanDot, SpanSoftmaxGrad): every length and start against the
 // double formula d = (p (d - p.d)) scale; nothing written outside the span.
 TEST(PacketMap, SoftmaxGradRowMatchesTheFormulaAtEveryLengthAndStart) {
+#if !defined(EIGEN_VECTORIZE_AVX)
+  GTEST_SKIP() << "the span kernels need packets with lane masks (AVX or AVX-512 float)";
+#else
   for (long n = 1; n <= 70; ++n) {
     for (long offset : {0, 1, 5}) {
       SCOPED_TRACE("n " + std::to_string(n) + ", offset " + std::to_string(offset));
@@ -139,10 +142,12 @@ TEST(PacketMap, SoftmaxGradRowMatchesTheFormulaAtEveryLengthAndStart) {
         EXPECT_EQ(db[i], -7.0f) << "written after the span";
     }
   }
+#endif
 }
 
 // A row whose visible logits are all -inf (overflowed) or hold a NaN (a diverging run) passes
-// the NaN on, so the loss reports it; an -inf beside finite logits is a probability of 0.
+// the NaN on, so the loss reports it; an -inf beside finite logits is a probability of 0 (below
+// 1e-37: Eigen's AVX2 exp clamps its input at -88.7, so exp(-inf) is a denormal there).
 TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
   const AttentionPattern causal(true);
   const float inf = std::numeric_limits<float>::infinity();
@@ -159,7 +164,8 @@ TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
     EXPECT_TRUE(std::isnan(lse)) << "n " << n;
     if (n == 1) continue;
     attention_detail::SoftmaxVisibleRow(causal, n - 1, n, 0, n, one_inf.data(), &lse);
-    EXPECT_EQ(one_inf[n - 1], 0.0f) << "n " << n;
+    EXPECT_LT(one_inf[n - 1], 1e-37f) << "n " << n;
+    EXPECT_GE(one_inf[n - 1], 0.0f) << "n " << n;
     double total = 0;
     for (float p : one_inf) total += p;
     EXPECT_NEAR(total, 1.0, 1e-6) << "n " << n;

@@ -1,8 +1,9 @@
 // The gradient check of one attention layer with an encoding and a pattern, shared by every test
 // of an attention-level site: random q, k, v and a projection w, loss = sum(out * w) through the
 // streaming forward pass (which must equal the materialised one), analytic gradients from
-// AttentionBackward (and site 3's backward when q and k go through it), then CheckGradients on
-// the chosen inputs and the encoding's parameters.
+// AttentionBackward (and site 3's backward when q and k go through it; also fused, and written
+// into a [B*T, 3C] d_qkv, both compared with it), then CheckGradients on the chosen inputs and the
+// encoding's parameters.
 #pragma once
 
 #include <algorithm>
@@ -87,6 +88,19 @@ inline GradCheckResult CheckAttentionGradients(const AttentionGradCase& c,
                       static_cast<MatD*>(nullptr), static_cast<MatD*>(nullptr), true);
     for (auto& r : enc.Parameters()) fused_grads.emplace_back(r.grad, r.grad + r.size);
   }
+  // The model's write into the thirds of a [N, 3C] d_qkv (leading dimension 3C), each task zeroing
+  // its own part first (the buffer holds stale values): the gradients of separate matrices.
+  const bool into_qkv = !pat.HasMemory() && !enc.Uses(kSiteHeadMix);
+  MatD d_qkv = MatD::Constant(N, 3 * C, 7.0);
+  std::vector<std::vector<double>> into_grads;
+  if (into_qkv) {
+    for (auto& r : enc.Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
+    AttentionBackwardInto(qr, kr, v, sh, c.pos, pat, enc, 0, cache, w,
+                          QkvGradOut<double>{d_qkv.data(), d_qkv.data() + C, d_qkv.data() + 2 * C,
+                                             3 * C},
+                          true, static_cast<MatD*>(nullptr), static_cast<MatD*>(nullptr), fusable);
+    for (auto& r : enc.Parameters()) into_grads.emplace_back(r.grad, r.grad + r.size);
+  }
   for (auto& r : enc.Parameters()) std::fill(r.grad, r.grad + r.size, 0.0);
   MatD d_q = MatD::Zero(N, C), d_k = MatD::Zero(N, C), d_v = MatD::Zero(N, C);
   AttentionBackward(qr, kr, v, sh, c.pos, pat, enc, 0, cache, w, d_q, d_k, d_v);
@@ -100,6 +114,18 @@ inline GradCheckResult CheckAttentionGradients(const AttentionGradCase& c,
     for (auto& r : enc.Parameters()) {
       for (long j = 0; j < r.size; ++j)
         EXPECT_NEAR(fused_grads[i][j], r.grad[j], 1e-12 * (1 + std::abs(r.grad[j]))) << r.name;
+      ++i;
+    }
+  }
+  if (into_qkv) {
+    // Without memory keys or head mixing, site 3's backward is fused whenever it is used.
+    EXPECT_LT((d_qkv.leftCols(C) - d_q).cwiseAbs().maxCoeff(), 1e-12) << "d_qkv's d_q";
+    EXPECT_LT((d_qkv.middleCols(C, C) - d_k).cwiseAbs().maxCoeff(), 1e-12) << "d_qkv's d_k";
+    EXPECT_LT((d_qkv.rightCols(C) - d_v).cwiseAbs().maxCoeff(), 1e-12) << "d_qkv's d_v";
+    size_t i = 0;
+    for (auto& r : enc.Parameters()) {
+      for (long j = 0; j < r.size; ++j)
+        EXPECT_NEAR(into_grads[i][j], r.grad[j], 1e-12 * (1 + std::abs(r.grad[j]))) << r.name;
       ++i;
     }
   }
