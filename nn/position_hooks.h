@@ -222,6 +222,9 @@ class PositionEncoding {
   virtual void LogitTermBackward(const AttentionContext& /*ctx*/, int /*i0*/, int /*i1*/,
                                  int /*j0*/, int /*j1*/, const HeadQK<S>& /*qk*/, S* /*d_scores*/,
                                  long /*lds*/, const HeadQKGrad<S>& /*grad*/, int /*task*/) {}
+  // True when site 4's term is additive and reads nothing learnable (neither q, k nor a
+  // parameter): LogitTermBackward would do nothing, and the attention backward skips it.
+  virtual bool LogitTermIsConstant() const { return false; }
   // Site 7. out[(i-i0)*ldo + c] += sum_{j in [j0, j1)} p[(i-i0)*ldp + (j-j0)] * r_h(i, j)[c], with
   // p the (possibly unnormalised) attention weights of visible keys (0 where masked), out [i1-i0,
   // D].

@@ -25,6 +25,7 @@ class Alibi final : public PositionEncoding<S> {
   unsigned Sites() const override { return kSiteLogitTerm; }
   void AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                     const HeadQK<S>& qk, S* scores, long lds) const override;
+  bool LogitTermIsConstant() const override { return true; }  // fixed slopes, no q or k
   double Slope(int h) const { return slopes_[h]; }
 
  private:

@@ -86,8 +86,8 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
       if (materialize) {
         auto P = cache.probs.block(task * T + i0, 0, n, T);
-        P.leftCols(jb).setZero();  // keys outside [jb, je): weight 0 (the logits fill the rest)
-        P.rightCols(T - je).setZero();
+        ZeroRows(P.data(), n, jb, T);  // keys outside [jb, je): weight 0 (logits fill the rest)
+        ZeroRows(P.data() + je, n, T - je, T);
         S* s = cache.probs.data() + (task * T + i0) * T + jb;
         ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T);
         if (cache.capture_logits) {
@@ -217,7 +217,8 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
   const int T = sh.T, D = sh.D;
   const long C = sh.C();
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
-  const bool has_term = enc.Uses(kSiteLogitTerm);
+  // A constant additive term (ALiBi) has no backward: d_a passes it unchanged.
+  const bool has_term = enc.Uses(kSiteLogitTerm) && !enc.LogitTermIsConstant();
   const bool has_value_term = enc.Uses(kSiteValueTerm);
   const bool has_scale = enc.Uses(kSiteLogitScale);
   const bool split = pattern_all.HasMemory();
@@ -240,7 +241,7 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
     S* dK = out.k + out_base;
     S* dV = out.v + out_base;
     if (zero_first) {
-      for (S* d : {dQ, dK, dV}) Rows<S>(d, T, D, Eigen::OuterStride<>(ldo)).setZero();
+      for (S* d : {dQ, dK, dV}) ZeroRows(d, T, D, ldo);
     }
     S* dK_mem = split ? d_k_mem->data() + base : nullptr;
     S* dV_mem = split ? d_v_mem->data() + base : nullptr;

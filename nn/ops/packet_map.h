@@ -70,6 +70,18 @@ void MapPackets(long n, const S* const (&ins)[kIn], S* const (&outs)[kOut], cons
   }
 }
 
+// Sets a [rows, cols] block (row stride ld) to 0 in packet stores, a column of packets at a time:
+// GCC turns a loop along a short row into one memset call a row, which costs more than the stores.
+template <typename S>
+void ZeroRows(S* x, long rows, long cols, long ld) {
+  const PacketOf<S> zero = Eigen::internal::pset1<PacketOf<S>>(S(0));
+  long c = 0;
+  for (; c + kPacketSize<S> <= cols; c += kPacketSize<S>)
+    for (long r = 0; r < rows; ++r) Eigen::internal::pstoreu(x + r * ld + c, zero);
+  for (; c < cols; ++c)
+    for (long r = 0; r < rows; ++r) x[r * ld + c] = S(0);
+}
+
 }  // namespace lexp
 
 namespace lexp {

@@ -172,5 +172,49 @@ TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
   }
 }
 
+// ZeroRows stores packets a column at a time: exactly the block's elements become 0, at every
+// width (whole packets, a tail, both) and row stride, and nothing around them changes.
+TEST(PacketMap, ZeroRowsClearsExactlyItsBlock) {
+  for (long cols = 0; cols <= 40; ++cols) {
+    for (long extra : {0L, 3L, 17L}) {
+      const long ld = cols + extra, rows = 5;
+      SCOPED_TRACE("cols " + std::to_string(cols) + ", ld " + std::to_string(ld));
+      std::vector<float> buf(rows * ld + 8, -7.0f);
+      ZeroRows(buf.data() + 4, rows, cols, ld);
+      for (long i = 0; i < static_cast<long>(buf.size()); ++i) {
+        const long at = i - 4, r = at / std::max(ld, 1L), c = at - r * ld;
+        const bool inside = at >= 0 && r < rows && c < cols;
+        EXPECT_EQ(buf[i], inside ? 0.0f : -7.0f) << i;
+      }
+    }
+  }
+}
+
+// TransposeHead moves whole packet tiles through registers and the rest element by element: at
+// every T and D around the packet sizes (float 16/8/4, double 8/4/2), with a row stride wider
+// than D, it is the element-by-element transpose, bit for bit.
+template <typename S>
+void CheckTransposeHead() {
+  for (int T = 1; T <= 37; ++T) {
+    for (int D : {1, 2, 3, 4, 7, 8, 9, 16, 17, 33}) {
+      SCOPED_TRACE("T " + std::to_string(T) + ", D " + std::to_string(D));
+      const long ld = D + 5;
+      std::vector<S> x(T * ld);
+      for (long i = 0; i < static_cast<long>(x.size()); ++i) x[i] = static_cast<S>(0.25 * i - 3);
+      Mat<S> xt;
+      attention_detail::TransposeHead(x.data(), ld, T, D, xt);
+      ASSERT_EQ(xt.rows(), D);
+      ASSERT_EQ(xt.cols(), T);
+      for (int t = 0; t < T; ++t)
+        for (int d = 0; d < D; ++d) ASSERT_EQ(xt(d, t), x[t * ld + d]) << "t " << t << ", d " << d;
+    }
+  }
+}
+
+TEST(PacketMap, TransposeHeadIsTheElementTransposeInFloatAndDouble) {
+  CheckTransposeHead<float>();
+  CheckTransposeHead<double>();
+}
+
 }  // namespace
 }  // namespace lexp
