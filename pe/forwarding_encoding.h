@@ -48,6 +48,7 @@ class ForwardingEncoding : public PositionEncoding<S> {
                          int task) override {
     inner_->LogitTermBackward(ctx, i0, i1, j0, j1, qk, d_s, lds, grad, task);
   }
+  // A decorator that adds a site-4 term of its own with a backward must answer false here.
   bool LogitTermIsConstant() const override { return inner_->LogitTermIsConstant(); }
   void AddValueTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1, const S* p,
                     long ldp, S* out, long ldo) const override {

@@ -174,20 +174,29 @@ TEST(PacketMap, SoftmaxRowPassesNaNOnAndGivesMinusInfinityZero) {
 
 // ZeroRows stores packets a column at a time: exactly the block's elements become 0, at every
 // width (whole packets, a tail, both) and row stride, and nothing around them changes.
-TEST(PacketMap, ZeroRowsClearsExactlyItsBlock) {
-  for (long cols = 0; cols <= 40; ++cols) {
-    for (long extra : {0L, 3L, 17L}) {
-      const long ld = cols + extra, rows = 5;
-      SCOPED_TRACE("cols " + std::to_string(cols) + ", ld " + std::to_string(ld));
-      std::vector<float> buf(rows * ld + 8, -7.0f);
-      ZeroRows(buf.data() + 4, rows, cols, ld);
-      for (long i = 0; i < static_cast<long>(buf.size()); ++i) {
-        const long at = i - 4, r = at / std::max(ld, 1L), c = at - r * ld;
-        const bool inside = at >= 0 && r < rows && c < cols;
-        EXPECT_EQ(buf[i], inside ? 0.0f : -7.0f) << i;
+template <typename S>
+void CheckZeroRows() {
+  for (long rows : {0L, 1L, 5L}) {
+    for (long cols = 0; cols <= 40; ++cols) {
+      for (long extra : {0L, 3L, 17L}) {
+        const long ld = cols + extra;
+        SCOPED_TRACE("rows " + std::to_string(rows) + ", cols " + std::to_string(cols) + ", ld " +
+                     std::to_string(ld));
+        std::vector<S> buf(rows * ld + 8, S(-7));
+        ZeroRows(buf.data() + 4, rows, cols, ld);
+        for (long i = 0; i < static_cast<long>(buf.size()); ++i) {
+          const long at = i - 4, r = at / std::max(ld, 1L), c = at - r * ld;
+          const bool inside = at >= 0 && r < rows && c < cols;
+          ASSERT_EQ(buf[i], inside ? S(0) : S(-7)) << i;
+        }
       }
     }
   }
+}
+
+TEST(PacketMap, ZeroRowsClearsExactlyItsBlock) {
+  CheckZeroRows<float>();
+  CheckZeroRows<double>();
 }
 
 // TransposeHead moves whole packet tiles through registers and the rest element by element: at
@@ -201,7 +210,8 @@ void CheckTransposeHead() {
       const long ld = D + 5;
       std::vector<S> x(T * ld);
       for (long i = 0; i < static_cast<long>(x.size()); ++i) x[i] = static_cast<S>(0.25 * i - 3);
-      Mat<S> xt;
+      Mat<S> xt(D, T);  // NaN in every cell: one the transpose misses fails the comparison
+      xt.setConstant(std::numeric_limits<S>::quiet_NaN());
       attention_detail::TransposeHead(x.data(), ld, T, D, xt);
       ASSERT_EQ(xt.rows(), D);
       ASSERT_EQ(xt.cols(), T);
