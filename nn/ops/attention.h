@@ -62,6 +62,10 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
+    if (materialize && T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices
+      const long next = (task + 1) / sh.H * stride * C + (task + 1) % sh.H * D;
+      for (const Mat<S>* x : {&q, &k, &v}) PrefetchRows(x->data() + next, C, T, D);
+    }
     const S* qh = q.data() + base;
     const S* kh = k.data() + base;
     ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
@@ -233,6 +237,11 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
     const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
     AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
     const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+    if (T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices and probabilities
+      const long next = (task + 1) / sh.H * T * C + (task + 1) % sh.H * D;
+      for (const Mat<S>* x : {&q, &k, &v, &d_out}) PrefetchRows(x->data() + next, C, T, D);
+      PrefetchRows(cache.probs.data() + (task + 1) * T * T, T, T, T);
+    }
     const long ldo = out.ld, out_base = static_cast<long>(b) * T * ldo + static_cast<long>(h) * D;
     ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
     ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));

@@ -6,6 +6,7 @@
 #include <tbb/enumerable_thread_specific.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -109,6 +110,24 @@ inline bool SeesAKey(const AttentionPattern& pat, int i, int T) {
   for (int j = b; j < e; ++j)
     if (pat.Visible(i, j, T)) return true;
   return false;
+}
+
+// Asks the memory system for rows [0, T) of a [T, D] slice (row stride ld) ahead of their use:
+// attention's tasks read their head's slices of q, k, v (and in the backward d_o and the
+// probabilities) long after the passes that wrote them, and a task's loads, one short row after
+// another, wait on memory more than they compute. A prefetch changes no value.
+inline constexpr int kPrefetchMaxT = 128;  // longer tasks' next slices would evict their own
+
+template <typename S>
+void PrefetchRows(const S* x, long ld, int T, int D) {
+  constexpr std::uintptr_t kLine = 64;  // bytes a cache line
+  for (int t = 0; t < T; ++t) {
+    const S* row = x + static_cast<long>(t) * ld;
+    const auto last = reinterpret_cast<std::uintptr_t>(row + D - 1);
+    for (auto line = reinterpret_cast<std::uintptr_t>(row) & ~(kLine - 1); line <= last;
+         line += kLine)
+      __builtin_prefetch(reinterpret_cast<const void*>(line));  // each line of the row once
+  }
 }
 
 // Copies the task's [T, D] rows of x (row stride ld) into xt as [D, T]: square tiles of one packet
