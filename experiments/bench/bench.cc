@@ -188,8 +188,8 @@ BenchResult TimeTorch(const BenchOptions& opt, const BenchConfig& c, const std::
   // the reference 1.2-1.55x slower); the reference then picks its best core itself.
   const std::string limit = TorchInstructionSetLimit();
   const std::string cmd = fmt::format(
-      "{}OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} --warmup {} "
-      "--precision {} --json - 2>&1",
+      "{}OMP_WAIT_POLICY=PASSIVE {}{}{} {} --config {} --pos {} --threads {} --steps {} "
+      "--warmup {} --precision {} --json - 2>&1",
       limit.empty() ? "env -u OPENBLAS_CORETYPE " : "", limit, preload, opt.python, script, c.name,
       pos, threads, steps, opt.warmup, precision);
   const ShellResult run = RunShell(cmd);
@@ -226,11 +226,35 @@ std::string Row(const BenchResult& r) {
   return fmt::format(
       "{:<6} {:<6} {:<6} {:<5} {:>3}x{:<5} {:>9.1f} ms  [{:>8.1f} .. {:>8.1f}]  {:>9.0f} tok/s  "
       "{:>6.1f} GFLOP/s  {:>7.0f} MiB",
-      r.config, r.pos, r.impl, r.precision, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3, r.max_s * 1e3,
-      r.tokens_per_s, r.gflops, r.peak_rss_mib);
+      r.config, r.pos, r.impl, r.precision, r.B, r.T, r.median_s * 1e3, r.min_s * 1e3,
+      r.max_s * 1e3, r.tokens_per_s, r.gflops, r.peak_rss_mib);
+}
+
+// The measurement of v with the shortest median step.
+BenchResult BestMedian(const std::vector<BenchResult>& v) {
+  return *std::min_element(v.begin(), v.end(),
+                           [](const auto& a, const auto& b) { return a.median_s < b.median_s; });
 }
 
 }  // namespace
+
+SpeedRatio CompareRounds(const std::vector<BenchResult>& a, const std::vector<BenchResult>& b) {
+  LEXP_CHECK(!a.empty() && a.size() == b.size(),
+             "bench: a ratio needs the same rounds on both sides");
+  SpeedRatio r;
+  r.best = BestMedian(a).tokens_per_s / BestMedian(b).tokens_per_s;
+  for (size_t i = 0; i < a.size(); ++i)
+    r.per_round.push_back(a[i].tokens_per_s / b[i].tokens_per_s);
+  return r;
+}
+
+std::string FormatRatio(const SpeedRatio& ratio) {
+  std::string s = fmt::format("{:.2f}x", ratio.best);
+  if (ratio.per_round.size() < 2) return s;
+  s += " (rounds";
+  for (double r : ratio.per_round) s += fmt::format(" {:.2f}x", r);
+  return s + ")";
+}
 
 std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   LEXP_INPUT_CHECK(opt.steps >= 0, "lexp bench: --steps " + std::to_string(opt.steps) +
@@ -256,13 +280,13 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
                   CpuModel(), CpuInstructionSets(), kBuildFlavour, kCompileFlags, CompiledSimd(),
                   GemmBackendName(), GemmJitTarget()));
   if (bf16)
-    print(fmt::format("bf16 products: {}; each round times lexp in fp32, then in bf16 "
-                      "(model.precision = \"bf16\": every part){}",
-                      Bf16BackendName(),
-                      opt.compare ? ", then PyTorch under bf16 autocast" : ""));
+    print(
+        fmt::format("bf16 products: {}; each round times lexp in fp32, then in bf16 "
+                    "(model.precision = \"bf16\": every part){}",
+                    Bf16BackendName(), opt.compare ? ", then PyTorch under bf16 autocast" : ""));
   print(fmt::format("{:<6} {:<6} {:<6} {:<5} {:>9} {:>12}  {:>22}  {:>15}  {:>14}  {:>11}",
-                    "config", "pos", "impl", "prec", "BxT", "median", "[min .. max]", "tokens/s", "achieved",
-                    "peak RSS"));
+                    "config", "pos", "impl", "prec", "BxT", "median", "[min .. max]", "tokens/s",
+                    "achieved", "peak RSS"));
   if (opt.compare && !TorchInstructionSetLimit().empty())
     print(
         "this build has no AVX-512 on an AVX-512 machine: the PyTorch reference is held to AVX2 "
@@ -297,8 +321,8 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
           mine_fp32.push_back(TimeLexp(*it, pos, steps, opt.warmup, Precision::kFp32));
           print(Row(mine_fp32.back()));
         }
-        mine.push_back(TimeLexp(*it, pos, steps, opt.warmup,
-                                bf16 ? Precision::kBf16 : Precision::kFp32));
+        mine.push_back(
+            TimeLexp(*it, pos, steps, opt.warmup, bf16 ? Precision::kBf16 : Precision::kFp32));
         print(Row(mine.back()));
         if (opt.compare) {
           theirs.push_back(TimeTorch(opt, *it, pos, steps, threads, opt.precision));
@@ -313,37 +337,34 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
           print(Row(theirs.back()));
         }
       }
-      auto best_median = [](const std::vector<BenchResult>& v) {
-        return *std::min_element(v.begin(), v.end(), [](const auto& a, const auto& b) {
-          return a.median_s < b.median_s;
-        });
-      };
       all.insert(all.end(), mine_fp32.begin(), mine_fp32.end());
       all.insert(all.end(), mine.begin(), mine.end());
       all.insert(all.end(), theirs.begin(), theirs.end());
       if (opt.compare || bf16) {
-        const BenchResult a = best_median(mine);
-        std::string line = fmt::format("{:<6} {:<6} lexp {:>9.0f} tok/s", it->name, pos,
-                                       a.tokens_per_s);
+        const BenchResult a = BestMedian(mine);
+        std::string line =
+            fmt::format("{:<6} {:<6} lexp {:>9.0f} tok/s", it->name, pos, a.tokens_per_s);
         if (bf16) {
-          const BenchResult f = best_median(mine_fp32);
-          line += fmt::format("  lexp fp32 {:>9.0f} tok/s  bf16 / fp32 {:.2f}x", f.tokens_per_s,
-                              a.tokens_per_s / f.tokens_per_s);
+          const BenchResult f = BestMedian(mine_fp32);
+          line += fmt::format("  lexp fp32 {:>9.0f} tok/s  bf16 / fp32 {}", f.tokens_per_s,
+                              FormatRatio(CompareRounds(mine, mine_fp32)));
         }
         if (opt.compare) {
-          const BenchResult b = best_median(theirs);
-          line += fmt::format("  torch {:>9.0f} tok/s  ratio {:.2f}x", b.tokens_per_s,
-                              a.tokens_per_s / b.tokens_per_s);
+          const BenchResult b = BestMedian(theirs);
+          line += fmt::format("  torch {:>9.0f} tok/s  ratio {}", b.tokens_per_s,
+                              FormatRatio(CompareRounds(mine, theirs)));
         }
         ratios.push_back(line);
       }
     }
   }
   if (!ratios.empty()) {
-    print(fmt::format("speed ratios{} (tokens/s, best median of each over the alternating rounds):",
-                      bf16 ? fmt::format(" in {} (lexp bf16 / lexp fp32{})", opt.precision,
-                                         opt.compare ? ", lexp / PyTorch autocast" : "")
-                           : " lexp / PyTorch"));
+    print(
+        fmt::format("speed ratios{} (tokens/s, best median of each over the alternating rounds; "
+                    "in parentheses each round's own ratio):",
+                    bf16 ? fmt::format(" in {} (lexp bf16 / lexp fp32{})", opt.precision,
+                                       opt.compare ? ", lexp / PyTorch autocast" : "")
+                         : " lexp / PyTorch"));
     for (const auto& r : ratios) print("  " + r);
   }
   const std::string out =

@@ -33,7 +33,7 @@ struct BenchOptions {
 };
 
 struct BenchResult {
-  std::string config, pos, impl;  // impl: lexp | torch
+  std::string config, pos, impl;   // impl: lexp | torch
   std::string precision = "fp32";  // fp32 | bf16
   int B = 0, T = 0, steps = 0;
   double median_s = 0, min_s = 0, max_s = 0, tokens_per_s = 0, gflops = 0, peak_rss_mib = 0;
@@ -41,5 +41,17 @@ struct BenchResult {
 };
 
 std::vector<BenchResult> RunBench(const BenchOptions& opt);
+
+// A speed ratio a / b (tokens/s) of two sides timed in alternating rounds: the headline, each
+// side's best median over the rounds against the other's, and the ratio within each round (round
+// i: a[i] / b[i], both timed minutes apart at most), whose spread shows how far the headline moves
+// with the machine's state.
+struct SpeedRatio {
+  double best = 0;
+  std::vector<double> per_round;
+};
+SpeedRatio CompareRounds(const std::vector<BenchResult>& a, const std::vector<BenchResult>& b);
+// "3.72x (rounds 3.70x 3.49x)": the headline and, with two rounds or more, each round's ratio.
+std::string FormatRatio(const SpeedRatio& ratio);
 
 }  // namespace lexp
