@@ -171,13 +171,17 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     db.setZero();
     for (long r = r0; r < r1; ++r) db += d_y.row(r).segment(c0, c1 - c0);
   };
-  // One parallel region for both products: they are independent.
-  ParallelFor(dx_tasks + groups * col_chunks, [&](long t) {
-    if (t < dx_tasks) {
-      input_grad(t * kRowGrain, std::min(rows, (t + 1) * kRowGrain));
+  // One parallel region for both products: they are independent. The weight-gradient tasks (a
+  // group of kWeightGradRowGroup rows each, the largest) come first and d_x's row chunks last, so
+  // the region ends on short tasks: a thread that finds no work left waits at most for a short one.
+  const long weight_tasks = groups * col_chunks;
+  ParallelFor(weight_tasks + dx_tasks, [&](long t) {
+    if (t >= weight_tasks) {
+      const long r0 = (t - weight_tasks) * kRowGrain;
+      input_grad(r0, std::min(rows, r0 + kRowGrain));
       return;
     }
-    const long g = (t - dx_tasks) / col_chunks, c = (t - dx_tasks) % col_chunks;
+    const long g = t / col_chunks, c = t % col_chunks;
     weight_grad(g, c * kWeightGradColGrain, std::min(out, (c + 1) * kWeightGradColGrain));
   });
   ParallelChunks(out, kWeightGradColGrain, [&](long c0, long c1) {
