@@ -171,18 +171,31 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     db.setZero();
     for (long r = r0; r < r1; ++r) db += d_y.row(r).segment(c0, c1 - c0);
   };
-  // One parallel region for both products: they are independent. The weight-gradient tasks (a
-  // group of kWeightGradRowGroup rows each, the largest) come first and d_x's row chunks last, so
-  // the region ends on short tasks: a thread that finds no work left waits at most for a short one.
+  // One parallel region for both products: they are independent, and each writes its own memory,
+  // so their order changes no value. The kind with the larger tasks is listed first (a heuristic:
+  // TBB splits the range in halves and steals right halves, so the last tasks to run tend to be
+  // the right-hand ones, and a thread that finds no work left then waits on a short task). A weight
+  // task is group_rows(0) x in x min(out, kWeightGradColGrain) multiply-adds, a d_x task kRowGrain
+  // x in x out: with groups of 1024 rows the weight tasks are the larger (or equal) for outputs up
+  // to 256 wide (every layer of a T model), d_x's for wider ones.
   const long weight_tasks = groups * col_chunks;
-  ParallelFor(weight_tasks + dx_tasks, [&](long t) {
-    if (t >= weight_tasks) {
-      const long r0 = (t - weight_tasks) * kRowGrain;
-      input_grad(r0, std::min(rows, r0 + kRowGrain));
-      return;
-    }
-    const long g = t / col_chunks, c = t % col_chunks;
+  const auto [g0_r0, g0_r1] = group_rows(0);
+  const bool weights_first =
+      (g0_r1 - g0_r0) * std::min(out, kWeightGradColGrain) >= std::min(rows, kRowGrain) * out;
+  const auto weight_task = [&](long w) {
+    const long g = w / col_chunks, c = w % col_chunks;
     weight_grad(g, c * kWeightGradColGrain, std::min(out, (c + 1) * kWeightGradColGrain));
+  };
+  const auto dx_task = [&](long i) {
+    input_grad(i * kRowGrain, std::min(rows, (i + 1) * kRowGrain));
+  };
+  ParallelFor(weight_tasks + dx_tasks, [&](long t) {
+    if (weights_first) {
+      if (t < weight_tasks) return weight_task(t);
+      return dx_task(t - weight_tasks);
+    }
+    if (t < dx_tasks) return dx_task(t);
+    weight_task(t - dx_tasks);
   });
   ParallelChunks(out, kWeightGradColGrain, [&](long c0, long c1) {
     for (long g = 1; g < groups; ++g)

@@ -17,41 +17,46 @@ using testing::FillNormal;
 constexpr long kRows = 2 * kWeightGradRowGroup + 37;
 constexpr long kIn = 9, kOut = 70;
 
+// The closed form for kOut output columns, and for 300: three column chunks, and the region then
+// lists d_x's row chunks before the weight-gradient tasks (70: the weight tasks first).
 TEST(LinearBackward, RowGroupsSumToTheClosedFormAndKeepWhatTheGradientsHeld) {
-  Rng rng(11);
-  MatD x(kRows, kIn), d_y(kRows, kOut);
-  LinearParams<double> p, g;
-  p.w.resize(kIn, kOut);
-  p.b.resize(kOut);
-  g.w.resize(kIn, kOut);
-  g.b.resize(kOut);
-  FillNormal(x, rng);
-  FillNormal(d_y, rng);
-  FillNormal(p.w, rng);
-  FillNormal(p.b, rng);
-  FillNormal(g.w, rng);  // earlier gradients: accumulated onto, not replaced
-  FillNormal(g.b, rng);
-  const MatD w0 = g.w;
-  const RowVec<double> b0 = g.b;
-  MatD d_x_add(kRows, kIn);
-  FillNormal(d_x_add, rng);
-  const MatD d_x0 = d_x_add;
+  for (const long out : {kOut, 300L}) {
+    SCOPED_TRACE(out);
+    Rng rng(11);
+    MatD x(kRows, kIn), d_y(kRows, out);
+    LinearParams<double> p, g;
+    p.w.resize(kIn, out);
+    p.b.resize(out);
+    g.w.resize(kIn, out);
+    g.b.resize(out);
+    FillNormal(x, rng);
+    FillNormal(d_y, rng);
+    FillNormal(p.w, rng);
+    FillNormal(p.b, rng);
+    FillNormal(g.w, rng);  // earlier gradients: accumulated onto, not replaced
+    FillNormal(g.b, rng);
+    const MatD w0 = g.w;
+    const RowVec<double> b0 = g.b;
+    MatD d_x_add(kRows, kIn);
+    FillNormal(d_x_add, rng);
+    const MatD d_x0 = d_x_add;
 
-  LinearScratch<double> scratch;
-  LinearBackward(x, p, d_y, &d_x_add, g, GradWrite::kAdd, &scratch);
-  EXPECT_EQ(static_cast<long>(scratch.partial.size()), 2 * kIn * kOut);  // groups 1 and 2
+    LinearScratch<double> scratch;
+    LinearBackward(x, p, d_y, &d_x_add, g, GradWrite::kAdd, &scratch);
+    EXPECT_EQ(static_cast<long>(scratch.partial.size()), 2 * kIn * out);  // groups 1 and 2
 
-  const MatD w_expected = w0 + x.transpose() * d_y;
-  const RowVec<double> b_expected = b0 + d_y.colwise().sum();
-  const MatD dx_expected = d_x0 + d_y * p.w.transpose();
-  EXPECT_LT((g.w - w_expected).cwiseAbs().maxCoeff(), 1e-10);
-  EXPECT_LT((g.b - b_expected).cwiseAbs().maxCoeff(), 1e-10);
-  EXPECT_LT((d_x_add - dx_expected).cwiseAbs().maxCoeff(), 1e-10);
+    const MatD w_expected = w0 + x.transpose() * d_y;
+    const RowVec<double> b_expected = b0 + d_y.colwise().sum();
+    const MatD dx_expected = d_x0 + d_y * p.w.transpose();
+    EXPECT_LT((g.w - w_expected).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_LT((g.b - b_expected).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_LT((d_x_add - dx_expected).cwiseAbs().maxCoeff(), 1e-10);
 
-  MatD d_x_over;
-  LinearBackward(x, p, d_y, &d_x_over, g, GradWrite::kOverwrite, &scratch);
-  EXPECT_LT((d_x_over - d_y * p.w.transpose()).cwiseAbs().maxCoeff(), 1e-10);
-  EXPECT_LT((g.w - (w_expected + x.transpose() * d_y)).cwiseAbs().maxCoeff(), 1e-10);
+    MatD d_x_over;
+    LinearBackward(x, p, d_y, &d_x_over, g, GradWrite::kOverwrite, &scratch);
+    EXPECT_LT((d_x_over - d_y * p.w.transpose()).cwiseAbs().maxCoeff(), 1e-10);
+    EXPECT_LT((g.w - (w_expected + x.transpose() * d_y)).cwiseAbs().maxCoeff(), 1e-10);
+  }
 }
 
 TEST(LinearBackward, FloatGradientsAreBitIdenticalOnOneAndTwoThreads) {
