@@ -360,11 +360,11 @@ std::vector<BenchResult> RunBench(const BenchOptions& opt) {
   }
   if (!ratios.empty()) {
     print(
-        fmt::format("speed ratios{} (tokens/s, best median of each over the alternating rounds; "
-                    "in parentheses each round's own ratio):",
+        fmt::format("speed ratios{} (tokens/s, best median of each over the alternating rounds{}):",
                     bf16 ? fmt::format(" in {} (lexp bf16 / lexp fp32{})", opt.precision,
                                        opt.compare ? ", lexp / PyTorch autocast" : "")
-                         : " lexp / PyTorch"));
+                         : " lexp / PyTorch",
+                    opt.rounds >= 2 ? "; in parentheses each round's own ratio" : ""));
     for (const auto& r : ratios) print("  " + r);
   }
   const std::string out =
