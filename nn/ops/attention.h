@@ -84,6 +84,9 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
       ldkt = sc.kt.cols();
     }
     const int query_block = materialize ? kMaterialisedQueryBlock : kQueryBlock;
+    // A contiguous pattern's softmax reads each row's visible keys only and zeroes the others:
+    // the materialised logits need their masked keys set (-inf) only to be captured.
+    const bool mask_logits = landmark > 0 || cache.capture_logits || !pattern.Contiguous();
     for (int i0 = sh.first_query; i0 < T; i0 += query_block) {
       const int i1 = std::min(T, i0 + query_block), n = i1 - i0;
       int jb, je;
@@ -93,22 +96,22 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
         ZeroRows(P.data(), n, jb, T);  // keys outside [jb, je): weight 0 (logits fill the rest)
         ZeroRows(P.data() + je, n, T - je, T);
         S* s = cache.probs.data() + (task * T + i0) * T + jb;
-        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T);
+        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T, mask_logits);
         if (cache.capture_logits) {
           auto Lg = cache.logits.block(task * T + i0, 0, n, T);
           Lg.setConstant(neg_inf);
           Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
         }
-        for (int r = 0; r < n; ++r) {
-          if (landmark > 0) {  // the grouped softmax over keys [0, je)
+        if (landmark > 0) {
+          for (int r = 0; r < n; ++r) {  // the grouped softmax over keys [0, je)
             sc.row.assign(P.row(r).data(), P.row(r).data() + je);
             LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je,
                                P.row(r).data(), cache.group.row(task * T + i0 + r).data(),
                                sc.order);
-            continue;
           }
-          SoftmaxVisibleRow(pattern, i0 + r, T, jb, je, P.row(r).data() + jb,
-                            cache.keep_lse ? &cache.lse[task * T + i0 + r] : nullptr);
+        } else {
+          SoftmaxVisibleRows(pattern, i0, n, T, jb, je, s, T,
+                             cache.keep_lse ? &cache.lse[task * T + i0] : nullptr);
         }
         Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,
                 O.data() + i0 * C, C);
@@ -307,13 +310,18 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
         if (landmark == 0) {  // packet passes over each row, the last packet under a mask
           rows_done = true;
           const PacketSpan<S> span(m);
+          // Every row's dot product first, then every row's gradient: the rows' chains are
+          // independent, so the core overlaps them (one row's pass waits on its reduction).
+          S dots[kMaterialisedQueryBlock];
           for (int r = 0; r < n; ++r) {
-            S* d = sc.a.data() + static_cast<long>(r) * T;
-            const S* pr = P.data() + static_cast<long>(r) * T;
-            S dot = SpanDot(d, pr, span);
-            if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
-            SpanSoftmaxGrad(d, pr, span, dot, scale_now ? inv_sqrt_d : S(1));
+            dots[r] = SpanDot(sc.a.data() + static_cast<long>(r) * T,
+                              P.data() + static_cast<long>(r) * T, span);
+            if (has_d_lse) dots[r] -= cache.d_lse[task * T + i0 + r];
           }
+          for (int r = 0; r < n; ++r)
+            SpanSoftmaxGrad(sc.a.data() + static_cast<long>(r) * T,
+                            P.data() + static_cast<long>(r) * T, span, dots[r],
+                            scale_now ? inv_sqrt_d : S(1));
         }
       }
       for (int r = 0; r < n && !rows_done; ++r) {

@@ -341,6 +341,49 @@ void SoftmaxVisibleRow(const AttentionPattern& pattern, int i, int T, int jb, in
   if (lse != nullptr) *lse = mx + std::log(sum);
 }
 
+// SoftmaxVisibleRow on the n rows of queries [i0, i0 + n) (query i0 + r's row at rows + r * ld,
+// keys [jb, je)), each log-sum-exp at lse[r] when lse is not null. Where packets have lane masks,
+// a contiguous pattern's rows go pass by pass: every row's max, then every row's exponentials with
+// their sum, then every division. One row's passes wait on each other's reductions; the rows'
+// chains are independent, so the core overlaps them. Each element sees the operations of
+// SoftmaxVisibleRow: the same bits.
+template <typename S>
+void SoftmaxVisibleRows(const AttentionPattern& pattern, int i0, int n, int T, int jb, int je,
+                        S* rows, long ld, S* lse) {
+  if constexpr (kMaskedPackets<S>) {
+    if (n <= kQueryBlock && pattern.Contiguous()) {
+      const S neg_inf = -std::numeric_limits<S>::infinity();
+      int vb[kQueryBlock], ve[kQueryBlock];
+      S mx[kQueryBlock];
+      bool all_finite = true;
+      for (int r = 0; r < n; ++r) {
+        pattern.KeyBounds(i0 + r, T, &vb[r], &ve[r]);
+        vb[r] = std::max(vb[r], jb);
+        ve[r] = std::max(vb[r], std::min(ve[r], je));
+        const S* visible = rows + r * ld + (vb[r] - jb);
+        mx[r] = ve[r] > vb[r] ? SpanMax(visible, PacketSpan<S>(ve[r] - vb[r])) : neg_inf;
+        all_finite = all_finite && mx[r] != neg_inf;
+      }
+      if (all_finite) {  // else some row overflowed: the row function reports it (NaN)
+        S sum[kQueryBlock];
+        for (int r = 0; r < n; ++r) {
+          S* row = rows + r * ld;
+          sum[r] = SpanExpShiftedSum(row + (vb[r] - jb), PacketSpan<S>(ve[r] - vb[r]), mx[r]);
+          std::fill(row, row + (vb[r] - jb), S(0));  // masked keys: exactly 0
+          std::fill(row + (ve[r] - jb), row + (je - jb), S(0));
+        }
+        for (int r = 0; r < n; ++r) {
+          SpanDivide(rows + r * ld + (vb[r] - jb), PacketSpan<S>(ve[r] - vb[r]), sum[r]);
+          if (lse != nullptr) lse[r] = mx[r] + std::log(sum[r]);
+        }
+        return;
+      }
+    }
+  }
+  for (int r = 0; r < n; ++r)
+    SoftmaxVisibleRow(pattern, i0 + r, T, jb, je, rows + r * ld, lse != nullptr ? lse + r : nullptr);
+}
+
 }  // namespace attention_detail
 
 }  // namespace lexp

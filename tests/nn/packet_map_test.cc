@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -110,6 +112,52 @@ TEST(PacketMap, SoftmaxRowMatchesADoubleSoftmaxAtEveryLengthAndStart) {
       for (int k = 0; k < 4; ++k) EXPECT_EQ(buf[k], -7.0f) << "written before the block";
       for (size_t k = 4 + (je - jb); k < buf.size(); ++k)
         EXPECT_EQ(buf[k], -7.0f) << "written after the block";
+    }
+  }
+}
+
+// The softmax of a block of rows, pass by pass over the rows (SoftmaxVisibleRows), has the bits of
+// the row-by-row softmax: every block of a causal and of a bidirectional pattern, every row's
+// log-sum-exp, a row that overflowed (every visible logit -inf) among finite ones, and nothing
+// written between the rows.
+TEST(PacketMap, SoftmaxOfABlockHasTheBitsOfTheRowByRowSoftmax) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int T = 80;
+  const long ld = T + 5;
+  const auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  for (const bool causal : {true, false}) {
+    const AttentionPattern pattern(causal);
+    for (int i0 : {0, 1, 17, 32, 48}) {
+      for (int n : {1, 5, 32}) {
+        for (int overflow_row : {-1, 0, n - 1}) {
+          int jb, je;
+          attention_detail::BlockKeyBounds(pattern, i0, i0 + n, T, &jb, &je);
+          SCOPED_TRACE(std::string(causal ? "causal" : "bidirectional") + ", rows [" +
+                       std::to_string(i0) + ", " + std::to_string(i0 + n) + "), overflow row " +
+                       std::to_string(overflow_row));
+          std::vector<float> block(static_cast<size_t>(n) * ld, -7.0f);
+          for (int r = 0; r < n; ++r) {
+            const std::vector<float> v = Values(je - jb, 10 + r);
+            std::copy(v.begin(), v.end(), block.begin() + r * ld);
+            if (r == overflow_row) std::fill_n(block.begin() + r * ld, je - jb, -inf);
+          }
+          std::vector<float> by_row = block, lse_rows(n, 3.0f), lse_block(n, 3.0f);
+          for (int r = 0; r < n; ++r)
+            attention_detail::SoftmaxVisibleRow(pattern, i0 + r, T, jb, je,
+                                                by_row.data() + r * ld, &lse_rows[r]);
+          attention_detail::SoftmaxVisibleRows(pattern, i0, n, T, jb, je, block.data(), ld,
+                                               lse_block.data());
+          EXPECT_EQ(bits(block), bits(by_row));
+          EXPECT_EQ(bits(lse_block), bits(lse_rows));
+          for (int r = 0; r + 1 < n; ++r)
+            for (long j = je - jb; j < ld; ++j)
+              ASSERT_EQ(block[r * ld + j], -7.0f) << "written between rows " << r << ", " << r + 1;
+        }
+      }
     }
   }
 }
