@@ -43,29 +43,66 @@ void EigenGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, c
 namespace {
 
 #ifdef LEXP_HAVE_LIBXSMM
-// libxsmm is column-major: the row-major C = op(A) op(B) is the column-major C' = op(B)' op(A)',
-// with A and B swapping places. Its JIT has no kernel for a transposed first operand (a
-// transposed row-major B); returns false when there is no kernel.
+template <typename S>
+using LibxsmmKernel =
+    std::conditional_t<std::is_same_v<S, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
+
+// Each thread's memo of the kernels it asked libxsmm for, by shape: libxsmm's own dispatch (a
+// descriptor, a hash, a registry probe) on every call was 4% of a T attention layer's time, whose
+// products are small ([32, 64, 16]) and many. Direct-mapped; a slot holds the last shape that
+// hashed to it (kernels live as long as the process). The kernel for a shape is libxsmm's either
+// way: no value changes.
+template <typename S>
+class LibxsmmKernelMemo {
+ public:
+  static LibxsmmKernel<S> Get(long m, long n, long k, long lda, long ldb, long ldc, bool ta,
+                              bool accumulate) {
+    thread_local LibxsmmKernelMemo memo;
+    const Key key{m, n, k, lda, ldb, ldc, (ta ? 1L : 0L) | (accumulate ? 2L : 0L)};
+    std::uint64_t h = 0;
+    for (long v : key.v) h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ULL;
+    Slot& slot = memo.slots_[(h ^ (h >> 29)) % kSlots];
+    if (!slot.used || !(slot.key == key)) slot = Slot{key, Dispatch(key), true};
+    return slot.kernel;
+  }
+
+ private:
+  static constexpr std::size_t kSlots = 64;
+  struct Key {
+    long v[7];
+    bool operator==(const Key& o) const { return std::equal(v, v + 7, o.v); }
+  };
+  struct Slot {
+    Key key{};
+    LibxsmmKernel<S> kernel = nullptr;
+    bool used = false;
+  };
+  // libxsmm is column-major: the row-major C = op(A) op(B) is the column-major C' = op(B)'
+  // op(A)', with A and B swapping places.
+  static LibxsmmKernel<S> Dispatch(const Key& key) {
+    const auto [m, n, k, lda, ldb, ldc, kind] = key.v;
+    const libxsmm_blasint xlda = ldb, xldb = lda, xldc = ldc;
+    const int flags = ((kind & 1) != 0 ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) |
+                      ((kind & 2) != 0 ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
+    const S alpha = 1, beta = (kind & 2) != 0 ? S(1) : S(0);
+    if constexpr (std::is_same_v<S, float>)
+      return libxsmm_smmdispatch(n, m, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
+    else
+      return libxsmm_dmmdispatch(n, m, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
+  }
+  Slot slots_[kSlots];
+};
+
+// libxsmm's JIT has no kernel for a transposed first operand (a transposed row-major B): returns
+// false when there is no kernel.
 template <typename S>
 bool LibxsmmGemm(bool ta, bool tb, long m, long n, long k, const S* a, long lda, const S* b,
                  long ldb, bool accumulate, S* c, long ldc) {
   if (tb) return false;
   InitGemmBackends();
-  const libxsmm_blasint xlda = ldb, xldb = lda, xldc = ldc;
-  const int flags =
-      (ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0) | (accumulate ? 0 : LIBXSMM_GEMM_FLAG_BETA_0);
-  const S alpha = 1, beta = accumulate ? S(1) : S(0);
-  if constexpr (std::is_same_v<S, float>) {
-    const libxsmm_smmfunction f =
-        libxsmm_smmdispatch(n, m, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
-    if (f == nullptr) return false;
-    f(b, a, c);
-  } else {
-    const libxsmm_dmmfunction f =
-        libxsmm_dmmdispatch(n, m, k, &xlda, &xldb, &xldc, &alpha, &beta, &flags, nullptr);
-    if (f == nullptr) return false;
-    f(b, a, c);
-  }
+  const LibxsmmKernel<S> f = LibxsmmKernelMemo<S>::Get(m, n, k, lda, ldb, ldc, ta, accumulate);
+  if (f == nullptr) return false;
+  f(b, a, c);
   return true;
 }
 

@@ -102,6 +102,43 @@ void ExpectDefinition(double tol) {
 TEST(Gemm, FloatProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<float>(1e-5); }
 TEST(Gemm, DoubleProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<double>(1e-12); }
 
+// Products that differ from the one before in a single argument (a dimension, a row stride, the
+// transposition, accumulation), then more shapes than the kernel memo of nn/ops/gemm.cc has slots
+// and the first ones again: each call still gets the product of its own arguments.
+TEST(Gemm, EachCallGetsTheKernelOfItsOwnShape) {
+  const Case base{32, 48, 16, false, false, false, 0};
+  std::vector<Case> calls = {base};
+  const auto vary = [&](auto change) {
+    Case t = base;
+    change(t);
+    calls.push_back(t);
+    calls.push_back(base);
+  };
+  vary([](Case& t) { t.m = 31; });
+  vary([](Case& t) { t.n = 47; });
+  vary([](Case& t) { t.k = 17; });
+  vary([](Case& t) { t.pad = 3; });  // every row stride
+  vary([](Case& t) { t.ta = true; });
+  vary([](Case& t) { t.accumulate = true; });
+  for (long m = 1; m <= 80; ++m) calls.push_back({m, 16, 8, false, false, m % 2 == 0, m % 3});
+  const size_t first = calls.size();
+  for (size_t i = 0; i < first; ++i) calls.push_back(calls[i]);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Case& t = calls[i];
+    Operands<float> o = Make<float>(t, 500 + i);
+    const std::vector<double> want = Definition(t, o);
+    Gemm<float>(t.ta, t.tb, t.m, t.n, t.k, o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate,
+                o.c.data(), o.ldc);
+    double err = 0;
+    for (long r = 0; r < t.m; ++r)
+      for (long j = 0; j < o.ldc; ++j)  // the padding too: never written
+        err = std::max(err, std::abs(o.c[r * o.ldc + j] - want[r * o.ldc + j]));
+    EXPECT_LT(err, 1e-4) << "call " << i << ": " << t.m << "x" << t.n << "x" << t.k
+                         << (t.ta ? " T" : " N") << (t.accumulate ? " +=" : " =") << " pad "
+                         << t.pad;
+  }
+}
+
 // The same products, run concurrently on every thread, give the bits of a sequential run.
 TEST(Gemm, ConcurrentCallsGiveTheBitsOfSequentialOnes) {
   const auto& cases = Cases();
