@@ -283,9 +283,10 @@ void ExpShiftedInPlace(S* v, long n, S shift) {
   });
 }
 
-// Softmax of query i's logits row[0, je - jb) (keys [jb, je), masked keys -inf) in place: masked
-// keys get exactly 0. A contiguous pattern's row is normalised over its visible keys only (a
-// causal block: half the exponentials), other patterns over the block's keys, masked after. NaN
+// Softmax of query i's logits row[0, je - jb) (keys [jb, je); masked keys -inf, or any value under a
+// contiguous pattern, which never reads them) in place: masked keys get exactly 0. A contiguous
+// pattern's row is normalised over its visible keys only (a causal block: half the exponentials),
+// other patterns over the block's keys, masked after. NaN
 // logits (a diverging run) pass through, so the loss reports them; so do rows whose every visible
 // logit overflowed to -inf. Writes log sum_j exp(a_ij) to *lse when not null.
 // Where packets have lane masks, a contiguous row's max, exponentials with their sum and division
@@ -381,7 +382,8 @@ void SoftmaxVisibleRows(const AttentionPattern& pattern, int i0, int n, int T, i
     }
   }
   for (int r = 0; r < n; ++r)
-    SoftmaxVisibleRow(pattern, i0 + r, T, jb, je, rows + r * ld, lse != nullptr ? lse + r : nullptr);
+    SoftmaxVisibleRow(pattern, i0 + r, T, jb, je, rows + r * ld,
+                      lse != nullptr ? lse + r : nullptr);
 }
 
 }  // namespace attention_detail

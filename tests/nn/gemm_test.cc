@@ -102,41 +102,66 @@ void ExpectDefinition(double tol) {
 TEST(Gemm, FloatProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<float>(1e-5); }
 TEST(Gemm, DoubleProductsEqualTheDefinitionOnEveryLayout) { ExpectDefinition<double>(1e-12); }
 
-// Products that differ from the one before in a single argument (a dimension, a row stride, the
+// Products that differ from the one before in a single argument (a dimension, one row stride, the
 // transposition, accumulation), then more shapes than the kernel memo of nn/ops/gemm.cc has slots
 // and the first ones again: each call still gets the product of its own arguments.
-TEST(Gemm, EachCallGetsTheKernelOfItsOwnShape) {
-  const Case base{32, 48, 16, false, false, false, 0};
-  std::vector<Case> calls = {base};
-  const auto vary = [&](auto change) {
-    Case t = base;
-    change(t);
-    calls.push_back(t);
-    calls.push_back(base);
+template <typename S>
+void ExpectEachCallsOwnKernel(double tol) {
+  // m = k: transposing A keeps its row stride.
+  const Case base{32, 48, 32, false, false, false, 0};
+  struct Call {
+    Case t;
+    long pad_a, pad_b, pad_c;  // extra row stride of each operand
   };
-  vary([](Case& t) { t.m = 31; });
-  vary([](Case& t) { t.n = 47; });
-  vary([](Case& t) { t.k = 17; });
-  vary([](Case& t) { t.pad = 3; });  // every row stride
-  vary([](Case& t) { t.ta = true; });
-  vary([](Case& t) { t.accumulate = true; });
-  for (long m = 1; m <= 80; ++m) calls.push_back({m, 16, 8, false, false, m % 2 == 0, m % 3});
+  std::vector<Call> calls = {{base, 0, 0, 0}};
+  const auto vary = [&](Call changed) {
+    calls.push_back(changed);
+    calls.push_back({base, 0, 0, 0});
+  };
+  vary({{31, 48, 32, false, false, false, 0}, 0, 0, 0});
+  vary({{32, 47, 32, false, false, false, 0}, 0, 0, 0});
+  vary({{32, 48, 31, false, false, false, 0}, 0, 0, 0});
+  vary({base, 3, 0, 0});
+  vary({base, 0, 3, 0});
+  vary({base, 0, 0, 3});
+  vary({{32, 48, 32, true, false, false, 0}, 0, 0, 0});
+  vary({{32, 48, 32, false, false, true, 0}, 0, 0, 0});
+  for (long m = 1; m <= 80; ++m)
+    calls.push_back({{m, 16, 8, false, false, m % 2 == 0, 0}, m % 3, m % 5, m % 2});
   const size_t first = calls.size();
   for (size_t i = 0; i < first; ++i) calls.push_back(calls[i]);
   for (size_t i = 0; i < calls.size(); ++i) {
-    const Case& t = calls[i];
-    Operands<float> o = Make<float>(t, 500 + i);
+    const Case& t = calls[i].t;
+    Operands<S> o = Make<S>(t, 500 + i);
+    // Re-lay the operands with their own strides (Make pads all three alike).
+    const auto relay = [](std::vector<S>& x, long rows, long cols, long ld_old, long ld_new) {
+      std::vector<S> y(rows * ld_new, S(-3));
+      for (long r = 0; r < rows; ++r)
+        for (long c = 0; c < cols; ++c) y[r * ld_new + c] = x[r * ld_old + c];
+      x.swap(y);
+    };
+    const long a_rows = t.ta ? t.k : t.m, a_cols = t.ta ? t.m : t.k;
+    relay(o.a, a_rows, a_cols, o.lda, a_cols + calls[i].pad_a);
+    relay(o.b, t.k, t.n, o.ldb, t.n + calls[i].pad_b);
+    relay(o.c, t.m, t.n, o.ldc, t.n + calls[i].pad_c);
+    o.lda = a_cols + calls[i].pad_a;
+    o.ldb = t.n + calls[i].pad_b;
+    o.ldc = t.n + calls[i].pad_c;
     const std::vector<double> want = Definition(t, o);
-    Gemm<float>(t.ta, t.tb, t.m, t.n, t.k, o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate,
-                o.c.data(), o.ldc);
+    Gemm<S>(t.ta, t.tb, t.m, t.n, t.k, o.a.data(), o.lda, o.b.data(), o.ldb, t.accumulate,
+            o.c.data(), o.ldc);
     double err = 0;
     for (long r = 0; r < t.m; ++r)
       for (long j = 0; j < o.ldc; ++j)  // the padding too: never written
-        err = std::max(err, std::abs(o.c[r * o.ldc + j] - want[r * o.ldc + j]));
-    EXPECT_LT(err, 1e-4) << "call " << i << ": " << t.m << "x" << t.n << "x" << t.k
-                         << (t.ta ? " T" : " N") << (t.accumulate ? " +=" : " =") << " pad "
-                         << t.pad;
+        err = std::max(err, std::abs(double(o.c[r * o.ldc + j]) - want[r * o.ldc + j]));
+    EXPECT_LT(err, tol) << "call " << i << ": " << t.m << "x" << t.n << "x" << t.k
+                        << (t.ta ? " T" : " N") << (t.accumulate ? " +=" : " =") << ", lda "
+                        << o.lda << ", ldb " << o.ldb << ", ldc " << o.ldc;
   }
+}
+TEST(Gemm, EachCallGetsTheKernelOfItsOwnShape) {
+  ExpectEachCallsOwnKernel<float>(1e-4);
+  ExpectEachCallsOwnKernel<double>(1e-11);
 }
 
 // The same products, run concurrently on every thread, give the bits of a sequential run.

@@ -116,10 +116,23 @@ TEST(PacketMap, SoftmaxRowMatchesADoubleSoftmaxAtEveryLengthAndStart) {
   }
 }
 
+// A causal window of `width` keys: a contiguous pattern whose rows start at different keys.
+class WindowPattern : public AttentionPattern {
+ public:
+  explicit WindowPattern(int width) : AttentionPattern(true), width_(width) {}
+  void KeyBounds(int i, int, int* b, int* e) const override {
+    *b = std::max(0, i + 1 - width_);
+    *e = i + 1;
+  }
+
+ private:
+  int width_;
+};
+
 // The softmax of a block of rows, pass by pass over the rows (SoftmaxVisibleRows), has the bits of
-// the row-by-row softmax: every block of a causal and of a bidirectional pattern, every row's
-// log-sum-exp, a row that overflowed (every visible logit -inf) among finite ones, and nothing
-// written between the rows.
+// the row-by-row softmax: blocks of a causal, a bidirectional and a windowed pattern (whose rows'
+// visible keys start after the block's first key), every row's log-sum-exp, a row that overflowed
+// (every visible logit -inf) among finite ones, and nothing written between or after the rows.
 TEST(PacketMap, SoftmaxOfABlockHasTheBitsOfTheRowByRowSoftmax) {
   const float inf = std::numeric_limits<float>::infinity();
   const int T = 80;
@@ -129,14 +142,17 @@ TEST(PacketMap, SoftmaxOfABlockHasTheBitsOfTheRowByRowSoftmax) {
     std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
     return b;
   };
-  for (const bool causal : {true, false}) {
-    const AttentionPattern pattern(causal);
+  const AttentionPattern causal(true), bidirectional(false);
+  const WindowPattern window(7);
+  for (const AttentionPattern* pattern_ptr : {&causal, &bidirectional,
+                                              static_cast<const AttentionPattern*>(&window)}) {
+    const AttentionPattern& pattern = *pattern_ptr;
     for (int i0 : {0, 1, 17, 32, 48}) {
       for (int n : {1, 5, 32}) {
         for (int overflow_row : {-1, 0, n - 1}) {
           int jb, je;
           attention_detail::BlockKeyBounds(pattern, i0, i0 + n, T, &jb, &je);
-          SCOPED_TRACE(std::string(causal ? "causal" : "bidirectional") + ", rows [" +
+          SCOPED_TRACE(pattern.Name() + (&pattern == &window ? " window" : "") + ", rows [" +
                        std::to_string(i0) + ", " + std::to_string(i0 + n) + "), overflow row " +
                        std::to_string(overflow_row));
           std::vector<float> block(static_cast<size_t>(n) * ld, -7.0f);
@@ -153,9 +169,9 @@ TEST(PacketMap, SoftmaxOfABlockHasTheBitsOfTheRowByRowSoftmax) {
                                                lse_block.data());
           EXPECT_EQ(bits(block), bits(by_row));
           EXPECT_EQ(bits(lse_block), bits(lse_rows));
-          for (int r = 0; r + 1 < n; ++r)
+          for (int r = 0; r < n; ++r)
             for (long j = je - jb; j < ld; ++j)
-              ASSERT_EQ(block[r * ld + j], -7.0f) << "written between rows " << r << ", " << r + 1;
+              ASSERT_EQ(block[r * ld + j], -7.0f) << "written after row " << r << "'s block";
         }
       }
     }
