@@ -98,8 +98,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   if (cfg_.pre_ln) {
     d_mid_.swap(d_x);  // x_out = x_mid + MLP(LN2(x_mid)); d_x's buffer is free until the end
   } else {
-    ResizeZero(d_mid_, N, C);  // x_out = LN2(x_mid + MLP(x_mid))
-    LayerNormBackward(p.ln2, c.ln2, d_x, d_mid_, g.ln2);
+    // x_out = LN2(x_mid + MLP(x_mid))
+    LayerNormBackward(p.ln2, c.ln2, d_x, d_mid_, g.ln2, GradWrite::kOverwrite);
     d_x = d_mid_;  // d_x now holds d(r2) = gradient of x_mid + MLP(x_mid)
   }
   const Mat<S>& d_y2 = cfg_.pre_ln ? d_mid_ : d_x;
@@ -122,8 +122,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   } else {
     LinearBackward(c.m_in, p.fc1, d_big_, &d_mid_, g.fc1, GradWrite::kAdd,
                    &linear_scratch_);  // m_in = x_mid
-    ResizeZero(d_h_, N, C);
-    LayerNormBackward(p.ln1, c.ln1, d_mid_, d_h_, g.ln1);  // x_mid = LN1(x_in + attn)
+    // x_mid = LN1(x_in + attn)
+    LayerNormBackward(p.ln1, c.ln1, d_mid_, d_h_, g.ln1, GradWrite::kOverwrite);
     d_mid_ = d_h_;
   }
   // d_mid_ = gradient w.r.t. (x_in + attention branch).
@@ -193,8 +193,7 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
     // Through the side network only: the backbone (its head too) is frozen and the side reads its
     // streams as constants. InputGradient() is then the gradient with respect to the side's input.
     LinearInputGrad(p_.head, d_logits, d_h_, GradWrite::kOverwrite, &linear_scratch_);
-    ResizeZero(d_x_, N, C);
-    LayerNormBackward(p_.side_ln_f, lnf_cache_, d_h_, d_x_, g_.side_ln_f);
+    LayerNormBackward(p_.side_ln_f, lnf_cache_, d_h_, d_x_, g_.side_ln_f, GradWrite::kOverwrite);
     for (int i = cfg_.side.layers - 1; i >= 0; --i)
       BlockBackward(cfg_.n_layers + i, ys_[i], d_x_);  // the added backbone deltas pass d_x_ on
     return;
@@ -203,16 +202,14 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
   if (landmarks) {
     // The real tokens' gradient into their inner rows; the landmarks' outputs had none.
     const int T = T_real_;
-    ResizeZero(land_dx_, static_cast<long>(B_) * T, C);
-    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, land_dx_, g_.ln_f);
+    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, land_dx_, g_.ln_f, GradWrite::kOverwrite);
     ResizeZero(d_x_, N, C);
     for (int b = 0; b < B_; ++b)
       for (int t = 0; t < T; ++t)
         d_x_.row(static_cast<long>(b) * T_ + LandmarkRowOf(t)) =
             land_dx_.row(static_cast<long>(b) * T + t);
   } else {
-    ResizeZero(d_x_, N, C);
-    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f);
+    LayerNormBackward(p_.ln_f, lnf_cache_, d_h_, d_x_, g_.ln_f, GradWrite::kOverwrite);
   }
   landmark_active_ = landmarks ? landmark_train_.get() : nullptr;
   for (int l = cfg_.n_layers - 1; l >= 0; --l) BlockBackward(l, xs_[l], d_x_);

@@ -59,15 +59,22 @@ void LayerNormForward(const Mat<S>& x, const LayerNormParams<S>& p, Mat<S>& y,
 
 // Forward: xhat = (x - mean) * rstd;  y = xhat * g + b.
 // Backward: d_xhat = d_y * g;  d_x += rstd * (d_xhat - mean(d_xhat) - xhat * mean(d_xhat * xhat)).
-// The input gradient of rows [r0, r1) (independent rows; see LayerNormRows).
+// The input gradient of rows [r0, r1) (independent rows; see LayerNormRows), added to d_x or
+// written over it (kOverwrite: a fresh buffer needs no zeroing first; the values of adding to
+// zeros, up to the sign of a zero).
 template <typename S>
 void LayerNormInputGradRows(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
-                            const Mat<S>& d_y, Mat<S>& d_x, long r0, long r1) {
+                            const Mat<S>& d_y, Mat<S>& d_x, long r0, long r1,
+                            GradWrite write = GradWrite::kAdd) {
   for (long r = r0; r < r1; ++r) {
     const auto d_xhat = d_y.row(r).cwiseProduct(p.g);  // an expression: nothing is allocated
     const S m1 = d_xhat.mean();
     const S m2 = d_xhat.cwiseProduct(cache.xhat.row(r)).mean();
-    d_x.row(r).array() += cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
+    const auto grad = cache.rstd[r] * (d_xhat.array() - m1 - cache.xhat.row(r).array() * m2);
+    if (write == GradWrite::kAdd)
+      d_x.row(r).array() += grad;
+    else
+      d_x.row(r).array() = grad;
   }
 }
 
@@ -113,13 +120,19 @@ void LayerNormParamGrad(const LayerNormCache<S>& cache, const Mat<S>& d_y,
   partials.Finish(d_p);
 }
 
+// The input gradient (added to d_x, or written over it: kOverwrite sizes d_x) and the parameters'
+// partial sums in one parallel region, chunk by chunk of rows.
 template <typename S>
 void LayerNormBackward(const LayerNormParams<S>& p, const LayerNormCache<S>& cache,
-                       const Mat<S>& d_y, Mat<S>& d_x, LayerNormParams<S>& d_p) {
+                       const Mat<S>& d_y, Mat<S>& d_x, LayerNormParams<S>& d_p,
+                       GradWrite write = GradWrite::kAdd) {
+  if (write == GradWrite::kOverwrite) Resize(d_x, d_y.rows(), d_y.cols());
+  LayerNormParamPartials<S> partials(d_y.rows(), d_y.cols());
   ParallelChunks(d_y.rows(), kRowGrain, [&](long r0, long r1) {
-    LayerNormInputGradRows(p, cache, d_y, d_x, r0, r1);
+    LayerNormInputGradRows(p, cache, d_y, d_x, r0, r1, write);
+    partials.AddChunk(cache, d_y, r0, r1);
   });
-  LayerNormParamGrad(cache, d_y, d_p);
+  partials.Finish(d_p);
 }
 
 }  // namespace lexp

@@ -56,11 +56,20 @@ class AdamW {
     }
   }
 
-  // Global L2 norm of all gradients, summed in parameter order in double.
+  // Global L2 norm of all gradients, in double: each chunk of kAdamGrain elements of a parameter
+  // summed in eight interleaved running sums (added in a fixed order), the chunks in parallel, then
+  // their sums added in parameter and chunk order, so the bits do not depend on the thread count.
+  // (One running sum over every element was a chain of dependent additions: about 1% of a T step.)
   static double GradNorm(const std::vector<ParamRef<S>>& params) {
+    const std::vector<Chunk> chunks = ChunksOf(params);
+    std::vector<double> sums(chunks.size());
+    ParallelFor(static_cast<long>(chunks.size()), [&](long c) {
+      const Chunk& chunk = chunks[static_cast<size_t>(c)];
+      sums[static_cast<size_t>(c)] =
+          SumOfSquares(params[chunk.param].grad + chunk.i0, chunk.i1 - chunk.i0);
+    });
     double ss = 0;
-    for (const auto& p : params)
-      for (long i = 0; i < p.size; ++i) ss += static_cast<double>(p.grad[i]) * p.grad[i];
+    for (const double sum : sums) ss += sum;
     return std::sqrt(ss);
   }
 
@@ -77,10 +86,7 @@ class AdamW {
     const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(t_));
     // Every parameter's chunks in one parallel region (a model has dozens of small tensors: a
     // region each cost more than their updates). Element-wise, so any split gives the same bits.
-    chunks_.clear();
-    for (size_t k = 0; k < params.size(); ++k)
-      for (long i0 = 0; i0 < params[k].size; i0 += kAdamGrain)
-        chunks_.push_back({k, i0, std::min(params[k].size, i0 + kAdamGrain)});
+    chunks_ = ChunksOf(params);
     ParallelFor(static_cast<long>(chunks_.size()), [&](long c) {
       const Chunk& chunk = chunks_[static_cast<size_t>(c)];
       const auto& p = params[chunk.param];
@@ -130,6 +136,26 @@ class AdamW {
     long i0, i1;
   };
   std::vector<Chunk> chunks_;  // Step's tasks: elements [i0, i1) of one parameter
+
+  // Every parameter cut into chunks of kAdamGrain elements, in parameter order.
+  static std::vector<Chunk> ChunksOf(const std::vector<ParamRef<S>>& params) {
+    std::vector<Chunk> chunks;
+    for (size_t k = 0; k < params.size(); ++k)
+      for (long i0 = 0; i0 < params[k].size; i0 += kAdamGrain)
+        chunks.push_back({k, i0, std::min(params[k].size, i0 + kAdamGrain)});
+    return chunks;
+  }
+
+  // sum_i x_i^2 in double: running sum j takes elements i = j (mod 8) (a square of a float is
+  // exact in double), and the eight are added pairwise in a fixed order.
+  static double SumOfSquares(const S* x, long n) {
+    double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    long i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int j = 0; j < 8; ++j) lane[j] += static_cast<double>(x[i + j]) * x[i + j];
+    for (; i < n; ++i) lane[i % 8] += static_cast<double>(x[i]) * x[i];
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+  }
 };
 
 }  // namespace lexp
