@@ -206,36 +206,61 @@ std::vector<ParamRef<S>> Transformer<S>::Parameters() {
   return out;
 }
 
+// A fused block (BlockForward) runs groups of about kFusedBlockRows rows (whole sequences), when
+// there are at least kFusedBlockMinGroups groups to share among the threads.
+namespace {
+constexpr long kFusedBlockRows = 256;
+constexpr long kFusedBlockMinGroups = 8;
+long FusedGroup(int T) { return std::max(1L, kFusedBlockRows / T); }
+}  // namespace
+
+template <typename S>
+bool Transformer<S>::FusesBlocks(int B, int T) {
+  return B / FusedGroup(T) >= kFusedBlockMinGroups;
+}
+
 template <typename S>
 void Transformer<S>::ApplyQKTransform(int l, std::initializer_list<QKRows> targets, int B, int T,
                                       long stride, const std::vector<double>& pos, bool backward,
                                       int first_row) {
-  const int H = cfg_.n_heads, D = cfg_.HeadDim();
-  const long C = cfg_.d_model, per_target = static_cast<long>(B) * H;
+  const long per_target = static_cast<long>(B) * cfg_.n_heads;
+  const int H = cfg_.n_heads;
   ParallelFor(static_cast<long>(targets.size()) * per_target, [&](long t) {
     const QKRows& target = targets.begin()[t / per_target];
-    Mat<S>& m = *target.m;
-    const bool is_query = target.is_query;
     const long task = t % per_target;
-    const int b = static_cast<int>(task / H), h = static_cast<int>(task % H);
-    AttentionContext ctx{
-        l, h, H, D, T, pos.data(), &ActivePattern(), ActivePattern().PlainDistance()};
-    ctx.first_row = first_row;
-    S* x = m.data() + static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
-    if (backward)
-      enc_->TransformQKBackward(ctx, is_query, x, C);
-    else
-      enc_->TransformQK(ctx, is_query, x, C);
+    QKTransformTask(l, target, static_cast<int>(task / H), static_cast<int>(task % H), T, stride,
+                    pos, backward, first_row);
   });
+}
+
+template <typename S>
+void Transformer<S>::QKTransformTask(int l, const QKRows& target, int b, int h, int T, long stride,
+                                     const std::vector<double>& pos, bool backward,
+                                     int first_row) {
+  const int H = cfg_.n_heads, D = cfg_.HeadDim();
+  const long C = cfg_.d_model;
+  AttentionContext ctx{
+      l, h, H, D, T, pos.data(), &ActivePattern(), ActivePattern().PlainDistance()};
+  ctx.first_row = first_row;
+  S* x = target.m->data() + static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
+  if (backward)
+    enc_->TransformQKBackward(ctx, target.is_query, x, C);
+  else
+    enc_->TransformQK(ctx, target.is_query, x, C);
 }
 
 // The block before attention, one chunk of rows at a time in one parallel region: a_in = LN1(x)
 // (pre-LN) or x, the fused projection c.qkv, and (split) its q, k and v columns copied out.
 template <typename S>
 void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split) {
-  auto& p = p_.blocks[l];
+  BlockQkvSetup(l, x_in, c, split);
+  ParallelChunks(x_in.rows(), kRowGrain,
+                 [&](long r0, long r1) { BlockQkvRows(l, x_in, c, split, r0, r1); });
+}
+
+template <typename S>
+void Transformer<S>::BlockQkvSetup(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split) {
   const long N = x_in.rows(), C = cfg_.d_model;
-  const Mat<S>& a_in = cfg_.pre_ln ? c.a_in : x_in;
   if (cfg_.pre_ln) LayerNormResize(x_in, c.a_in, c.ln1);
   Resize(c.qkv, N, 3 * C);
   if (split) {
@@ -243,18 +268,22 @@ void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool 
     Resize(c.k, N, C);
     Resize(c.v, N, C);
   }
-  qkv_layer_.Prepare(p.qkv);
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    const long n = r1 - r0;
-    if (cfg_.pre_ln) LayerNormRows(x_in, p.ln1, c.a_in, c.ln1, r0, r1);
-    LinearRows(a_in.data() + r0 * C, n, qkv_layer_, c.qkv.data() + r0 * 3 * C);
-    if (split) {
-      const auto rows = c.qkv.middleRows(r0, n);
-      c.q.middleRows(r0, n) = rows.leftCols(C);
-      c.k.middleRows(r0, n) = rows.middleCols(C, C);
-      c.v.middleRows(r0, n) = rows.rightCols(C);
-    }
-  });
+  qkv_layer_.Prepare(p_.blocks[l].qkv);
+}
+
+template <typename S>
+void Transformer<S>::BlockQkvRows(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split, long r0,
+                                  long r1) {
+  const long n = r1 - r0, C = cfg_.d_model;
+  const Mat<S>& a_in = cfg_.pre_ln ? c.a_in : x_in;
+  if (cfg_.pre_ln) LayerNormRows(x_in, p_.blocks[l].ln1, c.a_in, c.ln1, r0, r1);
+  LinearRows(a_in.data() + r0 * C, n, qkv_layer_, c.qkv.data() + r0 * 3 * C);
+  if (split) {
+    const auto rows = c.qkv.middleRows(r0, n);
+    c.q.middleRows(r0, n) = rows.leftCols(C);
+    c.k.middleRows(r0, n) = rows.middleCols(C, C);
+    c.v.middleRows(r0, n) = rows.rightCols(C);
+  }
 }
 
 // The block after attention, from its output c.att: projection, residual, MLP, residual (pre-LN:
@@ -265,15 +294,27 @@ void Transformer<S>::BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool 
 template <typename S>
 void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                                          bool keep_for_backward) {
+  const AfterAttention pass = BlockAfterAttentionSetup(l, x_in, c, x_out, keep_for_backward);
+  ParallelChunks(x_in.rows(), kRowGrain, [&](long r0, long r1) {
+    BlockAfterAttentionRows(l, x_in, c, x_out, pass, r0, r1);
+  });
+}
+
+template <typename S>
+typename Transformer<S>::AfterAttention Transformer<S>::BlockAfterAttentionSetup(
+    int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out, bool keep_for_backward) {
   auto& p = p_.blocks[l];
   const long N = x_in.rows(), C = cfg_.d_model, F = cfg_.FF();
-  const bool keep_branches = capture_sites_ && c.attn.capture_logits;
+  AfterAttention pass;
+  pass.keep_branches = capture_sites_ && c.attn.capture_logits;
   // Without a backward pass nothing between the sums is kept: pre-LN sums straight into x_out and
   // normalises into LN1's output (free by now), and the MLP keeps no hidden rows. The sums are the
   // same.
-  const bool lean = !keep_for_backward;
-  Mat<S>& mid = cfg_.pre_ln && lean ? x_out : c.x_mid;
-  Mat<S>& m_in = cfg_.pre_ln && lean ? c.a_in : c.m_in;
+  pass.lean = !keep_for_backward;
+  pass.mid = cfg_.pre_ln && pass.lean ? &x_out : &c.x_mid;
+  pass.m_in = cfg_.pre_ln && pass.lean ? &c.a_in : &c.m_in;
+  Mat<S>& mid = *pass.mid;
+  Mat<S>& m_in = *pass.m_in;
   Resize(c.tmp, N, C);
   Resize(mid, N, C);
   if (cfg_.pre_ln) {
@@ -284,11 +325,11 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
     Resize(c.a_in, N, C);
     LayerNormResize(c.a_in, x_out, c.ln2);
   }
-  if (!lean) {
+  if (!pass.lean) {
     Resize(c.g, N, F);
     Resize(c.gelu_slope, N, F);
   }
-  if (keep_branches) {
+  if (pass.keep_branches) {
     Resize(c.attn_out, N, C);
     Resize(c.mlp_out, N, C);
   }
@@ -296,32 +337,41 @@ void Transformer<S>::BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S
   proj_layer_.Prepare(p.proj);
   fc1_layer_.Prepare(p.fc1);
   fc2_layer_.Prepare(p.fc2);
-  ParallelChunks(N, kRowGrain, [&](long r0, long r1) {
-    const long n = r1 - r0;
-    auto rows = [&](Mat<S>& m) { return m.middleRows(r0, n); };
-    LinearRows(c.att.data() + r0 * C, n, proj_layer_, c.tmp.data() + r0 * C);
-    if (keep_branches) rows(c.attn_out) = rows(c.tmp);
-    if (cfg_.pre_ln) {
-      rows(mid) = x_in.middleRows(r0, n) + rows(c.tmp);
-      LayerNormRows(mid, p.ln2, m_in, c.ln2, r0, r1);
-    } else {
-      rows(c.tmp) += x_in.middleRows(r0, n);
-      LayerNormRows(c.tmp, p.ln1, c.x_mid, c.ln1, r0, r1);
-      rows(c.m_in) = rows(c.x_mid);
-    }
-    MlpRows(m_in.data() + r0 * C, n, fc1_layer_, fc2_layer_, mlp_hidden_.local(),
-            lean ? nullptr : c.g.data() + r0 * F, lean ? nullptr : c.gelu_slope.data() + r0 * F,
-            c.tmp.data() + r0 * C);
-    if (keep_branches) rows(c.mlp_out) = rows(c.tmp);
-    if (cfg_.pre_ln) {
-      rows(x_out) = rows(mid) + rows(c.tmp);
-    } else {
-      rows(c.tmp) += rows(c.x_mid);
-      // c.a_in is free in post-LN (attention reads x_in); it holds LN2's input.
-      rows(c.a_in) = rows(c.tmp);
-      LayerNormRows(c.a_in, p.ln2, x_out, c.ln2, r0, r1);
-    }
-  });
+  return pass;
+}
+
+template <typename S>
+void Transformer<S>::BlockAfterAttentionRows(int l, const Mat<S>& x_in, BlockCache<S>& c,
+                                             Mat<S>& x_out, const AfterAttention& pass, long r0,
+                                             long r1) {
+  auto& p = p_.blocks[l];
+  const long n = r1 - r0, C = cfg_.d_model, F = cfg_.FF();
+  const bool lean = pass.lean, keep_branches = pass.keep_branches;
+  Mat<S>& mid = *pass.mid;
+  Mat<S>& m_in = *pass.m_in;
+  auto rows = [&](Mat<S>& m) { return m.middleRows(r0, n); };
+  LinearRows(c.att.data() + r0 * C, n, proj_layer_, c.tmp.data() + r0 * C);
+  if (keep_branches) rows(c.attn_out) = rows(c.tmp);
+  if (cfg_.pre_ln) {
+    rows(mid) = x_in.middleRows(r0, n) + rows(c.tmp);
+    LayerNormRows(mid, p.ln2, m_in, c.ln2, r0, r1);
+  } else {
+    rows(c.tmp) += x_in.middleRows(r0, n);
+    LayerNormRows(c.tmp, p.ln1, c.x_mid, c.ln1, r0, r1);
+    rows(c.m_in) = rows(c.x_mid);
+  }
+  MlpRows(m_in.data() + r0 * C, n, fc1_layer_, fc2_layer_, mlp_hidden_.local(),
+          lean ? nullptr : c.g.data() + r0 * F, lean ? nullptr : c.gelu_slope.data() + r0 * F,
+          c.tmp.data() + r0 * C);
+  if (keep_branches) rows(c.mlp_out) = rows(c.tmp);
+  if (cfg_.pre_ln) {
+    rows(x_out) = rows(mid) + rows(c.tmp);
+  } else {
+    rows(c.tmp) += rows(c.x_mid);
+    // c.a_in is free in post-LN (attention reads x_in); it holds LN2's input.
+    rows(c.a_in) = rows(c.tmp);
+    LayerNormRows(c.a_in, p.ln2, x_out, c.ln2, r0, r1);
+  }
 }
 
 template <typename S>
@@ -332,21 +382,51 @@ BlockCache<S>& Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x
   const bool capture = cache_[l].attn.capture_logits;
   const bool keep = training || capture;
   auto& c = keep ? cache_[l] : cache_[0];
-  BlockQkv(l, x_in, c, /*split=*/true);
   const int el = EncodingLayer(l);
-  if (enc_->Uses(kSiteQKTransform)) {
-    ApplyQKTransform(el, {{&c.q, true}, {&c.k, false}}, B_, T_, T_, pos_, false);
-  }
-  AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  const AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   const bool knn = l == cfg_.knn.layer;
   c.attn.keep_lse = knn && cfg_.knn.softmax_merge;
+  const bool qk_transform = enc_->Uses(kSiteQKTransform);
+  const bool keep_after = training || (capture && capture_sites_);
+  // Every step of a block is row by row except attention, which reads its own sequence's rows: with
+  // enough sequences the whole block runs a group of sequences at a time in one parallel region,
+  // the group's rows in cache from LN1 to the last residual and no hand-off between the steps (the
+  // bits of the step-by-step regions: no value depends on which rows run together).
+  if (fuse_blocks_ && !knn && !enc_->Uses(kSiteHeadMix) && FusesBlocks(B_, T_)) {
+    const long group = FusedGroup(T_);
+    BlockQkvSetup(l, x_in, c, /*split=*/true);
+    AttentionForwardSetup(sh, pos_, ActivePattern(), keep, c.attn, c.att);
+    const AfterAttention pass = BlockAfterAttentionSetup(l, x_in, c, x_out, keep_after);
+    ParallelChunks(B_, group, [&](long b0, long b1) {
+      BlockQkvRows(l, x_in, c, /*split=*/true, b0 * T_, b1 * T_);
+      for (long t = b0 * sh.H; t < b1 * sh.H; ++t) {
+        const int b = static_cast<int>(t / sh.H), h = static_cast<int>(t % sh.H);
+        if (qk_transform) {
+          QKTransformTask(el, {&c.q, true}, b, h, T_, T_, pos_, false, 0);
+          QKTransformTask(el, {&c.k, false}, b, h, T_, T_, pos_, false, 0);
+        }
+        AttentionForwardTask(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, keep, c.attn,
+                             c.att, static_cast<const Mat<S>*>(nullptr), t);
+      }
+      BlockAfterAttentionRows(l, x_in, c, x_out, pass, b0 * T_, b1 * T_);
+    });
+    if (keep_kv_ && !training && l < static_cast<int>(kept_k_.size())) {
+      kept_k_[l] = c.k;
+      kept_v_[l] = c.v;
+    }
+    return c;
+  }
+  BlockQkv(l, x_in, c, /*split=*/true);
+  if (qk_transform) {
+    ApplyQKTransform(el, {{&c.q, true}, {&c.k, false}}, B_, T_, T_, pos_, false);
+  }
   AttentionForward(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, keep, c.attn, c.att);
   if (keep_kv_ && !training && l < static_cast<int>(kept_k_.size())) {
     kept_k_[l] = c.k;  // the keys as attention read them (after site 3), for decoding
     kept_v_[l] = c.v;
   }
   if (knn) KnnMerge(c, training);
-  BlockAfterAttention(l, x_in, c, x_out, training || (capture && capture_sites_));
+  BlockAfterAttention(l, x_in, c, x_out, keep_after);
   return c;
 }
 

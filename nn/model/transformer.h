@@ -147,6 +147,14 @@ class Transformer {
   // output of the last block, before the final LayerNorm). A plain evaluation otherwise keeps two.
   const Mat<S>& Residual(int l) const { return xs_[l]; }
   void set_keep_residuals(bool keep) { keep_residuals_ = keep; }
+  // Whether BlockForward may run a block's steps in one region, a group of sequences at a time
+  // (on by default; the values are the same either way: tests compare the two, benchmarks time
+  // them).
+  void set_fuse_blocks(bool fuse) { fuse_blocks_ = fuse; }
+  // True when a batch of B sequences of T rows has enough groups of sequences to run its blocks
+  // fused (each group about 256 rows, at least 8 groups to share among the threads); kNN memory
+  // and head mixing run step by step.
+  static bool FusesBlocks(int B, int T);
   // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
@@ -216,6 +224,19 @@ class Transformer {
     return l < cfg_.n_layers ? l : cfg_.SideSource(l - cfg_.n_layers);
   }
   void BlockQkv(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split);
+  // BlockQkv's buffers and prepared weights, then its work on rows [r0, r1) (any rows, any thread).
+  void BlockQkvSetup(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split);
+  void BlockQkvRows(int l, const Mat<S>& x_in, BlockCache<S>& c, bool split, long r0, long r1);
+  // What BlockAfterAttention's setup decided for its rows: kept branches, where the sums go.
+  struct AfterAttention {
+    bool lean = false, keep_branches = false;
+    Mat<S>* mid = nullptr;
+    Mat<S>* m_in = nullptr;
+  };
+  AfterAttention BlockAfterAttentionSetup(int l, const Mat<S>& x_in, BlockCache<S>& c,
+                                          Mat<S>& x_out, bool keep_for_backward);
+  void BlockAfterAttentionRows(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
+                               const AfterAttention& pass, long r0, long r1);
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
@@ -231,6 +252,9 @@ class Transformer {
   };
   void ApplyQKTransform(int l, std::initializer_list<QKRows> targets, int B, int T, long stride,
                         const std::vector<double>& pos, bool backward, int first_row = 0);
+  // One (sequence b, head h) task of ApplyQKTransform.
+  void QKTransformTask(int l, const QKRows& target, int b, int h, int T, long stride,
+                       const std::vector<double>& pos, bool backward, int first_row);
   void DecodeBlock(int l, Mat<S>& x, int t0, int n);
   // The memory layer's merge of its local attention (in c.att) with the retrieved memory, and
   // its backward (d_att_ in, the local branch's gradient out; the memory's added to d_q_).
@@ -243,6 +267,7 @@ class Transformer {
   AttentionPattern pattern_;
   const AttentionPattern* pattern_override_ = nullptr;
   bool keep_residuals_ = false;
+  bool fuse_blocks_ = true;
   bool capture_sites_ = false;
   ModelParams<S> p_, g_;
 

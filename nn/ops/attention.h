@@ -21,21 +21,12 @@
 
 namespace lexp {
 
-// q, k, v: [B*T, C] (head h in columns [h*D, (h+1)*D)); pos: [T]. out: [B*T, C].
-// keys_t (optional, incremental decoding): the same keys transposed, [B*H*D, >= T], row
-// (b*H + h)*D + d holding dimension d of head h's keys of sequence b, kept by the decoder as keys
-// arrive, so that a step does not transpose them again.
+// The checks and buffers of an AttentionForward pass without head mixing, before any of its tasks.
 template <typename S>
-void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
-                      const std::vector<double>& pos, const AttentionPattern& pattern_all,
-                      const PositionEncoding<S>& enc, int layer, bool materialize,
-                      AttentionCache<S>& cache, Mat<S>& out, const Mat<S>* keys_t = nullptr) {
-  using namespace attention_detail;
-  if (enc.Uses(kSiteHeadMix)) {
-    HeadMixAttentionForward(q, k, v, sh, pos, pattern_all, enc, layer, materialize, cache, out);
-    return;
-  }
-  const int T = sh.T, D = sh.D;
+void AttentionForwardSetup(const AttentionShape& sh, const std::vector<double>& pos,
+                           const AttentionPattern& pattern_all, bool materialize,
+                           AttentionCache<S>& cache, Mat<S>& out) {
+  const int T = sh.T;
   const long C = sh.C(), stride = sh.Stride();
   LEXP_CHECK(static_cast<int>(pos.size()) == T, "attention: position ids do not match T");
   LEXP_CHECK(stride >= T && sh.first_query >= 0 && sh.first_query <= T, "attention: bad rows");
@@ -55,132 +46,166 @@ void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const A
     LEXP_CHECK(sh.first_query == 0 && stride == T, "attention: no log-sum-exp while decoding");
     Resize(cache.lse, sh.Tasks() * T);
   }
+}
+
+// Task `task` of that pass (sequence task / H, head task % H), once its setup has run: the tasks
+// are independent, so a caller may run any of them on any thread (each once), or fuse them with
+// the row work of the same sequences (Transformer::BlockForward).
+template <typename S>
+void AttentionForwardTask(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
+                          const AttentionShape& sh, const std::vector<double>& pos,
+                          const AttentionPattern& pattern_all, const PositionEncoding<S>& enc,
+                          int layer, bool materialize, AttentionCache<S>& cache, Mat<S>& out,
+                          const Mat<S>* keys_t, long task) {
+  using namespace attention_detail;
+  const int T = sh.T, D = sh.D;
+  const long C = sh.C(), stride = sh.Stride();
+  const int landmark = pattern_all.LandmarkBlock();
   const S neg_inf = -std::numeric_limits<S>::infinity();
   const bool has_value_term = enc.Uses(kSiteValueTerm);
-  ParallelFor(sh.Tasks(), [&](long task) {
-    const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
-    const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
-    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
-    const long base = static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
-    if (materialize && T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices
-      const long next = (task + 1) / sh.H * stride * C + (task + 1) % sh.H * D;
-      for (const Mat<S>* x : {&q, &k, &v}) PrefetchRows(x->data() + next, C, T, D);
-    }
-    const S* qh = q.data() + base;
-    const S* kh = k.data() + base;
-    ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
-    Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
-    AttentionScratch<S>& sc = cache.scratch.local();
-    // Transposing the keys costs T*D copies: worth it for a block of queries, not for the one
-    // query of a decoding step (whose decoder may keep them transposed: keys_t).
-    const S* kt = nullptr;
-    long ldkt = 0;
-    if (keys_t != nullptr && !landmark) {
-      ldkt = keys_t->cols();
-      kt = keys_t->data() + task * D * ldkt;
-    } else if (T - sh.first_query >= kQueryBlock / 4) {
-      TransposeHead(kh, C, T, D, sc.kt);
-      kt = sc.kt.data();
-      ldkt = sc.kt.cols();
-    }
-    const int query_block = materialize ? kMaterialisedQueryBlock : kQueryBlock;
-    // A contiguous pattern's softmax reads each row's visible keys only and zeroes the others:
-    // the materialised logits need their masked keys set (-inf) only to be captured.
-    const bool mask_logits = landmark > 0 || cache.capture_logits || !pattern.Contiguous();
-    for (int i0 = sh.first_query; i0 < T; i0 += query_block) {
-      const int i1 = std::min(T, i0 + query_block), n = i1 - i0;
-      int jb, je;
-      BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
-      if (materialize) {
-        auto P = cache.probs.block(task * T + i0, 0, n, T);
-        ZeroRows(P.data(), n, jb, T);  // keys outside [jb, je): weight 0 (logits fill the rest)
-        ZeroRows(P.data() + je, n, T - je, T);
-        S* s = cache.probs.data() + (task * T + i0) * T + jb;
-        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T, mask_logits);
-        if (cache.capture_logits) {
-          auto Lg = cache.logits.block(task * T + i0, 0, n, T);
-          Lg.setConstant(neg_inf);
-          Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
+  const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+  const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
+  AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
+  const long base = static_cast<long>(b) * stride * C + static_cast<long>(h) * D;
+  if (materialize && T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices
+    const long next = (task + 1) / sh.H * stride * C + (task + 1) % sh.H * D;
+    for (const Mat<S>* x : {&q, &k, &v}) PrefetchRows(x->data() + next, C, T, D);
+  }
+  const S* qh = q.data() + base;
+  const S* kh = k.data() + base;
+  ConstRows<S> V(v.data() + base, T, D, Eigen::OuterStride<>(C));
+  Rows<S> O(out.data() + base, T, D, Eigen::OuterStride<>(C));
+  AttentionScratch<S>& sc = cache.scratch.local();
+  // Transposing the keys costs T*D copies: worth it for a block of queries, not for the one
+  // query of a decoding step (whose decoder may keep them transposed: keys_t).
+  const S* kt = nullptr;
+  long ldkt = 0;
+  if (keys_t != nullptr && !landmark) {
+    ldkt = keys_t->cols();
+    kt = keys_t->data() + task * D * ldkt;
+  } else if (T - sh.first_query >= kQueryBlock / 4) {
+    TransposeHead(kh, C, T, D, sc.kt);
+    kt = sc.kt.data();
+    ldkt = sc.kt.cols();
+  }
+  const int query_block = materialize ? kMaterialisedQueryBlock : kQueryBlock;
+  // A contiguous pattern's softmax reads each row's visible keys only and zeroes the others:
+  // the materialised logits need their masked keys set (-inf) only to be captured.
+  const bool mask_logits = landmark > 0 || cache.capture_logits || !pattern.Contiguous();
+  for (int i0 = sh.first_query; i0 < T; i0 += query_block) {
+    const int i1 = std::min(T, i0 + query_block), n = i1 - i0;
+    int jb, je;
+    BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
+    if (materialize) {
+      auto P = cache.probs.block(task * T + i0, 0, n, T);
+      ZeroRows(P.data(), n, jb, T);  // keys outside [jb, je): weight 0 (logits fill the rest)
+      ZeroRows(P.data() + je, n, T - je, T);
+      S* s = cache.probs.data() + (task * T + i0) * T + jb;
+      ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, s, T, mask_logits);
+      if (cache.capture_logits) {
+        auto Lg = cache.logits.block(task * T + i0, 0, n, T);
+        Lg.setConstant(neg_inf);
+        Lg.middleCols(jb, je - jb) = P.middleCols(jb, je - jb);
+      }
+      if (landmark > 0) {
+        for (int r = 0; r < n; ++r) {  // the grouped softmax over keys [0, je)
+          sc.row.assign(P.row(r).data(), P.row(r).data() + je);
+          LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je,
+                             P.row(r).data(), cache.group.row(task * T + i0 + r).data(),
+                             sc.order);
         }
-        if (landmark > 0) {
-          for (int r = 0; r < n; ++r) {  // the grouped softmax over keys [0, je)
-            sc.row.assign(P.row(r).data(), P.row(r).data() + je);
-            LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je,
-                               P.row(r).data(), cache.group.row(task * T + i0 + r).data(),
-                               sc.order);
-          }
-        } else {
-          SoftmaxVisibleRows(pattern, i0, n, T, jb, je, s, T,
-                             cache.keep_lse ? &cache.lse[task * T + i0] : nullptr);
-        }
-        Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,
-                O.data() + i0 * C, C);
-        if (has_value_term)
-          enc.AddValueTerm(ctx, i0, i1, jb, je, P.data() + jb, T, O.data() + i0 * C, C);
-      } else if (landmark > 0) {
-        // The grouped softmax needs a query's whole row: logits over [0, je), weights in place.
-        Resize(sc.a, kQueryBlock, T);
-        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, sc.a.data(), T);
-        sc.group.resize(T);
-        for (int r = 0; r < n; ++r) {
-          S* row = sc.a.data() + static_cast<long>(r) * T;
-          sc.row.assign(row, row + je);
-          LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je, row,
-                             sc.group.data(), sc.order);
-        }
-        Gemm<S>(false, false, n, D, je, sc.a.data(), T, V.data(), C, false, O.data() + i0 * C, C);
-        if (has_value_term)
-          enc.AddValueTerm(ctx, i0, i1, 0, je, sc.a.data(), T, O.data() + i0 * C, C);
       } else {
-        Resize(sc.a, kQueryBlock, kKeyBlock);
-        Resize(sc.acc, kQueryBlock, D);
-        if (sc.m.size() != kQueryBlock) sc.m.resize(kQueryBlock);
-        if (sc.l.size() != kQueryBlock) sc.l.resize(kQueryBlock);
-        sc.m.head(n).setConstant(neg_inf);  // the block's rows only (a decoding step has one)
-        sc.l.head(n).setZero();
-        sc.acc.topRows(n).setZero();
-        // One query in fp32 (a decoding step): p v as a sum of value rows, not a matrix product.
-        const bool one_row = n == 1 && ActivePrecision().matmul == Precision::kFp32;
-        for (int j0 = jb; j0 < je; j0 += kKeyBlock) {
-          const int j1 = std::min(je, j0 + kKeyBlock), m = j1 - j0;
-          ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
-          for (int r = 0; r < n; ++r) {
-            auto row = sc.a.row(r).head(m);
-            const S bmax = row.maxCoeff();
-            if (bmax == neg_inf) {
-              row.setZero();
-              continue;
-            }
-            const S m_new = std::max(sc.m[r], bmax);
-            const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
-            ExpShiftedInPlace(row.data(), m, m_new);
-            SetMasked(pattern, i0 + r, T, j0, j1, row.data(), S(0));
-            sc.l[r] = sc.l[r] * corr + row.sum();
-            sc.acc.row(r) *= corr;
-            sc.m[r] = m_new;
-          }
-          if (one_row) {
-            AddWeightedRows(sc.a.data(), V.data() + static_cast<long>(j0) * C, C, m, D,
-                            sc.acc.data());
-          } else {
-            Gemm<S>(false, false, n, D, m, sc.a.data(), kKeyBlock, V.data() + j0 * C, C, true,
-                    sc.acc.data(), D);
-          }
-          if (has_value_term)
-            enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
-        }
+        SoftmaxVisibleRows(pattern, i0, n, T, jb, je, s, T,
+                           cache.keep_lse ? &cache.lse[task * T + i0] : nullptr);
+      }
+      Gemm<S>(false, false, n, D, je - jb, P.data() + jb, T, V.data() + jb * C, C, false,
+              O.data() + i0 * C, C);
+      if (has_value_term)
+        enc.AddValueTerm(ctx, i0, i1, jb, je, P.data() + jb, T, O.data() + i0 * C, C);
+    } else if (landmark > 0) {
+      // The grouped softmax needs a query's whole row: logits over [0, je), weights in place.
+      Resize(sc.a, kQueryBlock, T);
+      ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, jb, je, sc.a.data(), T);
+      sc.group.resize(T);
+      for (int r = 0; r < n; ++r) {
+        S* row = sc.a.data() + static_cast<long>(r) * T;
+        sc.row.assign(row, row + je);
+        LandmarkSoftmaxRow(i0 + r, landmark, pattern.LandmarkTopK(), sc.row.data(), je, row,
+                           sc.group.data(), sc.order);
+      }
+      Gemm<S>(false, false, n, D, je, sc.a.data(), T, V.data(), C, false, O.data() + i0 * C, C);
+      if (has_value_term)
+        enc.AddValueTerm(ctx, i0, i1, 0, je, sc.a.data(), T, O.data() + i0 * C, C);
+    } else {
+      Resize(sc.a, kQueryBlock, kKeyBlock);
+      Resize(sc.acc, kQueryBlock, D);
+      if (sc.m.size() != kQueryBlock) sc.m.resize(kQueryBlock);
+      if (sc.l.size() != kQueryBlock) sc.l.resize(kQueryBlock);
+      sc.m.head(n).setConstant(neg_inf);  // the block's rows only (a decoding step has one)
+      sc.l.head(n).setZero();
+      sc.acc.topRows(n).setZero();
+      // One query in fp32 (a decoding step): p v as a sum of value rows, not a matrix product.
+      const bool one_row = n == 1 && ActivePrecision().matmul == Precision::kFp32;
+      for (int j0 = jb; j0 < je; j0 += kKeyBlock) {
+        const int j1 = std::min(je, j0 + kKeyBlock), m = j1 - j0;
+        ComputeLogits(enc, ctx, qh, kh, kt, ldkt, C, i0, i1, j0, j1, sc.a.data(), kKeyBlock);
         for (int r = 0; r < n; ++r) {
-          if (sc.l[r] == S(0)) {  // every visible logit -inf: overflow, reported as NaN
-            LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
-            O.row(i0 + r).setConstant(std::numeric_limits<S>::quiet_NaN());
-            if (cache.keep_lse) cache.lse[task * T + i0 + r] = std::numeric_limits<S>::quiet_NaN();
+          auto row = sc.a.row(r).head(m);
+          const S bmax = row.maxCoeff();
+          if (bmax == neg_inf) {
+            row.setZero();
             continue;
           }
-          O.row(i0 + r) = sc.acc.row(r) / sc.l[r];
-          if (cache.keep_lse) cache.lse[task * T + i0 + r] = sc.m[r] + std::log(sc.l[r]);
+          const S m_new = std::max(sc.m[r], bmax);
+          const S corr = std::exp(sc.m[r] - m_new);  // exp(-inf) = 0 on the first block
+          ExpShiftedInPlace(row.data(), m, m_new);
+          SetMasked(pattern, i0 + r, T, j0, j1, row.data(), S(0));
+          sc.l[r] = sc.l[r] * corr + row.sum();
+          sc.acc.row(r) *= corr;
+          sc.m[r] = m_new;
         }
+        if (one_row) {
+          AddWeightedRows(sc.a.data(), V.data() + static_cast<long>(j0) * C, C, m, D,
+                          sc.acc.data());
+        } else {
+          Gemm<S>(false, false, n, D, m, sc.a.data(), kKeyBlock, V.data() + j0 * C, C, true,
+                  sc.acc.data(), D);
+        }
+        if (has_value_term)
+          enc.AddValueTerm(ctx, i0, i1, j0, j1, sc.a.data(), kKeyBlock, sc.acc.data(), D);
+      }
+      for (int r = 0; r < n; ++r) {
+        if (sc.l[r] == S(0)) {  // every visible logit -inf: overflow, reported as NaN
+          LEXP_CHECK(SeesAKey(pattern, i0 + r, T), "attention: a query sees no key");
+          O.row(i0 + r).setConstant(std::numeric_limits<S>::quiet_NaN());
+          if (cache.keep_lse) cache.lse[task * T + i0 + r] = std::numeric_limits<S>::quiet_NaN();
+          continue;
+        }
+        O.row(i0 + r) = sc.acc.row(r) / sc.l[r];
+        if (cache.keep_lse) cache.lse[task * T + i0 + r] = sc.m[r] + std::log(sc.l[r]);
       }
     }
+  }
+}
+
+// q, k, v: [B*T, C] (head h in columns [h*D, (h+1)*D)); pos: [T]. out: [B*T, C].
+// keys_t (optional, incremental decoding): the same keys transposed, [B*H*D, >= T], row
+// (b*H + h)*D + d holding dimension d of head h's keys of sequence b, kept by the decoder as keys
+// arrive, so that a step does not transpose them again.
+template <typename S>
+void AttentionForward(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v, const AttentionShape& sh,
+                      const std::vector<double>& pos, const AttentionPattern& pattern_all,
+                      const PositionEncoding<S>& enc, int layer, bool materialize,
+                      AttentionCache<S>& cache, Mat<S>& out, const Mat<S>* keys_t = nullptr) {
+  using namespace attention_detail;
+  if (enc.Uses(kSiteHeadMix)) {
+    HeadMixAttentionForward(q, k, v, sh, pos, pattern_all, enc, layer, materialize, cache, out);
+    return;
+  }
+  AttentionForwardSetup(sh, pos, pattern_all, materialize, cache, out);
+  ParallelFor(sh.Tasks(), [&](long task) {
+    AttentionForwardTask(q, k, v, sh, pos, pattern_all, enc, layer, materialize, cache, out, keys_t,
+                         task);
   });
 }
 

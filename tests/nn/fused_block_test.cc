@@ -1,0 +1,86 @@
+// A block run fused (BlockForward: each group of sequences from LN1 to the last residual in one
+// parallel region) against the same block step by step: the same bits in the logits, the captured
+// maps, every gradient the backward pass computes from the kept activations, and in evaluation,
+// for encodings acting at every site kind (rotary queries and keys, a logit bias, an added
+// embedding) and for post-LN.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "nn/model/transformer.h"
+#include "pe/registry.h"
+
+namespace lexp {
+namespace {
+
+constexpr int kB = 64, kT = 32, kC = 32, kL = 2;  // 256 / 32 = 8 sequences a group: 8 groups
+
+struct Outputs {
+  MatF logits, eval_logits, probs, d_x;
+  std::vector<std::vector<float>> grads;
+};
+
+Outputs RunOnce(const std::string& encoding, bool pre_ln, bool fuse, int B) {
+  ModelConfig mc;
+  mc.vocab = 13;
+  mc.d_model = kC;
+  mc.n_heads = 4;
+  mc.n_layers = kL;
+  mc.pre_ln = pre_ln;
+  mc.causal = true;
+  auto enc = CreateEncoding<float>(encoding, {}, EncodingShape{kC, 4, kL, true, kT, kT, 13});
+  Transformer<float> net(mc, enc.get());
+  Rng rng(5);
+  net.Init(rng);
+  net.set_fuse_blocks(fuse);
+  std::vector<int> tokens(static_cast<size_t>(B) * kT);
+  Rng data(9);
+  for (int& t : tokens) t = static_cast<int>(data.UniformInt(0, 12));
+  std::vector<double> pos(kT);
+  for (int t = 0; t < kT; ++t) pos[t] = t;
+  Outputs r;
+  net.Forward(tokens, B, kT, pos, /*training=*/true, /*capture=*/false, r.logits);
+  MatF d_logits(r.logits.rows(), r.logits.cols());
+  for (long i = 0; i < d_logits.size(); ++i)
+    d_logits.data()[i] = static_cast<float>(data.Normal() * 1e-2);
+  for (auto& p : net.Parameters()) std::fill(p.grad, p.grad + p.size, 0.f);
+  net.Backward(tokens, d_logits);
+  r.d_x = net.InputGradient();
+  for (auto& p : net.Parameters()) r.grads.emplace_back(p.grad, p.grad + p.size);
+  net.Forward(tokens, B, kT, pos, /*training=*/false, /*capture=*/true, r.probs);
+  r.probs = net.Probs(kL - 1);
+  net.Forward(tokens, B, kT, pos, /*training=*/false, /*capture=*/false, r.eval_logits);
+  return r;
+}
+
+TEST(FusedBlock, HasTheBitsOfTheStepByStepBlock) {
+  for (const std::string encoding : {"rope", "alibi", "sinusoidal"})
+    for (const bool pre_ln : {true, false}) {
+      SCOPED_TRACE(encoding + (pre_ln ? " pre-LN" : " post-LN"));
+      const Outputs fused = RunOnce(encoding, pre_ln, true, kB);
+      const Outputs steps = RunOnce(encoding, pre_ln, false, kB);
+      EXPECT_TRUE((fused.logits.array() == steps.logits.array()).all());
+      EXPECT_TRUE((fused.eval_logits.array() == steps.eval_logits.array()).all());
+      ASSERT_EQ(fused.probs.rows(), static_cast<long>(kB) * 4 * kT);
+      EXPECT_TRUE((fused.probs.array() == steps.probs.array()).all());
+      EXPECT_TRUE((fused.d_x.array() == steps.d_x.array()).all());
+      ASSERT_EQ(fused.grads.size(), steps.grads.size());
+      for (size_t k = 0; k < fused.grads.size(); ++k) EXPECT_EQ(fused.grads[k], steps.grads[k]) << k;
+    }
+}
+
+// The fused path must be the one taken at this size, or the test above compares a path with
+// itself: a batch too small to share among the threads runs step by step even when allowed, and
+// its logits are those of the same sequences in the fused batch, row for row.
+TEST(FusedBlock, IsTakenWithEnoughSequencesAndAgreesWithASmallBatchRowForRow) {
+  EXPECT_TRUE(Transformer<float>::FusesBlocks(kB, kT));
+  EXPECT_FALSE(Transformer<float>::FusesBlocks(7 * 256 / kT, kT));
+  EXPECT_FALSE(Transformer<float>::FusesBlocks(1, 4096));
+  const Outputs small = RunOnce("rope", true, true, 8);
+  const Outputs fused = RunOnce("rope", true, true, kB);
+  EXPECT_TRUE((fused.logits.topRows(small.logits.rows()).array() == small.logits.array()).all());
+}
+
+}  // namespace
+}  // namespace lexp
