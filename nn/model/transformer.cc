@@ -216,7 +216,8 @@ long FusedGroup(int T) { return std::max(1L, kFusedBlockRows / T); }
 
 template <typename S>
 bool Transformer<S>::FusesBlocks(int B, int T) {
-  return B / FusedGroup(T) >= kFusedBlockMinGroups;
+  // A group is at most kRowGrain rows: the MLP's per-thread hidden rows are sized for that.
+  return T <= kRowGrain && B / FusedGroup(T) >= kFusedBlockMinGroups;
 }
 
 template <typename S>

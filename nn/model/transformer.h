@@ -152,9 +152,13 @@ class Transformer {
   // them).
   void set_fuse_blocks(bool fuse) { fuse_blocks_ = fuse; }
   // True when a batch of B sequences of T rows has enough groups of sequences to run its blocks
-  // fused (each group about 256 rows, at least 8 groups to share among the threads); kNN memory
-  // and head mixing run step by step.
+  // fused (each group about 256 rows, whole sequences of at most kRowGrain rows, at least 8 groups
+  // to share among the threads); kNN memory and head mixing run step by step.
   static bool FusesBlocks(int B, int T);
+  // The same for the backward pass: a batch cut into at least 8 groups of kRowGrain rows of whole
+  // sequences (the chunks of the step-by-step pass's sums); pre-LN only, without memory keys, kNN
+  // memory or head mixing.
+  static bool FusesBlockBackward(int B, int T);
   // After a capturing forward: [B*H*T, T] probabilities / logits of layer l.
   const Mat<S>& Probs(int l) const { return cache_[l].attn.probs; }
   const Mat<S>& Logits(int l) const { return cache_[l].attn.logits; }
@@ -240,6 +244,9 @@ class Transformer {
   void BlockAfterAttention(int l, const Mat<S>& x_in, BlockCache<S>& c, Mat<S>& x_out,
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
+  // BlockBackward fused (FusesBlockBackward): each group's rows go through every input gradient,
+  // attention's included, in one parallel region, then every weight gradient in another.
+  void FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // BlockBackward's attention gradient into d_qkv_ through separate d_q_, d_k_, d_v_: for memory
   // keys, a kNN memory or head mixing (otherwise attention writes d_qkv_ itself).
   void AttentionGradToQkv(int l, BlockCache<S>& c, const AttentionShape& sh, bool knn,
@@ -298,6 +305,8 @@ class Transformer {
   Mat<S> knn_local_, d_knn_mem_;
   Vec<S> d_knn_lse_;
   LinearScratch<S> linear_scratch_;
+  LinearScratch<S> block_scratch_[4];  // FusedBlockBackward's: fc2, fc1, proj, qkv
+  Mat<S> d_res_;  // FusedBlockBackward: the gradient with respect to x_mid
   // The block's layers prepared for the row chunks of one forward pass (one block at a time).
   PreparedLinear<S> qkv_layer_, proj_layer_, fc1_layer_, fc2_layer_;
   tbb::enumerable_thread_specific<Mat<S>> mlp_hidden_;  // evaluation MLP's per-thread rows

@@ -87,8 +87,103 @@ void Transformer<S>::AttentionGradToQkv(int l, BlockCache<S>& c, const Attention
 }
 
 template <typename S>
+bool Transformer<S>::FusesBlockBackward(int B, int T) {
+  return T <= kRowGrain && kRowGrain % T == 0 && static_cast<long>(B) * T / kRowGrain >= 8;
+}
+
+// The step-by-step BlockBackward's values, bit for bit: every input gradient is row by row (or, in
+// attention, sequence by sequence) and a group is one of LinearBackward's d_x chunks and one of
+// the layer norms' partial-sum chunks (kRowGrain rows); the weight gradients are LinearBackward's
+// tasks. What differs is the schedule: two regions a layer and a small one for the sums, instead
+// of seven, and a group's rows stay in cache from the MLP's gradient to LN1's.
+template <typename S>
+void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
+  auto& p = p_.blocks[l];
+  auto& g = g_.blocks[l];
+  auto& c = cache_[l];
+  const long N = x_in.rows(), C = cfg_.d_model, F = cfg_.FF();
+  const AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
+  const int el = EncodingLayer(l);
+  const bool fuse_qk = enc_->Uses(kSiteQKTransform);
+  d_mid_.swap(d_x);  // d_mid_ = dL/dx_out, read by fc2's input and weight gradients
+  Resize(d_big_, N, F);
+  Resize(d_h_, N, C);
+  Resize(d_res_, N, C);
+  Resize(d_att_, N, C);
+  Resize(d_qkv_, N, 3 * C);
+  Resize(d_x, N, C);
+  LinearScratch<S>* scratch = block_scratch_;  // fc2, fc1, proj, qkv
+  const LinearParams<S>* params[4] = {&p.fc2, &p.fc1, &p.proj, &p.qkv};
+  // The weight gradients' factors: x (the forward's) and d_y (the row region's) of each layer.
+  const WeightGradTasks<S> weights[4] = {{c.g, d_mid_, g.fc2, &scratch[0]},
+                                         {c.m_in, d_big_, g.fc1, &scratch[1]},
+                                         {c.att, d_res_, g.proj, &scratch[2]},
+                                         {c.a_in, d_qkv_, g.qkv, &scratch[3]}};
+  const long groups = weights[0].Groups();
+  ParallelFor(4 * (groups + 1), [&](long t) {  // W^T for the input gradients, x_g^T for the weights
+    const long i = t / (groups + 1), k = t % (groups + 1);
+    if (k == groups)
+      PrepareTransposedWeights(*params[i], scratch[i]);
+    else
+      weights[i].PrepareGroup(k);
+  });
+  LayerNormParamPartials<S> ln2_sums(N, C), ln1_sums(N, C);
+  AttentionBackwardSetup(sh, ActivePattern(), *enc_, c.attn,
+                         QkvGradOut<S>{d_qkv_.data(), d_qkv_.data() + C, d_qkv_.data() + 2 * C,
+                                       3 * C},
+                         static_cast<Mat<S>*>(nullptr), static_cast<Mat<S>*>(nullptr), fuse_qk);
+  const long sequences = kRowGrain / T_;
+  ParallelChunks(B_, sequences, [&](long b0, long b1) {
+    const long r0 = b0 * T_, r1 = b1 * T_;
+    auto rows = [&](Mat<S>& m) { return m.middleRows(r0, r1 - r0); };
+    // d_big = (d_y2 W2^T) * GELU's slope
+    LinearInputGradRows(p.fc2, d_mid_, d_big_, false, &scratch[0].w_t, r0, r1);
+    rows(d_big_).array() *= c.gelu_slope.middleRows(r0, r1 - r0).array();
+    // d_res = d_y2 + LN2's input gradient of d_big W1^T
+    LinearInputGradRows(p.fc1, d_big_, d_h_, false, &scratch[1].w_t, r0, r1);
+    rows(d_res_) = rows(d_mid_);
+    LayerNormInputGradRows(p.ln2, c.ln2, d_h_, d_res_, r0, r1);
+    ln2_sums.AddChunk(c.ln2, d_h_, r0, r1);
+    LinearInputGradRows(p.proj, d_res_, d_att_, false, &scratch[2].w_t, r0, r1);
+    for (long task = b0 * sh.H; task < b1 * sh.H; ++task)
+      AttentionBackwardTask(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_,
+                            QkvGradOut<S>{d_qkv_.data(), d_qkv_.data() + C,
+                                          d_qkv_.data() + 2 * C, 3 * C},
+                            true, static_cast<Mat<S>*>(nullptr), static_cast<Mat<S>*>(nullptr),
+                            fuse_qk, task);
+    // d_x = d_res + LN1's input gradient of d_qkv Wqkv^T
+    LinearInputGradRows(p.qkv, d_qkv_, d_h_, false, &scratch[3].w_t, r0, r1);
+    rows(d_x) = rows(d_res_);
+    LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
+    ln1_sums.AddChunk(c.ln1, d_h_, r0, r1);
+  });
+  AttentionBackwardFinish(*enc_);
+  const long per[4] = {weights[0].Tasks(), weights[1].Tasks(), weights[2].Tasks(),
+                       weights[3].Tasks()};
+  ParallelFor(per[0] + per[1] + per[2] + per[3], [&](long t) {
+    int i = 0;
+    while (t >= per[i]) t -= per[i++];
+    weights[i].Task(t);
+  });
+  const long combine[4] = {weights[0].CombineTasks(), weights[1].CombineTasks(),
+                           weights[2].CombineTasks(), weights[3].CombineTasks()};
+  ParallelFor(combine[0] + combine[1] + combine[2] + combine[3] + 1, [&](long t) {
+    int i = 0;
+    while (i < 4 && t >= combine[i]) t -= combine[i++];
+    if (i < 4) return weights[i].Combine(t);
+    ln2_sums.Finish(g.ln2);  // the last task: the layer norms' sums
+    ln1_sums.Finish(g.ln1);
+  });
+}
+
+template <typename S>
 void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   // On entry d_x = dL/dx_out; on exit dL/dx_in.
+  if (fuse_blocks_ && cfg_.pre_ln && !ActivePattern().HasMemory() && l != cfg_.knn.layer &&
+      !enc_->Uses(kSiteHeadMix) && FusesBlockBackward(B_, T_)) {
+    FusedBlockBackward(l, x_in, d_x);
+    return;
+  }
   auto& p = p_.blocks[l];
   auto& g = g_.blocks[l];
   auto& c = cache_[l];
@@ -228,6 +323,9 @@ void Transformer<S>::Backward(const std::vector<int>& tokens, const Mat<S>& d_lo
 
 template void Transformer<float>::KnnMergeBackward(BlockCache<float>& c);
 template void Transformer<float>::BlockBackward(int l, const Mat<float>& x_in, Mat<float>& d_x);
+template bool Transformer<float>::FusesBlockBackward(int B, int T);
+template void Transformer<float>::FusedBlockBackward(int l, const Mat<float>& x_in,
+                                                    Mat<float>& d_x);
 template void Transformer<float>::AttentionGradToQkv(int l, BlockCache<float>& c,
                                                      const AttentionShape& sh, bool knn,
                                                      bool memory, bool fuse_qk);
@@ -235,6 +333,9 @@ template void Transformer<float>::Backward(
     const std::vector<int>& tokens, const Mat<float>& d_logits);
 template void Transformer<double>::KnnMergeBackward(BlockCache<double>& c);
 template void Transformer<double>::BlockBackward(int l, const Mat<double>& x_in, Mat<double>& d_x);
+template bool Transformer<double>::FusesBlockBackward(int B, int T);
+template void Transformer<double>::FusedBlockBackward(int l, const Mat<double>& x_in,
+                                                    Mat<double>& d_x);
 template void Transformer<double>::AttentionGradToQkv(int l, BlockCache<double>& c,
                                                      const AttentionShape& sh, bool knn,
                                                      bool memory, bool fuse_qk);

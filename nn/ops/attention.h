@@ -233,19 +233,48 @@ struct QkvGradOut {
   long ld;  // between rows of each of q, k, v
 };
 
+// Whether the encoding keeps per-task state through a backward pass (BeginBackward/EndBackward):
+// a logit term that depends on q or k, or a value term.
 template <typename S>
-void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
-                           const AttentionShape& sh, const std::vector<double>& pos,
-                           const AttentionPattern& pattern_all, PositionEncoding<S>& enc,
-                           int layer, AttentionCache<S>& cache, const Mat<S>& d_out,
-                           const QkvGradOut<S>& out, bool zero_first, Mat<S>* d_k_mem,
-                           Mat<S>* d_v_mem, bool qk_transform_backward) {
-  using namespace attention_detail;
+bool AttentionBackwardHasTaskState(const PositionEncoding<S>& enc) {
+  return (enc.Uses(kSiteLogitTerm) && !enc.LogitTermIsConstant()) || enc.Uses(kSiteValueTerm);
+}
+
+// The checks of an AttentionBackwardInto pass and the encoding's backward set-up, before any of
+// its tasks; AttentionBackwardFinish after the last.
+template <typename S>
+void AttentionBackwardSetup(const AttentionShape& sh, const AttentionPattern& pattern_all,
+                            PositionEncoding<S>& enc, const AttentionCache<S>& cache,
+                            const QkvGradOut<S>& out, Mat<S>* d_k_mem, Mat<S>* d_v_mem,
+                            bool qk_transform_backward) {
   LEXP_CHECK(!qk_transform_backward || (!enc.Uses(kSiteHeadMix) && !pattern_all.HasMemory()),
              "attention backward: the query/key transform is fused only without memory keys or "
              "head mixing");
   LEXP_CHECK(!enc.Uses(kSiteHeadMix), "attention backward: head mixing writes separate matrices");
   LEXP_CHECK(cache.materialized, "attention backward needs the materialised forward");
+  LEXP_CHECK(!pattern_all.HasMemory() ||
+                 (d_k_mem != nullptr && d_v_mem != nullptr && out.ld == sh.C()),
+             "attention backward: a pattern with memory keys needs the memory gradients, and "
+             "d_q, d_k, d_v as separate matrices");
+  if (AttentionBackwardHasTaskState(enc)) enc.BeginBackward(static_cast<int>(sh.Tasks()));
+}
+
+template <typename S>
+void AttentionBackwardFinish(PositionEncoding<S>& enc) {
+  if (AttentionBackwardHasTaskState(enc)) enc.EndBackward();
+}
+
+// Task `task` of that pass (sequence task / H, head task % H): independent of the others, so a
+// caller may run any of them on any thread (each once), or fuse them with the row work of the same
+// sequences (Transformer::BlockBackward).
+template <typename S>
+void AttentionBackwardTask(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
+                           const AttentionShape& sh, const std::vector<double>& pos,
+                           const AttentionPattern& pattern_all, PositionEncoding<S>& enc,
+                           int layer, AttentionCache<S>& cache, const Mat<S>& d_out,
+                           const QkvGradOut<S>& out, bool zero_first, Mat<S>* d_k_mem,
+                           Mat<S>* d_v_mem, bool qk_transform_backward, long task) {
+  using namespace attention_detail;
   const int T = sh.T, D = sh.D;
   const long C = sh.C();
   const S inv_sqrt_d = S(1) / std::sqrt(S(D));
@@ -256,151 +285,160 @@ void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
   const bool split = pattern_all.HasMemory();
   const bool has_d_lse = cache.d_lse.size() > 0;
   const int landmark = pattern_all.LandmarkBlock();
-  LEXP_CHECK(!split || (d_k_mem != nullptr && d_v_mem != nullptr && out.ld == C),
-             "attention backward: a pattern with memory keys needs the memory gradients, and "
-             "d_q, d_k, d_v as separate matrices");
-  if (has_term || has_value_term) enc.BeginBackward(static_cast<int>(sh.Tasks()));
+  const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
+  const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
+  AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
+  const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
+  if (T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices and probabilities
+    const long next = (task + 1) / sh.H * T * C + (task + 1) % sh.H * D;
+    for (const Mat<S>* x : {&q, &k, &v, &d_out}) PrefetchRows(x->data() + next, C, T, D);
+    PrefetchRows(cache.probs.data() + (task + 1) * T * T, T, T, T);
+  }
+  const long ldo = out.ld, out_base = static_cast<long>(b) * T * ldo + static_cast<long>(h) * D;
+  ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
+  ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));
+  ConstRows<S> dO(d_out.data() + base, T, D, Eigen::OuterStride<>(C));
+  S* dQ = out.q + out_base;
+  S* dK = out.k + out_base;
+  S* dV = out.v + out_base;
+  if (zero_first) {
+    for (S* d : {dQ, dK, dV}) ZeroRows(d, T, D, ldo);
+  }
+  S* dK_mem = split ? d_k_mem->data() + base : nullptr;
+  S* dV_mem = split ? d_v_mem->data() + base : nullptr;
+  AttentionScratch<S>& sc = cache.scratch.local();
+  Resize(sc.a, kQueryBlock, T);
+  if (split) Resize(sc.mem, kQueryBlock, T);
+  TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
+  for (int i0 = 0; i0 < T; i0 += kMaterialisedQueryBlock) {
+    const int i1 = std::min(T, i0 + kMaterialisedQueryBlock), n = i1 - i0;
+    int jb, je;
+    BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
+    const int m = je - jb;
+    // Memory keys of the block lie in [jb, mem_end): rows of d_a (and p) split at MemoryEnd(i).
+    const int mem_end = split ? std::clamp(pattern.MemoryEnd(i1 - 1), jb, je) : jb;
+    const int mm = mem_end - jb;
+    auto P = cache.probs.block(task * T + i0, jb, n, m);
+    auto dA = sc.a.topLeftCorner(n, m);
+    // Writes the memory part of `from` (each row's keys j < MemoryEnd(i)) into sc.mem, and
+    // zeroes it in `from` when `take` (then from + sc.mem is what `from` held).
+    auto split_memory = [&](auto& from, bool take) {
+      for (int r = 0; r < n; ++r) {
+        const int e = std::clamp(pattern.MemoryEnd(i0 + r), jb, mem_end) - jb;
+        sc.mem.row(r).head(e) = from.row(r).head(e);
+        sc.mem.row(r).segment(e, mm - e).setZero();
+        if (take) from.row(r).head(e).setZero();
+      }
+    };
+    Gemm<S>(false, false, n, m, D, dO.data() + i0 * C, C, sc.kt.data() + jb, T, false,
+            sc.a.data(), T);  // d_p = d_o v^T
+    if (mm > 0) {
+      // d_v_mem += p_mem^T d_o, d_v += (p - p_mem)^T d_o
+      split_memory(P, false);
+      Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
+              dV_mem + jb * C, C);
+      for (int r = 0; r < n; ++r) sc.mem.row(r).head(mm) = P.row(r).head(mm) - sc.mem.row(r).head(mm);
+      Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
+              dV + jb * ldo, ldo);
+      if (mm < m)
+        Gemm<S>(true, false, m - mm, D, n, P.data() + mm, T, dO.data() + i0 * C, C, true,
+                dV + mem_end * ldo, ldo);
+    } else {
+      Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV + jb * ldo,
+              ldo);  // d_v += p^T d_o
+    }
+    if (has_value_term) {
+      enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
+                            T, static_cast<int>(task));
+    }
+    // Without site 4's term, a scale or memory keys, d_a's 1/sqrt(D) is applied in the same pass
+    // (the same two roundings an element as in two passes).
+    const bool scale_now = !has_term && !has_scale && mm == 0 && landmark == 0;
+    bool rows_done = false;
+    if constexpr (kMaskedPackets<S>) {
+      if (landmark == 0) {  // packet passes over each row, the last packet under a mask
+        rows_done = true;
+        const PacketSpan<S> span(m);
+        // Every row's dot product first, then every row's gradient: the rows' chains are
+        // independent, so the core overlaps them (one row's pass waits on its reduction).
+        S dots[kMaterialisedQueryBlock];
+        for (int r = 0; r < n; ++r) {
+          dots[r] = SpanDot(sc.a.data() + static_cast<long>(r) * T,
+                            P.data() + static_cast<long>(r) * T, span);
+          if (has_d_lse) dots[r] -= cache.d_lse[task * T + i0 + r];
+        }
+        for (int r = 0; r < n; ++r)
+          SpanSoftmaxGrad(sc.a.data() + static_cast<long>(r) * T,
+                          P.data() + static_cast<long>(r) * T, span, dots[r],
+                          scale_now ? inv_sqrt_d : S(1));
+      }
+    }
+    for (int r = 0; r < n && !rows_done; ++r) {
+      if (landmark > 0) {
+        LandmarkSoftmaxBackwardRow(i0 + r, landmark, cache.group.row(task * T + i0 + r).data(),
+                                   je, sc.a.data() + static_cast<long>(r) * T);
+        continue;
+      }
+      S dot = dA.row(r).dot(P.row(r));
+      if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
+      if (scale_now)
+        dA.row(r).array() = (P.row(r).array() * (dA.row(r).array() - dot)) * inv_sqrt_d;
+      else
+        dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
+    }
+    // d_a's memory part, kept apart from here on (site 4's backward is linear in d_a).
+    if (mm > 0) split_memory(dA, true);
+    if (has_term) {
+      const HeadQK<S> qk{q.data() + base, k.data() + base, C};
+      enc.LogitTermBackward(ctx, i0, i1, jb, je, qk, sc.a.data(), T,
+                            HeadQKGrad<S>{dQ, dK, ldo}, static_cast<int>(task));
+      if (mm > 0)
+        enc.LogitTermBackward(ctx, i0, i1, jb, mem_end, qk, sc.mem.data(), T,
+                              HeadQKGrad<S>{dQ, dK_mem, C},  // split: ldo = C
+                              static_cast<int>(task));
+    }
+    if (has_scale) {
+      for (int r = 0; r < n; ++r) {
+        const S scale = enc.LogitScale(ctx, i0 + r);
+        dA.row(r) *= scale;
+        if (mm > 0) sc.mem.row(r).head(mm) *= scale;
+      }
+    }
+    if (!scale_now) dA *= inv_sqrt_d;
+    Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ + i0 * ldo,
+            ldo);  // d_q += d_a k
+    Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * ldo,
+            ldo);  // d_k += d_a^T q
+    if (mm > 0) {
+      sc.mem.topLeftCorner(n, mm) *= inv_sqrt_d;
+      Gemm<S>(false, false, n, D, mm, sc.mem.data(), T, K.data() + jb * C, C, true,
+              dQ + i0 * ldo, ldo);  // d_q += d_a_mem k_mem
+      Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, Q.data() + i0 * C, C, true,
+              dK_mem + jb * C, C);  // d_k_mem += d_a_mem^T q
+    }
+  }
+  if (qk_transform_backward) {  // this head's d_q and d_k are whole: only this task wrote them
+    AttentionContext whole{layer, h, sh.H, D, T, pos.data(), &pattern_all,
+                           pattern_all.PlainDistance()};
+    enc.TransformQKBackward(whole, true, dQ, ldo);
+    enc.TransformQKBackward(whole, false, dK, ldo);
+  }
+}
+
+template <typename S>
+void AttentionBackwardInto(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
+                           const AttentionShape& sh, const std::vector<double>& pos,
+                           const AttentionPattern& pattern_all, PositionEncoding<S>& enc,
+                           int layer, AttentionCache<S>& cache, const Mat<S>& d_out,
+                           const QkvGradOut<S>& out, bool zero_first, Mat<S>* d_k_mem,
+                           Mat<S>* d_v_mem, bool qk_transform_backward) {
+  AttentionBackwardSetup(sh, pattern_all, enc, cache, out, d_k_mem, d_v_mem,
+                         qk_transform_backward);
   ParallelFor(sh.Tasks(), [&](long task) {
-    const int b = static_cast<int>(task / sh.H), h = static_cast<int>(task % sh.H);
-    const AttentionPattern& pattern = pattern_all.ForHead(h, sh.H);
-    AttentionContext ctx{layer, h, sh.H, D, T, pos.data(), &pattern, pattern.PlainDistance()};
-    const long base = static_cast<long>(b) * T * C + static_cast<long>(h) * D;
-    if (T <= kPrefetchMaxT && task + 1 < sh.Tasks()) {  // the next task's slices and probabilities
-      const long next = (task + 1) / sh.H * T * C + (task + 1) % sh.H * D;
-      for (const Mat<S>* x : {&q, &k, &v, &d_out}) PrefetchRows(x->data() + next, C, T, D);
-      PrefetchRows(cache.probs.data() + (task + 1) * T * T, T, T, T);
-    }
-    const long ldo = out.ld, out_base = static_cast<long>(b) * T * ldo + static_cast<long>(h) * D;
-    ConstRows<S> Q(q.data() + base, T, D, Eigen::OuterStride<>(C));
-    ConstRows<S> K(k.data() + base, T, D, Eigen::OuterStride<>(C));
-    ConstRows<S> dO(d_out.data() + base, T, D, Eigen::OuterStride<>(C));
-    S* dQ = out.q + out_base;
-    S* dK = out.k + out_base;
-    S* dV = out.v + out_base;
-    if (zero_first) {
-      for (S* d : {dQ, dK, dV}) ZeroRows(d, T, D, ldo);
-    }
-    S* dK_mem = split ? d_k_mem->data() + base : nullptr;
-    S* dV_mem = split ? d_v_mem->data() + base : nullptr;
-    AttentionScratch<S>& sc = cache.scratch.local();
-    Resize(sc.a, kQueryBlock, T);
-    if (split) Resize(sc.mem, kQueryBlock, T);
-    TransposeHead(v.data() + base, C, T, D, sc.kt);  // values, transposed
-    for (int i0 = 0; i0 < T; i0 += kMaterialisedQueryBlock) {
-      const int i1 = std::min(T, i0 + kMaterialisedQueryBlock), n = i1 - i0;
-      int jb, je;
-      BlockKeyBounds(pattern, i0, i1, T, &jb, &je);
-      const int m = je - jb;
-      // Memory keys of the block lie in [jb, mem_end): rows of d_a (and p) split at MemoryEnd(i).
-      const int mem_end = split ? std::clamp(pattern.MemoryEnd(i1 - 1), jb, je) : jb;
-      const int mm = mem_end - jb;
-      auto P = cache.probs.block(task * T + i0, jb, n, m);
-      auto dA = sc.a.topLeftCorner(n, m);
-      // Writes the memory part of `from` (each row's keys j < MemoryEnd(i)) into sc.mem, and
-      // zeroes it in `from` when `take` (then from + sc.mem is what `from` held).
-      auto split_memory = [&](auto& from, bool take) {
-        for (int r = 0; r < n; ++r) {
-          const int e = std::clamp(pattern.MemoryEnd(i0 + r), jb, mem_end) - jb;
-          sc.mem.row(r).head(e) = from.row(r).head(e);
-          sc.mem.row(r).segment(e, mm - e).setZero();
-          if (take) from.row(r).head(e).setZero();
-        }
-      };
-      Gemm<S>(false, false, n, m, D, dO.data() + i0 * C, C, sc.kt.data() + jb, T, false,
-              sc.a.data(), T);  // d_p = d_o v^T
-      if (mm > 0) {
-        // d_v_mem += p_mem^T d_o, d_v += (p - p_mem)^T d_o
-        split_memory(P, false);
-        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
-                dV_mem + jb * C, C);
-        for (int r = 0; r < n; ++r) sc.mem.row(r).head(mm) = P.row(r).head(mm) - sc.mem.row(r).head(mm);
-        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, dO.data() + i0 * C, C, true,
-                dV + jb * ldo, ldo);
-        if (mm < m)
-          Gemm<S>(true, false, m - mm, D, n, P.data() + mm, T, dO.data() + i0 * C, C, true,
-                  dV + mem_end * ldo, ldo);
-      } else {
-        Gemm<S>(true, false, m, D, n, P.data(), T, dO.data() + i0 * C, C, true, dV + jb * ldo,
-                ldo);  // d_v += p^T d_o
-      }
-      if (has_value_term) {
-        enc.ValueTermBackward(ctx, i0, i1, jb, je, P.data(), T, dO.data() + i0 * C, C, sc.a.data(),
-                              T, static_cast<int>(task));
-      }
-      // Without site 4's term, a scale or memory keys, d_a's 1/sqrt(D) is applied in the same pass
-      // (the same two roundings an element as in two passes).
-      const bool scale_now = !has_term && !has_scale && mm == 0 && landmark == 0;
-      bool rows_done = false;
-      if constexpr (kMaskedPackets<S>) {
-        if (landmark == 0) {  // packet passes over each row, the last packet under a mask
-          rows_done = true;
-          const PacketSpan<S> span(m);
-          // Every row's dot product first, then every row's gradient: the rows' chains are
-          // independent, so the core overlaps them (one row's pass waits on its reduction).
-          S dots[kMaterialisedQueryBlock];
-          for (int r = 0; r < n; ++r) {
-            dots[r] = SpanDot(sc.a.data() + static_cast<long>(r) * T,
-                              P.data() + static_cast<long>(r) * T, span);
-            if (has_d_lse) dots[r] -= cache.d_lse[task * T + i0 + r];
-          }
-          for (int r = 0; r < n; ++r)
-            SpanSoftmaxGrad(sc.a.data() + static_cast<long>(r) * T,
-                            P.data() + static_cast<long>(r) * T, span, dots[r],
-                            scale_now ? inv_sqrt_d : S(1));
-        }
-      }
-      for (int r = 0; r < n && !rows_done; ++r) {
-        if (landmark > 0) {
-          LandmarkSoftmaxBackwardRow(i0 + r, landmark, cache.group.row(task * T + i0 + r).data(),
-                                     je, sc.a.data() + static_cast<long>(r) * T);
-          continue;
-        }
-        S dot = dA.row(r).dot(P.row(r));
-        if (has_d_lse) dot -= cache.d_lse[task * T + i0 + r];
-        if (scale_now)
-          dA.row(r).array() = (P.row(r).array() * (dA.row(r).array() - dot)) * inv_sqrt_d;
-        else
-          dA.row(r) = P.row(r).cwiseProduct((dA.row(r).array() - dot).matrix());
-      }
-      // d_a's memory part, kept apart from here on (site 4's backward is linear in d_a).
-      if (mm > 0) split_memory(dA, true);
-      if (has_term) {
-        const HeadQK<S> qk{q.data() + base, k.data() + base, C};
-        enc.LogitTermBackward(ctx, i0, i1, jb, je, qk, sc.a.data(), T,
-                              HeadQKGrad<S>{dQ, dK, ldo}, static_cast<int>(task));
-        if (mm > 0)
-          enc.LogitTermBackward(ctx, i0, i1, jb, mem_end, qk, sc.mem.data(), T,
-                                HeadQKGrad<S>{dQ, dK_mem, C},  // split: ldo = C
-                                static_cast<int>(task));
-      }
-      if (has_scale) {
-        for (int r = 0; r < n; ++r) {
-          const S scale = enc.LogitScale(ctx, i0 + r);
-          dA.row(r) *= scale;
-          if (mm > 0) sc.mem.row(r).head(mm) *= scale;
-        }
-      }
-      if (!scale_now) dA *= inv_sqrt_d;
-      Gemm<S>(false, false, n, D, m, sc.a.data(), T, K.data() + jb * C, C, true, dQ + i0 * ldo,
-              ldo);  // d_q += d_a k
-      Gemm<S>(true, false, m, D, n, sc.a.data(), T, Q.data() + i0 * C, C, true, dK + jb * ldo,
-              ldo);  // d_k += d_a^T q
-      if (mm > 0) {
-        sc.mem.topLeftCorner(n, mm) *= inv_sqrt_d;
-        Gemm<S>(false, false, n, D, mm, sc.mem.data(), T, K.data() + jb * C, C, true,
-                dQ + i0 * ldo, ldo);  // d_q += d_a_mem k_mem
-        Gemm<S>(true, false, mm, D, n, sc.mem.data(), T, Q.data() + i0 * C, C, true,
-                dK_mem + jb * C, C);  // d_k_mem += d_a_mem^T q
-      }
-    }
-    if (qk_transform_backward) {  // this head's d_q and d_k are whole: only this task wrote them
-      AttentionContext whole{layer, h, sh.H, D, T, pos.data(), &pattern_all,
-                             pattern_all.PlainDistance()};
-      enc.TransformQKBackward(whole, true, dQ, ldo);
-      enc.TransformQKBackward(whole, false, dK, ldo);
-    }
+    AttentionBackwardTask(q, k, v, sh, pos, pattern_all, enc, layer, cache, d_out, out, zero_first,
+                          d_k_mem, d_v_mem, qk_transform_backward, task);
   });
-  if (has_term || has_value_term) enc.EndBackward();
+  AttentionBackwardFinish(enc);
 }
 
 // d_q, d_k, d_v: [B*T, C] each, accumulated.

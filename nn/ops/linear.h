@@ -106,10 +106,88 @@ struct NoRowWork {
   void operator()(long, long) const {}
 };
 
-// Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y.
+// The weight and bias gradients of a linear layer, d_W += x^T d_y and d_b += sum_rows d_y, as
+// independent tasks a caller may run in any parallel region: PrepareGroup(g) for every group
+// (x_g^T), then Task(w) for every w < Tasks(), then Combine(c) for every c < CombineTasks().
 // d_W is summed as d_W + P_0 + P_1 + ... over the row groups g (P_g = x_g^T d_y_g), always in that
 // order, and d_b likewise from each group's rows summed in order (in the group's task), so the bits
-// do not depend on the thread count. d_x may be null when the input needs no
+// do not depend on the thread count. Without scratch the groups are not split.
+template <typename S>
+class WeightGradTasks {
+ public:
+  WeightGradTasks(const Mat<S>& x, const Mat<S>& d_y, LinearParams<S>& d_p,
+                  LinearScratch<S>* scratch)
+      : x_(x), d_y_(d_y), d_p_(d_p), scratch_(scratch), rows_(x.rows()), in_(d_p.w.rows()),
+        out_(d_p.w.cols()),
+        groups_(scratch != nullptr
+                    ? std::max(1L, (rows_ + kWeightGradRowGroup - 1) / kWeightGradRowGroup)
+                    : 1),
+        col_chunks_((out_ + kWeightGradColGrain - 1) / kWeightGradColGrain),
+        bias_partial_(scratch != nullptr ? scratch->bias_partial : own_bias_partial_) {
+    if (scratch != nullptr) scratch->x_t.resize(static_cast<size_t>(groups_));
+    if (groups_ > 1) scratch->partial.resize((groups_ - 1) * in_ * out_);
+    bias_partial_.resize(groups_ * out_);
+  }
+  long Groups() const { return groups_; }
+  // Rows [r0, r1) of group g.
+  std::pair<long, long> GroupRows(long g) const {
+    const long r0 = g * kWeightGradRowGroup;
+    return {r0, groups_ == 1 ? rows_ : std::min(rows_, r0 + kWeightGradRowGroup)};
+  }
+  // x_g^T prepared as the left factor of the group's column chunks (with scratch).
+  void PrepareGroup(long g) const {
+    const auto [r0, r1] = GroupRows(g);
+    scratch_->x_t[g].Prepare(GemmSide::kLeft, true, in_, r1 - r0, x_.data() + r0 * in_, in_);
+  }
+  long Tasks() const { return groups_ * col_chunks_; }
+  // Group g's product for one column chunk: into d_W itself for group 0, else into its partial.
+  void Task(long w) const {
+    const long g = w / col_chunks_, c = w % col_chunks_;
+    const long c0 = c * kWeightGradColGrain, c1 = std::min(out_, c0 + kWeightGradColGrain);
+    const auto [r0, r1] = GroupRows(g);
+    S* dst = g == 0 ? d_p_.w.data() + c0 : scratch_->partial.data() + (g - 1) * in_ * out_ + c0;
+    if (scratch_ != nullptr)
+      Gemm<S>(scratch_->x_t[g], false, c1 - c0, d_y_.data() + r0 * out_ + c0, out_, g == 0, dst,
+              out_);
+    else
+      Gemm<S>(true, false, in_, c1 - c0, r1 - r0, x_.data() + r0 * in_, in_,
+              d_y_.data() + r0 * out_ + c0, out_, g == 0, dst, out_);
+    // The group's d_b partial, row after row: contiguous, vectorised reads of the row-major d_y.
+    Eigen::Map<RowVec<S>> db(bias_partial_.data() + g * out_ + c0, c1 - c0);
+    db.setZero();
+    for (long r = r0; r < r1; ++r) db += d_y_.row(r).segment(c0, c1 - c0);
+  }
+  // Multiply-adds of a task (the first group's rows, a full column chunk).
+  long TaskSize() const {
+    const auto [r0, r1] = GroupRows(0);
+    return (r1 - r0) * in_ * std::min(out_, kWeightGradColGrain);
+  }
+  long CombineTasks() const { return col_chunks_; }
+  // The other groups' partials and every group's d_b partial added in group order, one column
+  // chunk.
+  void Combine(long c) const {
+    const long c0 = c * kWeightGradColGrain, c1 = std::min(out_, c0 + kWeightGradColGrain);
+    for (long g = 1; g < groups_; ++g)
+      d_p_.w.middleCols(c0, c1 - c0) +=
+          MatMap<S>(scratch_->partial.data() + (g - 1) * in_ * out_, in_, out_)
+              .middleCols(c0, c1 - c0);
+    auto db = d_p_.b.segment(c0, c1 - c0);
+    for (long g = 0; g < groups_; ++g)
+      db += Eigen::Map<const RowVec<S>>(bias_partial_.data() + g * out_ + c0, c1 - c0);
+  }
+
+ private:
+  const Mat<S>& x_;
+  const Mat<S>& d_y_;
+  LinearParams<S>& d_p_;
+  LinearScratch<S>* scratch_;
+  long rows_, in_, out_, groups_, col_chunks_;
+  std::vector<S> own_bias_partial_;
+  std::vector<S>& bias_partial_;
+};
+
+// Forward: y = x W + b.  Backward: d_x += d_y W^T;  d_W += x^T d_y;  d_b += sum_rows d_y (the
+// weight and bias gradients as WeightGradTasks). d_x may be null when the input needs no
 // gradient. Without scratch, d_x uses the transposed (NT) product and the groups are not split.
 // after_dx(r0, r1) runs on the rows of d_x just written, while they are in cache (the next
 // layer's row-wise backward: GELU's slope, say), in the same parallel region.
@@ -117,27 +195,21 @@ template <typename S, typename AfterDx = NoRowWork>
 void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y, Mat<S>* d_x,
                     LinearParams<S>& d_p, GradWrite write = GradWrite::kAdd,
                     LinearScratch<S>* scratch = nullptr, const AfterDx& after_dx = AfterDx()) {
-  const long rows = x.rows(), in = p.w.rows(), out = p.w.cols();
+  const long rows = x.rows(), out = p.w.cols();
   const bool add = write == GradWrite::kAdd;
-  if (d_x != nullptr && !add) Resize(*d_x, rows, in);
+  if (d_x != nullptr && !add) Resize(*d_x, rows, p.w.rows());
   const bool transposed_w = d_x != nullptr && scratch != nullptr;
-  const long groups =
-      scratch != nullptr ? std::max(1L, (rows + kWeightGradRowGroup - 1) / kWeightGradRowGroup) : 1;
-  const auto group_rows = [&](long g) {
-    const long r0 = g * kWeightGradRowGroup;
-    return std::pair{r0, groups == 1 ? rows : std::min(rows, r0 + kWeightGradRowGroup)};
-  };
+  const WeightGradTasks<S> weights(x, d_y, d_p, scratch);
+  const long groups = weights.Groups();
   // The shared factors, prepared before the products: W^T, and each group's x_g^T (converting
   // ones in a parallel region of their own).
   if (scratch != nullptr) {
-    scratch->x_t.resize(static_cast<size_t>(groups));
     const auto prepare = [&](long t) {
       if (t == groups) {
         PrepareTransposedWeights(p, *scratch);
         return;
       }
-      const auto [r0, r1] = group_rows(t);
-      scratch->x_t[t].Prepare(GemmSide::kLeft, true, in, r1 - r0, x.data() + r0 * in, in);
+      weights.PrepareGroup(t);
     };
     const long tasks = groups + (transposed_w ? 1 : 0);
     if (GemmOperand<S>::PrepareConverts())
@@ -145,31 +217,11 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
     else
       for (long t = 0; t < tasks; ++t) prepare(t);
   }
-  if (groups > 1) scratch->partial.resize((groups - 1) * in * out);
-  std::vector<S> own_bias_partial;
-  std::vector<S>& bias_partial = scratch != nullptr ? scratch->bias_partial : own_bias_partial;
-  bias_partial.resize(groups * out);
-  const long col_chunks = (out + kWeightGradColGrain - 1) / kWeightGradColGrain;
   const long dx_tasks = d_x != nullptr ? (rows + kRowGrain - 1) / kRowGrain : 0;
-
   // d_x for rows [r0, r1).
   const auto input_grad = [&](long r0, long r1) {
     LinearInputGradRows(p, d_y, *d_x, add, transposed_w ? &scratch->w_t : nullptr, r0, r1);
     after_dx(r0, r1);
-  };
-  // Group g's product for columns [c0, c1): into d_W itself for group 0, else into its partial.
-  const auto weight_grad = [&](long g, long c0, long c1) {
-    const auto [r0, r1] = group_rows(g);
-    S* dst = g == 0 ? d_p.w.data() + c0 : scratch->partial.data() + (g - 1) * in * out + c0;
-    if (scratch != nullptr)
-      Gemm<S>(scratch->x_t[g], false, c1 - c0, d_y.data() + r0 * out + c0, out, g == 0, dst, out);
-    else
-      Gemm<S>(true, false, in, c1 - c0, r1 - r0, x.data() + r0 * in, in,
-              d_y.data() + r0 * out + c0, out, g == 0, dst, out);
-    // The group's d_b partial, row after row: contiguous, vectorised reads of the row-major d_y.
-    Eigen::Map<RowVec<S>> db(bias_partial.data() + g * out + c0, c1 - c0);
-    db.setZero();
-    for (long r = r0; r < r1; ++r) db += d_y.row(r).segment(c0, c1 - c0);
   };
   // One parallel region for both products: they are independent, and each writes its own memory,
   // so their order changes no value. The kind with the larger tasks is listed first (a heuristic:
@@ -178,33 +230,20 @@ void LinearBackward(const Mat<S>& x, const LinearParams<S>& p, const Mat<S>& d_y
   // task is group_rows(0) x in x min(out, kWeightGradColGrain) multiply-adds, a d_x task kRowGrain
   // x in x out: with groups of 1024 rows the weight tasks are the larger (or equal) for outputs up
   // to 256 wide (every layer of a T model), d_x's for wider ones.
-  const long weight_tasks = groups * col_chunks;
-  const auto [g0_r0, g0_r1] = group_rows(0);
-  const bool weights_first =
-      (g0_r1 - g0_r0) * std::min(out, kWeightGradColGrain) >= std::min(rows, kRowGrain) * out;
-  const auto weight_task = [&](long w) {
-    const long g = w / col_chunks, c = w % col_chunks;
-    weight_grad(g, c * kWeightGradColGrain, std::min(out, (c + 1) * kWeightGradColGrain));
-  };
+  const long weight_tasks = weights.Tasks();
+  const bool weights_first = weights.TaskSize() >= std::min(rows, kRowGrain) * p.w.rows() * out;
   const auto dx_task = [&](long i) {
     input_grad(i * kRowGrain, std::min(rows, (i + 1) * kRowGrain));
   };
   ParallelFor(weight_tasks + dx_tasks, [&](long t) {
     if (weights_first) {
-      if (t < weight_tasks) return weight_task(t);
+      if (t < weight_tasks) return weights.Task(t);
       return dx_task(t - weight_tasks);
     }
     if (t < dx_tasks) return dx_task(t);
-    weight_task(t - dx_tasks);
+    weights.Task(t - dx_tasks);
   });
-  ParallelChunks(out, kWeightGradColGrain, [&](long c0, long c1) {
-    for (long g = 1; g < groups; ++g)
-      d_p.w.middleCols(c0, c1 - c0) +=
-          MatMap<S>(scratch->partial.data() + (g - 1) * in * out, in, out).middleCols(c0, c1 - c0);
-    auto db = d_p.b.segment(c0, c1 - c0);
-    for (long g = 0; g < groups; ++g)
-      db += Eigen::Map<const RowVec<S>>(bias_partial.data() + g * out + c0, c1 - c0);
-  });
+  ParallelFor(weights.CombineTasks(), [&](long c) { weights.Combine(c); });
 }
 
 // The input gradient alone, d_x += d_y W^T (kAdd) or d_x = d_y W^T (kOverwrite), in the row

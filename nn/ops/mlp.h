@@ -9,6 +9,7 @@
 
 #include <tbb/enumerable_thread_specific.h>
 
+#include "nn/check.h"
 #include "nn/ops/gelu.h"
 #include "nn/ops/linear.h"
 
@@ -20,6 +21,7 @@ template <typename S>
 void MlpRows(const S* x, long n, const PreparedLinear<S>& fc1, const PreparedLinear<S>& fc2,
              Mat<S>& hidden, S* g, S* slope, S* y) {
   const long F = fc1.w.cols();
+  LEXP_CHECK(n <= kRowGrain, "MLP: a chunk of more rows than its scratch holds");
   Resize(hidden, kRowGrain, F);
   LinearRows(x, n, fc1, hidden.data());
   if (g != nullptr) {

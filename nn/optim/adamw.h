@@ -154,7 +154,8 @@ class AdamW {
     for (; i + 8 <= n; i += 8)
       for (int j = 0; j < 8; ++j) lane[j] += static_cast<double>(x[i + j]) * x[i + j];
     for (; i < n; ++i) lane[i % 8] += static_cast<double>(x[i]) * x[i];
-    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
   }
 };
 

@@ -1,8 +1,9 @@
-// A block run fused (BlockForward: each group of sequences from LN1 to the last residual in one
-// parallel region) against the same block step by step: the same bits in the logits, the captured
-// maps, every gradient the backward pass computes from the kept activations, and in evaluation,
-// for encodings acting at every site kind (rotary queries and keys, a logit bias, an added
-// embedding) and for post-LN.
+// Blocks run fused (BlockForward: each group of sequences from LN1 to the last residual in one
+// parallel region; BlockBackward: each group's input gradients in one region, every weight
+// gradient in another) against the same blocks step by step: the same bits in the logits, the
+// captured maps, every gradient, and the evaluation logits, for encodings acting at every site
+// kind (rotary queries and keys, a fixed logit bias, a learned one with per-task gradient sums, an
+// added embedding), pre-LN and post-LN (whose backward runs step by step).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -14,7 +15,8 @@
 namespace lexp {
 namespace {
 
-constexpr int kB = 64, kT = 32, kC = 32, kL = 2;  // 256 / 32 = 8 sequences a group: 8 groups
+// 256 / 32 = 8 sequences a forward group: 16 groups; 512 / 32 = 16 a backward group: 8 groups.
+constexpr int kB = 128, kT = 32, kC = 32, kL = 2;
 
 struct Outputs {
   MatF logits, eval_logits, probs, d_x;
@@ -55,7 +57,7 @@ Outputs RunOnce(const std::string& encoding, bool pre_ln, bool fuse, int B) {
 }
 
 TEST(FusedBlock, HasTheBitsOfTheStepByStepBlock) {
-  for (const std::string encoding : {"rope", "alibi", "sinusoidal"})
+  for (const std::string encoding : {"rope", "alibi", "t5", "sinusoidal"})
     for (const bool pre_ln : {true, false}) {
       SCOPED_TRACE(encoding + (pre_ln ? " pre-LN" : " post-LN"));
       const Outputs fused = RunOnce(encoding, pre_ln, true, kB);
@@ -66,7 +68,8 @@ TEST(FusedBlock, HasTheBitsOfTheStepByStepBlock) {
       EXPECT_TRUE((fused.probs.array() == steps.probs.array()).all());
       EXPECT_TRUE((fused.d_x.array() == steps.d_x.array()).all());
       ASSERT_EQ(fused.grads.size(), steps.grads.size());
-      for (size_t k = 0; k < fused.grads.size(); ++k) EXPECT_EQ(fused.grads[k], steps.grads[k]) << k;
+      for (size_t k = 0; k < fused.grads.size(); ++k)
+        EXPECT_EQ(fused.grads[k], steps.grads[k]) << k;
     }
 }
 
@@ -75,8 +78,13 @@ TEST(FusedBlock, HasTheBitsOfTheStepByStepBlock) {
 // its logits are those of the same sequences in the fused batch, row for row.
 TEST(FusedBlock, IsTakenWithEnoughSequencesAndAgreesWithASmallBatchRowForRow) {
   EXPECT_TRUE(Transformer<float>::FusesBlocks(kB, kT));
+  EXPECT_TRUE(Transformer<float>::FusesBlockBackward(kB, kT));
+  EXPECT_FALSE(Transformer<float>::FusesBlockBackward(kB - 1, kT));  // 7 groups and a part
+  EXPECT_FALSE(Transformer<float>::FusesBlockBackward(kB, 48));      // 48 rows do not divide 512
   EXPECT_FALSE(Transformer<float>::FusesBlocks(7 * 256 / kT, kT));
   EXPECT_FALSE(Transformer<float>::FusesBlocks(1, 4096));
+  EXPECT_FALSE(Transformer<float>::FusesBlocks(64, 1024));  // a group's rows exceed an MLP chunk
+  EXPECT_TRUE(Transformer<float>::FusesBlocks(64, 512));
   const Outputs small = RunOnce("rope", true, true, 8);
   const Outputs fused = RunOnce("rope", true, true, kB);
   EXPECT_TRUE((fused.logits.topRows(small.logits.rows()).array() == small.logits.array()).all());
