@@ -111,7 +111,10 @@ MemoryNeed EstimatePeakMemory(const RecipeConfig& c) {
   double kept = params * (2 + 4);  // in floats: value, gradient, two double moments
   {
     const double T = tokens(c.train_max_length), B = c.batch_size, N = B * T;
-    const double step_buffers = L * B * H * T * T + N * (11 * C + 2 * F + V);
+    // The fused backward keeps each linear layer's weight-gradient partials (one per 1024-row
+    // group after the first) and d_x_mid at once.
+    const double partials = std::max(0.0, std::ceil(N / 1024) - 1) * (4 * C * C + 2 * C * F);
+    const double step_buffers = L * B * H * T * T + N * (12 * C + 2 * F + V) + partials;
     kept += step_buffers;
     phases.push_back({(kept + N * per_row) * kFloat,
                       fmt::format("a training step (train.batch_size = {} sequences of {} tokens)",

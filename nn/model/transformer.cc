@@ -216,8 +216,9 @@ long FusedGroup(int T) { return std::max(1L, kFusedBlockRows / T); }
 
 template <typename S>
 bool Transformer<S>::FusesBlocks(int B, int T) {
-  // A group is at most kRowGrain rows: the MLP's per-thread hidden rows are sized for that.
-  return T <= kRowGrain && B / FusedGroup(T) >= kFusedBlockMinGroups;
+  // A group is at most kRowGrain rows (the MLP's per-thread hidden rows are sized for that), and
+  // a whole part of the op-by-op pass's chunks.
+  return T <= kRowGrain && kRowGrain % T == 0 && B / FusedGroup(T) >= kFusedBlockMinGroups;
 }
 
 template <typename S>
@@ -391,9 +392,11 @@ BlockCache<S>& Transformer<S>::BlockForward(int l, const Mat<S>& x_in, Mat<S>& x
   const bool keep_after = training || (capture && capture_sites_);
   // Every step of a block is row by row except attention, which reads its own sequence's rows: with
   // enough sequences the whole block runs a group of sequences at a time in one parallel region,
-  // the group's rows in cache from LN1 to the last residual and no hand-off between the steps (the
-  // bits of the step-by-step regions: no value depends on which rows run together).
+  // the group's rows in cache from LN1 to the last residual and no hand-off between the steps. A
+  // group is a whole part of a step-by-step chunk (FusesBlocks), so a product's kernel sees every
+  // row in the same row block: the bits of the step-by-step regions.
   if (fuse_blocks_ && !knn && !enc_->Uses(kSiteHeadMix) && FusesBlocks(B_, T_)) {
+    ++fused_passes_;
     const long group = FusedGroup(T_);
     BlockQkvSetup(l, x_in, c, /*split=*/true);
     AttentionForwardSetup(sh, pos_, ActivePattern(), keep, c.attn, c.att);

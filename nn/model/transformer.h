@@ -147,13 +147,16 @@ class Transformer {
   // output of the last block, before the final LayerNorm). A plain evaluation otherwise keeps two.
   const Mat<S>& Residual(int l) const { return xs_[l]; }
   void set_keep_residuals(bool keep) { keep_residuals_ = keep; }
-  // Whether BlockForward may run a block's steps in one region, a group of sequences at a time
-  // (on by default; the values are the same either way: tests compare the two, benchmarks time
-  // them).
+  // Whether BlockForward and BlockBackward may run a block a group of sequences at a time, in
+  // fewer parallel regions (on by default; the values are the same either way: tests compare the
+  // two, benchmarks time them), and how many block passes (forward or backward) ran so since
+  // construction.
   void set_fuse_blocks(bool fuse) { fuse_blocks_ = fuse; }
-  // True when a batch of B sequences of T rows has enough groups of sequences to run its blocks
-  // fused (each group about 256 rows, whole sequences of at most kRowGrain rows, at least 8 groups
-  // to share among the threads); kNN memory and head mixing run step by step.
+  long fused_passes() const { return fused_passes_; }
+  // True when a batch of B sequences of T rows runs its blocks fused: T divides kRowGrain (512),
+  // so every group (256 rows, or one sequence of 512) is a whole part of the op-by-op pass's
+  // 512-row chunks and each product sees its rows in the same row blocks, and there are at least 8
+  // groups to share among the threads; kNN memory and head mixing run step by step.
   static bool FusesBlocks(int B, int T);
   // The same for the backward pass: a batch cut into at least 8 groups of kRowGrain rows of whole
   // sequences (the chunks of the step-by-step pass's sums); pre-LN only, without memory keys, kNN
@@ -245,7 +248,8 @@ class Transformer {
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // BlockBackward fused (FusesBlockBackward): each group's rows go through every input gradient,
-  // attention's included, in one parallel region, then every weight gradient in another.
+  // attention's included, in one parallel region, then every weight gradient in another (and two
+  // small ones: the prepared factors before, the sums after).
   void FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // BlockBackward's attention gradient into d_qkv_ through separate d_q_, d_k_, d_v_: for memory
   // keys, a kNN memory or head mixing (otherwise attention writes d_qkv_ itself).
@@ -275,6 +279,7 @@ class Transformer {
   const AttentionPattern* pattern_override_ = nullptr;
   bool keep_residuals_ = false;
   bool fuse_blocks_ = true;
+  long fused_passes_ = 0;
   bool capture_sites_ = false;
   ModelParams<S> p_, g_;
 

@@ -94,8 +94,9 @@ bool Transformer<S>::FusesBlockBackward(int B, int T) {
 // The step-by-step BlockBackward's values, bit for bit: every input gradient is row by row (or, in
 // attention, sequence by sequence) and a group is one of LinearBackward's d_x chunks and one of
 // the layer norms' partial-sum chunks (kRowGrain rows); the weight gradients are LinearBackward's
-// tasks. What differs is the schedule: two regions a layer and a small one for the sums, instead
-// of seven, and a group's rows stay in cache from the MLP's gradient to LN1's.
+// tasks. What differs is the schedule: four regions a layer (the prepared factors, the input
+// gradients, the weight gradients, their sums) instead of seven, and a group's rows stay in cache
+// from the MLP's gradient to LN1's.
 template <typename S>
 void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   auto& p = p_.blocks[l];
@@ -105,6 +106,7 @@ void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) 
   const AttentionShape sh{B_, T_, cfg_.n_heads, cfg_.HeadDim()};
   const int el = EncodingLayer(l);
   const bool fuse_qk = enc_->Uses(kSiteQKTransform);
+  ++fused_passes_;
   d_mid_.swap(d_x);  // d_mid_ = dL/dx_out, read by fc2's input and weight gradients
   Resize(d_big_, N, F);
   Resize(d_h_, N, C);

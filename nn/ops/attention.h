@@ -266,7 +266,7 @@ void AttentionBackwardFinish(PositionEncoding<S>& enc) {
 
 // Task `task` of that pass (sequence task / H, head task % H): independent of the others, so a
 // caller may run any of them on any thread (each once), or fuse them with the row work of the same
-// sequences (Transformer::BlockBackward).
+// sequences (Transformer::FusedBlockBackward).
 template <typename S>
 void AttentionBackwardTask(const Mat<S>& q, const Mat<S>& k, const Mat<S>& v,
                            const AttentionShape& sh, const std::vector<double>& pos,

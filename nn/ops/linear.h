@@ -128,6 +128,8 @@ class WeightGradTasks {
     if (groups_ > 1) scratch->partial.resize((groups_ - 1) * in_ * out_);
     bias_partial_.resize(groups_ * out_);
   }
+  WeightGradTasks(const WeightGradTasks&) = delete;  // bias_partial_ may refer to its own member
+  WeightGradTasks& operator=(const WeightGradTasks&) = delete;
   long Groups() const { return groups_; }
   // Rows [r0, r1) of group g.
   std::pair<long, long> GroupRows(long g) const {

@@ -146,8 +146,8 @@ class AdamW {
     return chunks;
   }
 
-  // sum_i x_i^2 in double: running sum j takes elements i = j (mod 8) (a square of a float is
-  // exact in double), and the eight are added pairwise in a fixed order.
+  // sum_i x_i^2 in double: running sum j takes elements i = j (mod 8), and the eight are added
+  // pairwise in a fixed order.
   static double SumOfSquares(const S* x, long n) {
     double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     long i = 0;
