@@ -154,7 +154,7 @@ class Transformer {
   void set_fuse_blocks(bool fuse) { fuse_blocks_ = fuse; }
   long fused_passes() const { return fused_passes_; }
   // True when a batch of B sequences of T rows runs its blocks fused: T divides kRowGrain (512),
-  // so every group (256 rows, or one sequence of 512) is a whole part of the op-by-op pass's
+  // so every group (128 rows, or one sequence of up to 512) is a whole part of the op-by-op pass's
   // 512-row chunks and each product sees its rows in the same row blocks, and there are at least 8
   // groups to share among the threads; kNN memory and head mixing run step by step.
   static bool FusesBlocks(int B, int T);
@@ -248,8 +248,9 @@ class Transformer {
                            bool keep_for_backward);
   void BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // BlockBackward fused (FusesBlockBackward): each group's rows go through every input gradient,
-  // attention's included, in one parallel region, then every weight gradient in another (and two
-  // small ones: the prepared factors before, the sums after).
+  // attention's included, in one parallel region, whose task that completes a weight group runs
+  // that group's weight gradients (and two small regions: the prepared factors before, the sums
+  // after).
   void FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x);
   // BlockBackward's attention gradient into d_qkv_ through separate d_q_, d_k_, d_v_: for memory
   // keys, a kNN memory or head mixing (otherwise attention writes d_qkv_ itself).

@@ -2,8 +2,10 @@
 // reverse order, the kNN memory's merge included.
 #include "nn/model/transformer.h"
 
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "nn/check.h"
 
@@ -94,9 +96,10 @@ bool Transformer<S>::FusesBlockBackward(int B, int T) {
 // The step-by-step BlockBackward's values, bit for bit: every input gradient is row by row (or, in
 // attention, sequence by sequence) and a group is one of LinearBackward's d_x chunks and one of
 // the layer norms' partial-sum chunks (kRowGrain rows); the weight gradients are LinearBackward's
-// tasks. What differs is the schedule: four regions a layer (the prepared factors, the input
-// gradients, the weight gradients, their sums) instead of seven, and a group's rows stay in cache
-// from the MLP's gradient to LN1's.
+// tasks. What differs is the schedule: three regions a layer (the prepared factors; the input
+// gradients, with the weight gradients of each 1024-row group run by the task that completes it;
+// the sums) instead of seven, and a group's rows stay in cache from the MLP's gradient to LN1's
+// and, for the last of a weight group's tasks, to its weight gradients.
 template <typename S>
 void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   auto& p = p_.blocks[l];
@@ -130,6 +133,18 @@ void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) 
       weights[i].PrepareGroup(k);
   });
   LayerNormParamPartials<S> ln2_sums(N, C), ln1_sums(N, C);
+  // A weight group (kWeightGradRowGroup rows) is whole once the row tasks of all its chunks
+  // are done: the last of them runs the group's weight-gradient tasks, while its own rows of the
+  // factors are still in cache (which task that is changes no value: each group's partials are
+  // its own, summed in group order after the region).
+  static_assert(kWeightGradRowGroup % kRowGrain == 0, "a weight group is whole row chunks");
+  const long weight_tasks_per_group = weights[0].ColumnChunks() + weights[1].ColumnChunks() +
+                                      weights[2].ColumnChunks() + weights[3].ColumnChunks();
+  std::vector<std::atomic<int>> chunks_left(static_cast<size_t>(groups));
+  for (long wg = 0; wg < groups; ++wg) {
+    const auto [g0, g1] = weights[0].GroupRows(wg);
+    chunks_left[wg].store(static_cast<int>((g1 - g0 + kRowGrain - 1) / kRowGrain));
+  }
   AttentionBackwardSetup(sh, ActivePattern(), *enc_, c.attn,
                          QkvGradOut<S>{d_qkv_.data(), d_qkv_.data() + C, d_qkv_.data() + 2 * C,
                                        3 * C},
@@ -158,15 +173,18 @@ void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) 
     rows(d_x) = rows(d_res_);
     LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
     ln1_sums.AddChunk(c.ln1, d_h_, r0, r1);
+    const long wg = r0 / kWeightGradRowGroup;
+    if (chunks_left[wg].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // The group's weight tasks in a nested region: a thread out of rows steals some of them
+      // instead of waiting for this one at the region's end.
+      ParallelFor(weight_tasks_per_group, [&](long t) {
+        int i = 0;
+        while (t >= weights[i].ColumnChunks()) t -= weights[i++].ColumnChunks();
+        weights[i].Task(wg * weights[i].ColumnChunks() + t);
+      });
+    }
   });
   AttentionBackwardFinish(*enc_);
-  const long per[4] = {weights[0].Tasks(), weights[1].Tasks(), weights[2].Tasks(),
-                       weights[3].Tasks()};
-  ParallelFor(per[0] + per[1] + per[2] + per[3], [&](long t) {
-    int i = 0;
-    while (t >= per[i]) t -= per[i++];
-    weights[i].Task(t);
-  });
   const long combine[4] = {weights[0].CombineTasks(), weights[1].CombineTasks(),
                            weights[2].CombineTasks(), weights[3].CombineTasks()};
   ParallelFor(combine[0] + combine[1] + combine[2] + combine[3] + 1, [&](long t) {

@@ -159,6 +159,8 @@ class WeightGradTasks {
     db.setZero();
     for (long r = r0; r < r1; ++r) db += d_y_.row(r).segment(c0, c1 - c0);
   }
+  // Tasks per group: group g's are Task(g * ColumnChunks() + c) for c < ColumnChunks().
+  long ColumnChunks() const { return col_chunks_; }
   // Multiply-adds of a task (the first group's rows, a full column chunk).
   long TaskSize() const {
     const auto [r0, r1] = GroupRows(0);

@@ -15,7 +15,7 @@
 namespace lexp {
 namespace {
 
-// 256 / 32 = 8 sequences a forward group: 16 groups; 512 / 32 = 16 a backward group: 8 groups.
+// 128 / 32 = 4 sequences a forward group: 32 groups; 512 / 32 = 16 a backward group: 8 groups.
 constexpr int kB = 128, kT = 32, kC = 32, kL = 2;
 
 struct Outputs {
@@ -109,7 +109,7 @@ TEST(FusedBlock, IsTakenWithEnoughSequencesAndAgreesWithASmallBatchRowForRow) {
   EXPECT_TRUE(Transformer<float>::FusesBlockBackward(kB, kT));
   EXPECT_FALSE(Transformer<float>::FusesBlockBackward(kB - 1, kT));  // 7 groups and a part
   EXPECT_FALSE(Transformer<float>::FusesBlockBackward(kB, 48));      // 48 rows do not divide 512
-  EXPECT_FALSE(Transformer<float>::FusesBlocks(7 * 256 / kT, kT));
+  EXPECT_FALSE(Transformer<float>::FusesBlocks(7 * 128 / kT, kT));  // 7 groups of 128 rows
   EXPECT_FALSE(Transformer<float>::FusesBlocks(1, 4096));
   EXPECT_FALSE(Transformer<float>::FusesBlocks(64, 1024));  // a group's rows exceed an MLP chunk
   EXPECT_FALSE(Transformer<float>::FusesBlocks(kB, 48));  // 48 rows do not divide 512
