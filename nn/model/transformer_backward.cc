@@ -158,9 +158,7 @@ void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) 
     rows(d_big_).array() *= c.gelu_slope.middleRows(r0, r1 - r0).array();
     // d_res = d_y2 + LN2's input gradient of d_big W1^T
     LinearInputGradRows(p.fc1, d_big_, d_h_, false, &scratch[1].w_t, r0, r1);
-    rows(d_res_) = rows(d_mid_);
-    LayerNormInputGradRows(p.ln2, c.ln2, d_h_, d_res_, r0, r1);
-    ln2_sums.AddChunk(c.ln2, d_h_, r0, r1);
+    ln2_sums.AddChunkWithInputGrad(p.ln2, c.ln2, d_h_, d_mid_, d_res_, r0, r1);
     LinearInputGradRows(p.proj, d_res_, d_att_, false, &scratch[2].w_t, r0, r1);
     for (long task = b0 * sh.H; task < b1 * sh.H; ++task)
       AttentionBackwardTask(c.q, c.k, c.v, sh, pos_, ActivePattern(), *enc_, el, c.attn, d_att_,
@@ -170,9 +168,7 @@ void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) 
                             fuse_qk, task);
     // d_x = d_res + LN1's input gradient of d_qkv Wqkv^T
     LinearInputGradRows(p.qkv, d_qkv_, d_h_, false, &scratch[3].w_t, r0, r1);
-    rows(d_x) = rows(d_res_);
-    LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
-    ln1_sums.AddChunk(c.ln1, d_h_, r0, r1);
+    ln1_sums.AddChunkWithInputGrad(p.ln1, c.ln1, d_h_, d_res_, d_x, r0, r1);
     const long wg = r0 / kWeightGradRowGroup;
     if (chunks_left[wg].fetch_sub(1, std::memory_order_acq_rel) == 1) {
       // The group's weight tasks in a nested region: a thread out of rows steals some of them
@@ -230,8 +226,8 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
     LayerNormParamPartials<S> ln2_sums(N, C);
     LinearBackward(c.m_in, p.fc1, d_big_, &d_h_, g.fc1, GradWrite::kOverwrite, &linear_scratch_,
                    [&](long r0, long r1) {
-                     LayerNormInputGradRows(p.ln2, c.ln2, d_h_, d_mid_, r0, r1);
-                     ln2_sums.AddChunk(c.ln2, d_h_, r0, r1);
+                     ln2_sums.AddChunkWithInputGrad(p.ln2, c.ln2, d_h_, d_mid_, d_mid_, r0,
+                                                    r1);
                    });
     ln2_sums.Finish(g.ln2);
   } else {
@@ -270,8 +266,7 @@ void Transformer<S>::BlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
       LayerNormParamPartials<S> ln1_sums(N, C);
       LinearBackward(c.a_in, p.qkv, d_qkv_, &d_h_, g.qkv, GradWrite::kOverwrite, &linear_scratch_,
                      [&](long r0, long r1) {
-                       LayerNormInputGradRows(p.ln1, c.ln1, d_h_, d_x, r0, r1);
-                       ln1_sums.AddChunk(c.ln1, d_h_, r0, r1);
+                       ln1_sums.AddChunkWithInputGrad(p.ln1, c.ln1, d_h_, d_x, d_x, r0, r1);
                      });
       ln1_sums.Finish(g.ln1);
     } else {
