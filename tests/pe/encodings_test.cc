@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <random>
 
 #include "nn/model/transformer.h"
 #include "nn/ops/attention.h"
@@ -182,6 +183,40 @@ TEST(Alibi, BiasIsAPerHeadToeplitzRamp) {
           EXPECT_NEAR(b(i, j) - b(i, j + 1), -slopes[h], 1e-12);
         }
       }
+  }
+}
+
+// Consecutive integer positions take a row of terms by offset (computed once a call): every score
+// must still lose exactly its own float(m |p_i - p_j|), at any offset of the positions, for blocks
+// on and off the diagonal; shifted by half a position they take the per-element path, same values.
+TEST(Alibi, TermsByOffsetAreEachElementsOwnRoundedTerm) {
+  const int T = 64, heads = 12;  // slopes 2^(-k/2) too: m |d| rounds differently in float
+  auto enc = CreateEncoding<float>("alibi", {}, EncodingShape{24, heads, 1, true, 64});
+  const auto slopes = AlibiSlopes(heads);
+  AttentionPattern pat(true);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  const int blocks[][4] = {{0, 32, 0, 32}, {32, 64, 0, 64}, {5, 12, 3, 40}, {40, 44, 50, 64}};
+  for (double p0 : {0.0, 1000.0, 123456.0, 0.5}) {
+    std::vector<double> pos(T);
+    for (int k = 0; k < T; ++k) pos[k] = p0 + k;
+    for (int h = 0; h < heads; ++h) {
+      const AttentionContext ctx{0, h, heads, 4, T, pos.data(), &pat};
+      for (const auto& b : blocks) {
+        const int i0 = b[0], i1 = b[1], j0 = b[2], j1 = b[3], w = j1 - j0;
+        std::vector<float> s((i1 - i0) * w), want(s.size());
+        for (float& v : s) v = u(rng);
+        for (int i = i0; i < i1; ++i)
+          for (int j = j0; j < j1; ++j) {
+            const float term = static_cast<float>(slopes[h] * std::abs(pos[i] - pos[j]));
+            want[(i - i0) * w + (j - j0)] = s[(i - i0) * w + (j - j0)] - term;
+          }
+        enc->AddLogitTerm(ctx, i0, i1, j0, j1, HeadQK<float>{nullptr, nullptr, 0}, s.data(), w);
+        for (size_t e = 0; e < s.size(); ++e)
+          ASSERT_EQ(s[e], want[e]) << "p0 " << p0 << " head " << h << " block " << i0 << ".." << i1
+                                   << " x " << j0 << ".." << j1 << " element " << e;
+      }
+    }
   }
 }
 
