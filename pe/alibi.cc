@@ -45,11 +45,13 @@ template <typename S>
 void Alibi<S>::AddLogitTerm(const AttentionContext& ctx, int i0, int i1, int j0, int j1,
                             const HeadQK<S>& /*qk*/, S* scores, long lds) const {
   const double m = slopes_[ctx.head];
-  if (ctx.plain_distance && i1 - i0 >= 4 &&
-      ConsecutiveIntegers(ctx.pos, std::min(i0, j0), std::max(i1, j1))) {
+  if (ctx.plain_distance && i1 - i0 >= 4 && j1 > j0 &&
+      ConsecutiveIntegers(ctx.pos, i0, i1) && ConsecutiveIntegers(ctx.pos, j0, j1) &&
+      ctx.pos[i0] - ctx.pos[j0] == i0 - j0) {
     // p_i - p_j = i - j exactly: row i's terms are the slice at offset j - i of one row of terms by
-    // offset, each m |d| in double rounded once to S as below (the same bits), computed once a
-    // call instead of once an element.
+    // offset, each m |d| in double rounded once to S as below, computed once a call instead of
+    // once an element. For float the same bits as the loop below (S = double, for gradient
+    // checks, may differ in the last bit where the loop's subtraction is contracted into an FMA).
     const int d_min = j0 - (i1 - 1), d_max = (j1 - 1) - i0;
     thread_local std::vector<S> by_offset;
     by_offset.resize(static_cast<size_t>(d_max - d_min + 1));

@@ -99,7 +99,7 @@ bool Transformer<S>::FusesBlockBackward(int B, int T) {
 // tasks. What differs is the schedule: three regions a layer (the prepared factors; the input
 // gradients, with the weight gradients of each 1024-row group run by the task that completes it;
 // the sums) instead of seven, and a group's rows stay in cache from the MLP's gradient to LN1's
-// and, for the last of a weight group's tasks, to its weight gradients.
+// (and the completing task's rows to the weight gradients it starts).
 template <typename S>
 void Transformer<S>::FusedBlockBackward(int l, const Mat<S>& x_in, Mat<S>& d_x) {
   auto& p = p_.blocks[l];

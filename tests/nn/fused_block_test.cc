@@ -1,9 +1,10 @@
 // Blocks run fused (BlockForward: each group of sequences from LN1 to the last residual in one
-// parallel region; BlockBackward: each group's input gradients in one region, every weight
-// gradient in another) against the same blocks step by step: the same bits in the logits, the
-// captured maps, every gradient, and the evaluation logits, for encodings acting at every site
-// kind (rotary queries and keys, a fixed logit bias, a learned one with per-task gradient sums, an
-// added embedding), pre-LN and post-LN (whose backward runs step by step).
+// parallel region; BlockBackward: each group's input gradients in one region, with the weight
+// gradients of each 1024-row weight group run by the task that completes it) against the same
+// blocks step by step: the same bits in the logits, the captured maps, every gradient, and the
+// evaluation logits, for encodings acting at every site kind (rotary queries and keys, a fixed
+// logit bias, a learned one with per-task gradient sums, an added embedding), pre-LN and post-LN
+// (whose backward runs step by step).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -84,12 +85,13 @@ TEST(FusedBlock, HasTheBitsOfTheStepByStepBlock) {
 }
 
 // Layers whose weight gradients have different numbers of column chunks (d_model 96: qkv 288 and
-// fc1 384 wide, three chunks each; proj and fc2 one), a batch whose last group is ragged (130
-// sequences of 32: the forward's 17th group and the backward's 9th hold 64 rows), and bf16
+// fc1 384 wide, three chunks each; proj and fc2 one), a batch whose last group is ragged (146
+// sequences of 32: the forward's 37th group and the backward's 10th hold 64 rows, the last weight
+// group a whole chunk and that ragged one), and bf16
 // products (their operands prepared, converted where the CPU has native bf16, in the fused
 // backward's first region).
 TEST(FusedBlock, HasTheBitsOfTheStepByStepBlockWithRaggedGroupsAndWiderLayers) {
-  constexpr int B = 130, C = 96;
+  constexpr int B = 146, C = 96;
   const PrecisionPolicy bf16{Precision::kBf16, Precision::kBf16, Precision::kBf16};
   for (const std::string encoding : {"rope", "t5"})
     for (const PrecisionPolicy precision : {PrecisionPolicy{}, bf16}) {
